@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { ByteReader, ByteWriter, varintLength } from './bytes.js';
+import { GamewireError } from './errors.js';
+
+describe('ByteWriter / ByteReader', () => {
+  it('writes little-endian', () => {
+    const out = new Uint8Array(7);
+    new ByteWriter(out).u8(0xab).u16(0x1234).u32(0xdeadbeef);
+    expect([...out]).toEqual([0xab, 0x34, 0x12, 0xef, 0xbe, 0xad, 0xde]);
+    const r = new ByteReader(out);
+    expect([r.u8(), r.u16(), r.u32(), r.ok, r.remaining]).toEqual([0xab, 0x1234, 0xdeadbeef, true, 0]);
+  });
+
+  it('throws a typed error when the caller buffer is too small', () => {
+    const w = new ByteWriter(new Uint8Array(3));
+    w.u16(1);
+    expect(() => w.u16(2)).toThrowError(GamewireError);
+    try {
+      w.u32(1);
+    } catch (e) {
+      expect((e as GamewireError).code).toBe('buffer-too-small');
+    }
+  });
+
+  it('never throws on reads past the end: ok turns false and reads return 0', () => {
+    const r = new ByteReader(new Uint8Array([1, 2, 3]));
+    expect(r.u16()).toBe(0x0201);
+    expect(r.u16()).toBe(0);
+    expect(r.ok).toBe(false);
+    expect(r.u8()).toBe(0);
+    expect(r.bytesView(1).length).toBe(0);
+  });
+
+  it('reads views without copying', () => {
+    const src = new Uint8Array([9, 8, 7, 6]);
+    const v = new ByteReader(src, 1).bytesView(2);
+    src[1] = 42;
+    expect([...v]).toEqual([42, 7]);
+  });
+
+  it('round-trips varints with the announced length', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), (v) => {
+        const out = new Uint8Array(10);
+        const w = new ByteWriter(out).varint(v);
+        const r = new ByteReader(out.subarray(0, w.offset));
+        return w.offset === varintLength(v) && r.varint() === v && r.ok && r.remaining === 0;
+      }),
+    );
+  });
+
+  it('rejects truncated, overlong and non-minimal varints', () => {
+    expect(new ByteReader(new Uint8Array([0x80])).varint()).toBe(0);
+    const trunc = new ByteReader(new Uint8Array([0x80]));
+    trunc.varint();
+    expect(trunc.ok).toBe(false);
+    const long = new ByteReader(new Uint8Array(9).fill(0xff));
+    long.varint();
+    expect(long.ok).toBe(false);
+    const nonMinimal = new ByteReader(new Uint8Array([0x81, 0x00]));
+    nonMinimal.varint();
+    expect(nonMinimal.ok).toBe(false);
+  });
+});
