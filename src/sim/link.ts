@@ -1,0 +1,340 @@
+import { checkArg } from '../core/errors.js';
+import { NonCryptoRng } from '../core/rng.js';
+import { type LinkConfig, resolveLinkConfig } from './config.js';
+
+/** Event counts of one `Link` since construction. Datagram counts unless the name says bytes. */
+export interface LinkCounters {
+  /** `send()` calls. */
+  sent: number;
+  /** Payload bytes passed to `send()`. */
+  bytesSent: number;
+  /** Datagrams returned by `pollDeliver()` (duplicates included). */
+  delivered: number;
+  /** Payload bytes returned by `pollDeliver()`. */
+  bytesDelivered: number;
+  /** Dropped by `loss`, `gilbertElliott` or `shuffleBagLoss`. */
+  droppedLoss: number;
+  /** Dropped at the full bottleneck queue (drop-tail). */
+  droppedQueue: number;
+  /** Dropped for being longer than `mtu`. */
+  droppedMtu: number;
+  /** Dropped because sent in, or due to arrive in, an outage window (copies included). */
+  droppedOutage: number;
+  /** Dropped because the link already held `maxInFlight` datagrams or `maxInFlightBytes` (copies included). */
+  droppedInFlight: number;
+  /** Extra copies scheduled by `duplicate`. */
+  duplicated: number;
+  /** Most datagrams ever waiting in the bottleneck queue (including the one being serialised). */
+  queuedPeakDatagrams: number;
+  /** Most wire bytes ever waiting in the bottleneck queue. */
+  queuedPeakBytes: number;
+  /** Most datagrams ever held by the link (queued + propagating). */
+  inFlightPeak: number;
+}
+
+/** Derive the `index`-th 32-bit sub-seed of `seed` (stable across versions: results depend on it). */
+export function deriveSeed(seed: number, index: number): number {
+  const r = new NonCryptoRng((seed ^ Math.imul(index + 1, 0x9e3779b9)) >>> 0);
+  return r.nextU32();
+}
+
+/**
+ * One direction of a simulated network path: sans-IO, seeded, deterministic.
+ *
+ * Drive it like any gamewire object: `send(now, bytes)` when a datagram enters; `pollDeliver(now)`
+ * until it returns `undefined` to collect datagrams due by `now`; `pollTimeout()` tells when the
+ * next one is due. `now` is ms and must never go backwards across calls. Per datagram the link
+ * decides, in order: outage → MTU → loss (Bernoulli, Gilbert-Elliott, shuffle bag) → in-flight cap →
+ * bottleneck queue (drop-tail, serialisation at `rateBitsPerSec`) → latency + jitter (+ FIFO clamp
+ * when `reorder` is false) → outage at arrival → duplicate. Same config and seed, same results.
+ */
+export class Link {
+  /** The validated configuration, defaults filled in. */
+  readonly config: Readonly<LinkConfig>;
+
+  private clock = -Infinity;
+  private seq = 0;
+
+  // Independent RNG streams, one per knob, so changing one knob never shifts another's draws.
+  private readonly lossRng: NonCryptoRng;
+  private readonly geRng: NonCryptoRng;
+  private readonly bagRng: NonCryptoRng;
+  private readonly jitterRng: NonCryptoRng;
+  private readonly dupRng: NonCryptoRng;
+
+  private geBad = false;
+  private readonly bag: Int32Array | undefined;
+  private bagLeft = 0;
+
+  // Bottleneck: FIFO ring of (departure time, wire bytes) for datagrams not yet fully serialised.
+  private qDep = new Float64Array(64);
+  private qWire = new Float64Array(64);
+  private qHead = 0;
+  private qLen = 0;
+  private qBytes = 0;
+  private lastDeparture = -Infinity;
+  private readonly msPerWireByte: number;
+  private readonly qLimitDatagrams: number;
+  private readonly qLimitBytes: number;
+
+  private lastDelivery = -Infinity;
+
+  // Binary min-heap keyed by (time, seq), stored as parallel arrays.
+  private hTime: number[] = [];
+  private hSeq: number[] = [];
+  private hData: Uint8Array[] = [];
+  private hLen = 0;
+  private hBytes = 0;
+
+  private readonly c: LinkCounters = {
+    sent: 0, bytesSent: 0, delivered: 0, bytesDelivered: 0, droppedLoss: 0, droppedQueue: 0,
+    droppedMtu: 0, droppedOutage: 0, droppedInFlight: 0, duplicated: 0, queuedPeakDatagrams: 0,
+    queuedPeakBytes: 0, inFlightPeak: 0,
+  };
+
+  /**
+   * @param config impairments (validated; throws `GamewireError('invalid-config')` on nonsense).
+   * @param seed any integer (low 32 bits used); equal (config, seed) give bit-identical behaviour.
+   */
+  constructor(config: Partial<LinkConfig>, seed: number) {
+    checkArg(typeof seed === 'number' && Number.isInteger(seed), 'seed must be an integer');
+    this.config = resolveLinkConfig(config);
+    this.lossRng = new NonCryptoRng(deriveSeed(seed, 0));
+    this.geRng = new NonCryptoRng(deriveSeed(seed, 1));
+    this.bagRng = new NonCryptoRng(deriveSeed(seed, 2));
+    this.jitterRng = new NonCryptoRng(deriveSeed(seed, 3));
+    this.dupRng = new NonCryptoRng(deriveSeed(seed, 4));
+    const cfg = this.config;
+    this.bag = cfg.shuffleBagLoss ? new Int32Array(cfg.shuffleBagLoss.bagSize ?? 100) : undefined;
+    this.msPerWireByte = cfg.rateBitsPerSec === undefined ? 0 : 8000 / cfg.rateBitsPerSec;
+    this.qLimitDatagrams = cfg.queueDatagrams ?? Infinity;
+    this.qLimitBytes = cfg.queueBytes ?? Infinity;
+  }
+
+  /**
+   * A datagram of `bytes` enters the link at `now` (ms). The link copies the bytes, so the caller
+   * may reuse its buffer. Never throws for drops (they are counted); throws `invalid-argument` if
+   * `now` goes backwards or `bytes` is not a Uint8Array.
+   */
+  send(now: number, bytes: Uint8Array): void {
+    this.advance(now);
+    checkArg(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
+    const cfg = this.config;
+    const c = this.c;
+    const len = bytes.length;
+    c.sent++;
+    c.bytesSent += len;
+
+    // Every enabled stream is drawn exactly once per send(), whatever happens to the datagram.
+    let lost = false;
+    if (cfg.loss > 0) lost = this.lossRng.nextFloat() < cfg.loss;
+    if (cfg.gilbertElliott !== undefined && this.stepGilbertElliott()) lost = true;
+    if (this.bag !== undefined && this.drawBag()) lost = true;
+    const jitter = cfg.jitterMs > 0 ? this.jitter(this.jitterRng.nextFloat()) : 0;
+    let dup = false;
+    let dupJitter = 0;
+    if (cfg.duplicate > 0) {
+      dup = this.dupRng.nextFloat() < cfg.duplicate;
+      dupJitter = this.jitter(this.dupRng.nextFloat());
+    }
+
+    if (cfg.outage !== undefined && this.inOutage(now)) { c.droppedOutage++; return; }
+    if (cfg.mtu !== undefined && len > cfg.mtu) { c.droppedMtu++; return; }
+    if (lost) { c.droppedLoss++; return; }
+    if (this.hLen >= cfg.maxInFlight || this.hBytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
+
+    let departure = now;
+    if (this.msPerWireByte > 0) {
+      const wire = len + cfg.overheadBytes;
+      this.drainQueue(now);
+      if (this.qLen >= this.qLimitDatagrams || this.qBytes + wire > this.qLimitBytes) { c.droppedQueue++; return; }
+      departure = (this.lastDeparture > now ? this.lastDeparture : now) + wire * this.msPerWireByte;
+      this.lastDeparture = departure;
+      this.enqueue(departure, wire);
+    }
+
+    const base = departure + cfg.latencyMs;
+    if (!this.schedule(base + jitter, bytes.slice())) return;
+    if (dup) {
+      if (this.hLen >= cfg.maxInFlight || this.hBytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
+      if (this.schedule(base + dupJitter, bytes.slice())) c.duplicated++;
+    }
+  }
+
+  /**
+   * The next datagram due at or before `now` (ms), in delivery-time order (ties: the order they were
+   * scheduled), or `undefined`. Call until `undefined`. Ownership of the returned bytes passes to the caller.
+   */
+  pollDeliver(now: number): Uint8Array | undefined {
+    this.advance(now);
+    if (this.hLen === 0 || this.hTime[0] > now) return undefined;
+    const data = this.pop();
+    this.c.delivered++;
+    this.c.bytesDelivered += data.length;
+    return data;
+  }
+
+  /** Earliest pending delivery time (ms), or `undefined` when nothing is in flight. */
+  pollTimeout(): number | undefined {
+    return this.hLen === 0 ? undefined : this.hTime[0];
+  }
+
+  /** A snapshot of the counters. */
+  counters(): LinkCounters {
+    return { ...this.c };
+  }
+
+  /** Datagrams waiting in (or being serialised by) the bottleneck at the last `now` seen. */
+  get queuedDatagrams(): number {
+    this.drainQueue(this.clock);
+    return this.qLen;
+  }
+
+  /** Wire bytes (payload + overheadBytes) in the bottleneck at the last `now` seen. */
+  get queuedBytes(): number {
+    this.drainQueue(this.clock);
+    return this.qBytes;
+  }
+
+  /** Datagrams held by the link (queued + propagating), i.e. not yet returned by `pollDeliver`. */
+  get inFlight(): number {
+    return this.hLen;
+  }
+
+  /** Payload bytes held by the link. */
+  get inFlightBytes(): number {
+    return this.hBytes;
+  }
+
+  private advance(now: number): void {
+    checkArg(Number.isFinite(now) && now >= this.clock,
+      `now must be a finite number that never goes backwards (got ${now}, last ${this.clock})`);
+    this.clock = now;
+  }
+
+  private jitter(u: number): number {
+    const j = this.config.jitterMs;
+    return this.config.jitterIntegerMs ? Math.floor(u * (Math.floor(j) + 1)) : u * j;
+  }
+
+  private stepGilbertElliott(): boolean {
+    const g = this.config.gilbertElliott!;
+    const lost = this.geRng.nextFloat() < (this.geBad ? g.lossBad : g.lossGood);
+    const u = this.geRng.nextFloat();
+    this.geBad = this.geBad ? !(u < g.pBadToGood) : u < g.pGoodToBad;
+    return lost;
+  }
+
+  private drawBag(): boolean {
+    const bag = this.bag!;
+    if (this.bagLeft === 0) {
+      for (let i = 0; i < bag.length; i++) bag[i] = i;
+      this.bagLeft = bag.length;
+    }
+    const i = this.bagRng.nextInt(this.bagLeft);
+    const x = bag[i];
+    bag[i] = bag[--this.bagLeft];
+    return x < this.config.shuffleBagLoss!.lost;
+  }
+
+  private inOutage(t: number): boolean {
+    for (const w of this.config.outage!) if (t >= w.startMs && t < w.endMs) return true;
+    return false;
+  }
+
+  private schedule(time: number, data: Uint8Array): boolean {
+    let t = time;
+    if (!this.config.reorder && t < this.lastDelivery) t = this.lastDelivery;
+    if (this.config.outage !== undefined && this.inOutage(t)) {
+      this.c.droppedOutage++;
+      return false;
+    }
+    this.lastDelivery = t;
+    this.push(t, data);
+    return true;
+  }
+
+  private drainQueue(now: number): void {
+    const cap = this.qDep.length;
+    while (this.qLen > 0 && this.qDep[this.qHead] <= now) {
+      this.qBytes -= this.qWire[this.qHead];
+      this.qHead = (this.qHead + 1) % cap;
+      this.qLen--;
+    }
+  }
+
+  private enqueue(departure: number, wire: number): void {
+    if (this.qLen === this.qDep.length) {
+      const cap = this.qDep.length;
+      const dep = new Float64Array(cap * 2);
+      const wr = new Float64Array(cap * 2);
+      for (let i = 0; i < this.qLen; i++) {
+        dep[i] = this.qDep[(this.qHead + i) % cap];
+        wr[i] = this.qWire[(this.qHead + i) % cap];
+      }
+      this.qDep = dep;
+      this.qWire = wr;
+      this.qHead = 0;
+    }
+    const tail = (this.qHead + this.qLen) % this.qDep.length;
+    this.qDep[tail] = departure;
+    this.qWire[tail] = wire;
+    this.qLen++;
+    this.qBytes += wire;
+    if (this.qLen > this.c.queuedPeakDatagrams) this.c.queuedPeakDatagrams = this.qLen;
+    if (this.qBytes > this.c.queuedPeakBytes) this.c.queuedPeakBytes = this.qBytes;
+  }
+
+  private push(time: number, data: Uint8Array): void {
+    const ht = this.hTime;
+    const hs = this.hSeq;
+    const hd = this.hData;
+    const seq = this.seq++;
+    let i = this.hLen++;
+    this.hBytes += data.length;
+    if (this.hLen > this.c.inFlightPeak) this.c.inFlightPeak = this.hLen;
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      const pt = ht[p];
+      if (pt < time || (pt === time && hs[p] < seq)) break;
+      ht[i] = pt;
+      hs[i] = hs[p];
+      hd[i] = hd[p];
+      i = p;
+    }
+    ht[i] = time;
+    hs[i] = seq;
+    hd[i] = data;
+  }
+
+  private pop(): Uint8Array {
+    const ht = this.hTime;
+    const hs = this.hSeq;
+    const hd = this.hData;
+    const top = hd[0];
+    const n = --this.hLen;
+    this.hBytes -= top.length;
+    const t = ht[n];
+    const s = hs[n];
+    const d = hd[n];
+    hd[n] = undefined as unknown as Uint8Array; // release the reference for GC
+    let i = 0;
+    for (;;) {
+      let m = 2 * i + 1;
+      if (m >= n) break;
+      const r = m + 1;
+      if (r < n && (ht[r] < ht[m] || (ht[r] === ht[m] && hs[r] < hs[m]))) m = r;
+      if (t < ht[m] || (t === ht[m] && s < hs[m])) break;
+      ht[i] = ht[m];
+      hs[i] = hs[m];
+      hd[i] = hd[m];
+      i = m;
+    }
+    if (n > 0) {
+      ht[i] = t;
+      hs[i] = s;
+      hd[i] = d;
+    }
+    return top;
+  }
+}
