@@ -1,0 +1,173 @@
+import { createSocket } from 'node:dgram';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { GamewireError } from '../../src/core/errors.js';
+import { UdpDriver, type DrivablePeer } from '../../src/adapters/node/udp-driver.js';
+
+/** Sends `count` numbered 1000-byte datagrams at once and counts distinct echoes coming back. */
+class Blaster implements DrivablePeer<{ type: 'all-echoed'; at: number }> {
+  next = 0;
+  readonly echoed: Uint8Array;
+  distinct = 0;
+  private done = false;
+  private reported = false;
+  constructor(readonly count: number) {
+    this.echoed = new Uint8Array(count);
+  }
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    if (bytes.length !== 1000) return;
+    const i = new DataView(bytes.buffer, bytes.byteOffset, 4).getUint32(0, true);
+    if (i < this.count && bytes[999] === (i & 0xff) && this.echoed[i] === 0) {
+      this.echoed[i] = 1;
+      this.distinct++;
+      if (this.distinct === this.count) this.done = true;
+    }
+    void now;
+  }
+  handleTimeout(): void {}
+  pollTransmit(_now: number, out: Uint8Array): number | undefined {
+    if (this.next >= this.count) return undefined;
+    new DataView(out.buffer, out.byteOffset, 4).setUint32(0, this.next, true);
+    out[999] = this.next & 0xff;
+    this.next++;
+    return 1000;
+  }
+  pollTimeout(): number | undefined {
+    return undefined;
+  }
+  pollEvent(): { type: 'all-echoed'; at: number } | undefined {
+    if (!this.done || this.reported) return undefined;
+    this.reported = true;
+    return { type: 'all-echoed', at: this.distinct };
+  }
+}
+
+/** Echoes every datagram that starts with 0x47 ('G'), from a bounded queue. */
+class Echo implements DrivablePeer {
+  private readonly queue: Uint8Array[] = [];
+  dropped = 0;
+  handleDatagram(_now: number, bytes: Uint8Array): void {
+    if (this.queue.length >= 4096) {
+      this.dropped++;
+      return;
+    }
+    this.queue.push(bytes.slice());
+  }
+  handleTimeout(): void {}
+  pollTransmit(_now: number, out: Uint8Array): number | undefined {
+    const d = this.queue.shift();
+    if (d === undefined) return undefined;
+    out.set(d);
+    return d.length;
+  }
+  pollTimeout(): number | undefined {
+    return undefined;
+  }
+}
+
+/** Asks for one timeout `delayMs` after creation and reports when it ran. */
+class OneShot implements DrivablePeer<{ due: number; ranAt: number }> {
+  private due: number | undefined;
+  private fired: { due: number; ranAt: number } | undefined;
+  constructor(start: number, delayMs: number) {
+    this.due = start + delayMs;
+  }
+  handleDatagram(): void {}
+  handleTimeout(now: number): void {
+    if (this.due !== undefined && now >= this.due) {
+      this.fired = { due: this.due, ranAt: now };
+      this.due = undefined;
+    }
+  }
+  pollTransmit(): number | undefined {
+    return undefined;
+  }
+  pollTimeout(): number | undefined {
+    return this.due;
+  }
+  pollEvent(): { due: number; ranAt: number } | undefined {
+    const f = this.fired;
+    this.fired = undefined;
+    return f;
+  }
+}
+
+describe('UdpDriver over real loopback', () => {
+  it('drains bursts larger than one turn, latches the remote and echoes every datagram', async () => {
+    const echo = new Echo();
+    const server = await UdpDriver.open(echo, { host: '127.0.0.1', maxSendsPerTick: 16 });
+    const remoteSeen = once(server, 'remote');
+    const blaster = new Blaster(2000);
+    const client = await UdpDriver.open(blaster, {
+      host: '127.0.0.1',
+      remote: { host: '127.0.0.1', port: server.local.port },
+      maxSendsPerTick: 16,
+    });
+    const [ev] = (await once(client, 'event')) as [{ type: string; at: number }];
+    expect(ev).toEqual({ type: 'all-echoed', at: 2000 });
+    const [latched] = await remoteSeen;
+    expect(latched).toEqual({ host: '127.0.0.1', port: client.local.port });
+    const c = client.counters();
+    expect(c.datagramsOut).toBe(2000);
+    expect(c.bytesOut).toBe(2_000_000);
+    expect(c.datagramsIn).toBeGreaterThanOrEqual(2000);
+    expect(server.counters().datagramsOut).toBe(server.counters().datagramsIn);
+    expect(client.bufferSizes.recvRequested).toBe(4 * 1024 * 1024);
+    expect(client.bufferSizes.recvGranted).toBeGreaterThan(0);
+    await client.close();
+    await server.close();
+  });
+
+  it('drops datagrams refused by acceptFirst and, after the latch, those from other addresses', async () => {
+    const echo = new Echo();
+    const server = await UdpDriver.open(echo, {
+      host: '127.0.0.1',
+      acceptFirst: (bytes) => bytes[0] === 0x47,
+    });
+    const stray = createSocket('udp4');
+    await new Promise<void>((r) => stray.bind(0, '127.0.0.1', () => r()));
+    const send = (s: typeof stray, text: string): Promise<void> =>
+      new Promise((r) => s.send(Buffer.from(text), server.local.port, '127.0.0.1', () => r()));
+    await send(stray, 'nope');
+    const real = createSocket('udp4');
+    await new Promise<void>((r) => real.bind(0, '127.0.0.1', () => r()));
+    const reply = once(real, 'message');
+    await send(real, 'G-hello');
+    const [msg] = (await reply) as [Buffer];
+    expect(msg.toString()).toBe('G-hello');
+    await send(stray, 'G-intruder');
+    const reply2 = once(real, 'message');
+    await send(real, 'G-again');
+    expect(((await reply2) as [Buffer])[0].toString()).toBe('G-again');
+    expect(server.counters().foreignDropped).toBe(2);
+    expect(server.remote).toEqual({ host: '127.0.0.1', port: real.address().port });
+    stray.close();
+    real.close();
+    await server.close();
+  });
+
+  it('wakes the peer with its single timer no earlier than pollTimeout()', async () => {
+    const start = performance.now();
+    const peer = new OneShot(start, 30);
+    const driver = await UdpDriver.open(peer, { host: '127.0.0.1' });
+    const [ev] = (await once(driver, 'event')) as [{ due: number; ranAt: number }];
+    expect(ev.ranAt).toBeGreaterThanOrEqual(ev.due);
+    expect(ev.ranAt - ev.due).toBeLessThan(500);
+    expect(driver.counters().timerWakeups).toBeGreaterThanOrEqual(1);
+    await driver.close();
+  });
+
+  it('refuses bad options with invalid-config', async () => {
+    await expect(UdpDriver.open(new Echo(), { port: 70000 })).rejects.toBeInstanceOf(GamewireError);
+    await expect(UdpDriver.open(new Echo(), { maxDatagramBytes: 10 })).rejects.toMatchObject({ code: 'invalid-config' });
+    await expect(UdpDriver.open(new Echo(), { remote: { host: '127.0.0.1', port: 0 } })).rejects.toMatchObject({
+      code: 'invalid-config',
+    });
+  });
+
+  it('throws closed on flush after close', async () => {
+    const driver = await UdpDriver.open(new Echo(), { host: '127.0.0.1' });
+    await driver.close();
+    expect(() => driver.flush()).toThrow(GamewireError);
+  });
+});
