@@ -1,1 +1,2 @@
 export * from './udp-driver.js';
+export * from './udp-proxy.js';

@@ -1,0 +1,69 @@
+import { createSocket, type Socket } from 'node:dgram';
+import { once } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { UdpLinkProxy } from '../../src/adapters/node/udp-proxy.js';
+
+async function bound(): Promise<Socket> {
+  const s = createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+  return s;
+}
+
+describe('UdpLinkProxy over real loopback', () => {
+  it('adds the configured one-way delay in each direction and returns replies to the client', async () => {
+    const server = await bound();
+    server.on('message', (m, r) => server.send(m, r.port, r.address));
+    const proxy = await UdpLinkProxy.open({
+      listenHost: '127.0.0.1',
+      target: { host: '127.0.0.1', port: server.address().port },
+      toServer: { latencyMs: 25 },
+    });
+    const client = await bound();
+    const t0 = performance.now();
+    const reply = once(client, 'message');
+    client.send(Buffer.from('ping'), proxy.local.port, '127.0.0.1');
+    const [msg] = (await reply) as [Buffer];
+    const rtt = performance.now() - t0;
+    expect(msg.toString()).toBe('ping');
+    expect(rtt).toBeGreaterThanOrEqual(50);
+    expect(rtt).toBeLessThan(1000);
+    expect(proxy.clientAddress).toEqual({ host: '127.0.0.1', port: client.address().port });
+    const c = proxy.counters();
+    expect(c.toServer.delivered).toBe(1);
+    expect(c.toClient.delivered).toBe(1);
+    client.close();
+    server.close();
+    await proxy.close();
+  });
+
+  it('drops a seeded share of datagrams: loss 0.5 on the way in loses about half of 400', async () => {
+    const server = await bound();
+    let got = 0;
+    server.on('message', () => got++);
+    const proxy = await UdpLinkProxy.open({
+      listenHost: '127.0.0.1',
+      target: { host: '127.0.0.1', port: server.address().port },
+      toServer: { loss: 0.5 },
+      seed: 7,
+    });
+    const client = await bound();
+    for (let i = 0; i < 400; i++) client.send(Buffer.alloc(100, i), proxy.local.port, '127.0.0.1');
+    for (let i = 0; i < 100 && got + proxy.counters().toServer.droppedLoss < 400; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const c = proxy.counters();
+    expect(c.toServer.sent).toBe(400);
+    expect(c.toServer.droppedLoss).toBeGreaterThan(140);
+    expect(c.toServer.droppedLoss).toBeLessThan(260);
+    expect(got).toBe(400 - c.toServer.droppedLoss);
+    client.close();
+    server.close();
+    await proxy.close();
+  });
+
+  it('refuses a bad link config before binding', async () => {
+    await expect(UdpLinkProxy.open({ target: { host: '127.0.0.1', port: 9 }, toServer: { loss: 2 } })).rejects.toMatchObject({
+      code: 'invalid-config',
+    });
+  });
+});
