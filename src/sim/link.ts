@@ -117,8 +117,8 @@ export class Link {
    * `now` goes backwards or `bytes` is not a Uint8Array.
    */
   send(now: number, bytes: Uint8Array): void {
-    this.advance(now);
     checkArg(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
+    this.advance(now);
     const cfg = this.config;
     const c = this.c;
     const len = bytes.length;
