@@ -322,7 +322,6 @@ export class World {
     const s = to === 0 ? this.statsA : this.statsB;
     s.datagramsReceived++;
     s.bytesReceived += bytes.length;
-    this.deferUntil[to] = -Infinity;
     (to === 0 ? this.a : this.b).handleDatagram(this.clock, bytes);
   }
 
