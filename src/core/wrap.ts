@@ -51,3 +51,8 @@ export function u32Add(a: number, n: number): number {
 export function timeDiff32(a: number, b: number): number {
   return (a - b) | 0;
 }
+
+/** `a * b` modulo 2^32, unsigned (C's `IUINT32` multiplication, exact for any u32 operands). */
+export function u32Mul(a: number, b: number): number {
+  return Math.imul(a, b) >>> 0;
+}

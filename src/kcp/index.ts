@@ -1,0 +1,2 @@
+export * from './segment.js';
+export * from './kcp.js';
