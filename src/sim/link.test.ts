@@ -393,6 +393,40 @@ describe('Link input handling', () => {
     expect([...link.pollDeliver(1)!]).toEqual([1, 2, 3]);
   });
 
+  it('pollDeliverInto copies into the caller buffer, and keeps the datagram when the buffer is too small', () => {
+    const link = new Link({ latencyMs: 1 }, 1);
+    link.send(0, new Uint8Array([1, 2, 3, 4, 5]));
+    link.send(0, new Uint8Array(0));
+    link.send(0, new Uint8Array(70_000).fill(9)); // beyond the pooled size classes
+    expect(link.peekLength()).toBe(5);
+    expect(link.pollDeliverInto(0.5, new Uint8Array(8))).toBeUndefined();
+    expect(() => link.pollDeliverInto(1, new Uint8Array(4))).toThrow(expect.objectContaining({ code: 'buffer-too-small' }));
+    expect(link.inFlight).toBe(3);
+    const out = new Uint8Array(8);
+    expect(link.pollDeliverInto(1, out)).toBe(5);
+    expect([...out.subarray(0, 5)]).toEqual([1, 2, 3, 4, 5]);
+    expect(link.pollDeliverInto(1, out)).toBe(0);
+    const big = new Uint8Array(70_000);
+    expect(link.pollDeliverInto(1, big)).toBe(70_000);
+    expect(big.every((v) => v === 9)).toBe(true);
+    expect(link.counters()).toMatchObject({ delivered: 3, bytesDelivered: 70_005 });
+    expect(link.peekLength()).toBeUndefined();
+  });
+
+  it('recycled storage never leaks old bytes into shorter datagrams', () => {
+    const link = new Link({}, 1);
+    link.send(0, new Uint8Array(100).fill(0xaa));
+    expect(link.pollDeliver(0)!.length).toBe(100);
+    link.send(0, new Uint8Array([1, 2]));
+    expect([...link.pollDeliver(0)!]).toEqual([1, 2]);
+    link.send(0, new Uint8Array(100).fill(0xbb));
+    link.pollDeliverInto(0, new Uint8Array(100));
+    link.send(0, new Uint8Array([3]));
+    const out = new Uint8Array(100);
+    expect(link.pollDeliverInto(0, out)).toBe(1);
+    expect(out[0]).toBe(3);
+  });
+
   it('throws invalid-argument when time goes backwards or is not finite', () => {
     const link = new Link({}, 1);
     link.send(10, packet(1));

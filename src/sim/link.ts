@@ -1,6 +1,7 @@
-import { checkArg } from '../core/errors.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
 import { type LinkConfig, resolveLinkConfig } from './config.js';
+import { DeliverySchedule } from './schedule.js';
 
 /** Event counts of one `Link` since construction. Datagram counts unless the name says bytes. */
 export interface LinkCounters {
@@ -32,6 +33,12 @@ export interface LinkCounters {
   inFlightPeak: number;
 }
 
+// Payload storage is recycled through power-of-two size classes (64 B .. 64 KiB); larger datagrams
+// get exact, unpooled buffers. The pool itself is capped so it never holds more than POOL_MAX_BYTES.
+const POOL_MIN_CLASS = 6;
+const POOL_MAX_LEN = 1 << 16;
+const POOL_MAX_BYTES = 16 * 1024 * 1024;
+
 /** Derive the `index`-th 32-bit sub-seed of `seed` (stable across versions: results depend on it). */
 export function deriveSeed(seed: number, index: number): number {
   const r = new NonCryptoRng((seed ^ Math.imul(index + 1, 0x9e3779b9)) >>> 0);
@@ -53,7 +60,6 @@ export class Link {
   readonly config: Readonly<LinkConfig>;
 
   private clock = -Infinity;
-  private seq = 0;
 
   // Independent RNG streams, one per knob, so changing one knob never shifts another's draws.
   private readonly lossRng: NonCryptoRng;
@@ -79,12 +85,9 @@ export class Link {
 
   private lastDelivery = -Infinity;
 
-  // Binary min-heap keyed by (time, seq), stored as parallel arrays.
-  private hTime: number[] = [];
-  private hSeq: number[] = [];
-  private hData: Uint8Array[] = [];
-  private hLen = 0;
-  private hBytes = 0;
+  private readonly pending = new DeliverySchedule();
+  private readonly pool: Uint8Array[][] = [];
+  private pooledBytes = 0;
 
   private readonly c: LinkCounters = {
     sent: 0, bytesSent: 0, delivered: 0, bytesDelivered: 0, droppedLoss: 0, droppedQueue: 0,
@@ -117,7 +120,7 @@ export class Link {
    * `now` goes backwards or `bytes` is not a Uint8Array.
    */
   send(now: number, bytes: Uint8Array): void {
-    checkArg(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
+    if (!(bytes instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'bytes must be a Uint8Array');
     this.advance(now);
     const cfg = this.config;
     const c = this.c;
@@ -141,7 +144,7 @@ export class Link {
     if (cfg.outage !== undefined && this.inOutage(now)) { c.droppedOutage++; return; }
     if (cfg.mtu !== undefined && len > cfg.mtu) { c.droppedMtu++; return; }
     if (lost) { c.droppedLoss++; return; }
-    if (this.hLen >= cfg.maxInFlight || this.hBytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
+    if (this.pending.length >= cfg.maxInFlight || this.pending.bytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
 
     let departure = now;
     if (this.msPerWireByte > 0) {
@@ -154,10 +157,10 @@ export class Link {
     }
 
     const base = departure + cfg.latencyMs;
-    if (!this.schedule(base + jitter, bytes.slice())) return;
+    if (!this.schedule(base + jitter, bytes)) return;
     if (dup) {
-      if (this.hLen >= cfg.maxInFlight || this.hBytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
-      if (this.schedule(base + dupJitter, bytes.slice())) c.duplicated++;
+      if (this.pending.length >= cfg.maxInFlight || this.pending.bytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
+      if (this.schedule(base + dupJitter, bytes)) c.duplicated++;
     }
   }
 
@@ -167,16 +170,50 @@ export class Link {
    */
   pollDeliver(now: number): Uint8Array | undefined {
     this.advance(now);
-    if (this.hLen === 0 || this.hTime[0] > now) return undefined;
-    const data = this.pop();
+    const due = this.pending.peekTime();
+    if (due === undefined || due > now) return undefined;
+    const store = this.pending.pop();
+    const size = this.pending.popSize;
+    const data = new Uint8Array(size);
+    data.set(size === store.length ? store : store.subarray(0, size));
+    this.release(store);
     this.c.delivered++;
-    this.c.bytesDelivered += data.length;
+    this.c.bytesDelivered += size;
     return data;
+  }
+
+  /**
+   * Like `pollDeliver`, but copies the datagram into `out` and returns its length (bytes), or
+   * `undefined` when nothing is due; no allocation per datagram. Throws `buffer-too-small` (and
+   * keeps the datagram) if `out` is shorter than `peekLength()`.
+   */
+  pollDeliverInto(now: number, out: Uint8Array): number | undefined {
+    if (!(out instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'out must be a Uint8Array');
+    this.advance(now);
+    const due = this.pending.peekTime();
+    if (due === undefined || due > now) return undefined;
+    const need = this.pending.peekSize()!;
+    if (need > out.length) {
+      throw new GamewireError('buffer-too-small', `next datagram is ${need} bytes, out holds ${out.length}`);
+    }
+    const store = this.pending.pop();
+    const size = this.pending.popSize;
+    if (size === store.length) out.set(store);
+    else if (size > 0) out.set(store.subarray(0, size));
+    this.release(store);
+    this.c.delivered++;
+    this.c.bytesDelivered += size;
+    return size;
+  }
+
+  /** Length (bytes) of the datagram `pollTimeout()` refers to, or `undefined` when nothing is in flight. */
+  peekLength(): number | undefined {
+    return this.pending.peekSize();
   }
 
   /** Earliest pending delivery time (ms), or `undefined` when nothing is in flight. */
   pollTimeout(): number | undefined {
-    return this.hLen === 0 ? undefined : this.hTime[0];
+    return this.pending.peekTime();
   }
 
   /** A snapshot of the counters. */
@@ -198,17 +235,18 @@ export class Link {
 
   /** Datagrams held by the link (queued + propagating), i.e. not yet returned by `pollDeliver`. */
   get inFlight(): number {
-    return this.hLen;
+    return this.pending.length;
   }
 
   /** Payload bytes held by the link. */
   get inFlightBytes(): number {
-    return this.hBytes;
+    return this.pending.bytes;
   }
 
   private advance(now: number): void {
-    checkArg(Number.isFinite(now) && now >= this.clock,
-      `now must be a finite number that never goes backwards (got ${now}, last ${this.clock})`);
+    if (!(Number.isFinite(now) && now >= this.clock)) {
+      throw new GamewireError('invalid-argument', `now must be a finite number that never goes backwards (got ${now}, last ${this.clock})`);
+    }
     this.clock = now;
   }
 
@@ -242,7 +280,7 @@ export class Link {
     return false;
   }
 
-  private schedule(time: number, data: Uint8Array): boolean {
+  private schedule(time: number, src: Uint8Array): boolean {
     let t = time;
     if (!this.config.reorder && t < this.lastDelivery) t = this.lastDelivery;
     if (this.config.outage !== undefined && this.inOutage(t)) {
@@ -250,8 +288,31 @@ export class Link {
       return false;
     }
     this.lastDelivery = t;
-    this.push(t, data);
+    const len = src.length;
+    const store = this.alloc(len);
+    store.set(src);
+    this.pending.push(t, store, len);
+    if (this.pending.length > this.c.inFlightPeak) this.c.inFlightPeak = this.pending.length;
     return true;
+  }
+
+  private alloc(len: number): Uint8Array {
+    if (len > POOL_MAX_LEN) return new Uint8Array(len);
+    const k = len <= 1 << POOL_MIN_CLASS ? POOL_MIN_CLASS : 32 - Math.clz32(len - 1);
+    const list = this.pool[k];
+    if (list !== undefined && list.length > 0) {
+      const b = list.pop()!;
+      this.pooledBytes -= b.length;
+      return b;
+    }
+    return new Uint8Array(1 << k);
+  }
+
+  private release(b: Uint8Array): void {
+    if (b.length > POOL_MAX_LEN || this.pooledBytes + b.length > POOL_MAX_BYTES) return;
+    const k = 31 - Math.clz32(b.length);
+    (this.pool[k] ??= []).push(b);
+    this.pooledBytes += b.length;
   }
 
   private drainQueue(now: number): void {
@@ -283,58 +344,5 @@ export class Link {
     this.qBytes += wire;
     if (this.qLen > this.c.queuedPeakDatagrams) this.c.queuedPeakDatagrams = this.qLen;
     if (this.qBytes > this.c.queuedPeakBytes) this.c.queuedPeakBytes = this.qBytes;
-  }
-
-  private push(time: number, data: Uint8Array): void {
-    const ht = this.hTime;
-    const hs = this.hSeq;
-    const hd = this.hData;
-    const seq = this.seq++;
-    let i = this.hLen++;
-    this.hBytes += data.length;
-    if (this.hLen > this.c.inFlightPeak) this.c.inFlightPeak = this.hLen;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      const pt = ht[p];
-      if (pt < time || (pt === time && hs[p] < seq)) break;
-      ht[i] = pt;
-      hs[i] = hs[p];
-      hd[i] = hd[p];
-      i = p;
-    }
-    ht[i] = time;
-    hs[i] = seq;
-    hd[i] = data;
-  }
-
-  private pop(): Uint8Array {
-    const ht = this.hTime;
-    const hs = this.hSeq;
-    const hd = this.hData;
-    const top = hd[0];
-    const n = --this.hLen;
-    this.hBytes -= top.length;
-    const t = ht[n];
-    const s = hs[n];
-    const d = hd[n];
-    hd[n] = undefined as unknown as Uint8Array; // release the reference for GC
-    let i = 0;
-    for (;;) {
-      let m = 2 * i + 1;
-      if (m >= n) break;
-      const r = m + 1;
-      if (r < n && (ht[r] < ht[m] || (ht[r] === ht[m] && hs[r] < hs[m]))) m = r;
-      if (t < ht[m] || (t === ht[m] && s < hs[m])) break;
-      ht[i] = ht[m];
-      hs[i] = hs[m];
-      hd[i] = hd[m];
-      i = m;
-    }
-    if (n > 0) {
-      ht[i] = t;
-      hs[i] = s;
-      hd[i] = d;
-    }
-    return top;
   }
 }

@@ -340,3 +340,28 @@ describe('World: construction', () => {
     expect(() => new World({ seed: 1, aToB: { loss: 2 } })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
   });
 });
+
+describe('World: reused receive buffer', () => {
+  it('gives the same results as fresh copies, and grows for oversized datagrams', () => {
+    const run = (reuse: boolean): [number, number][] => {
+      const pinger = new Pinger(5, 200);
+      const world = new World({ seed: 4, aToB: 'mobile', a: pinger, b: new EchoPeer(), mtu: 64, reuseReceiveBuffer: reuse });
+      world.runUntil(() => false, { maxTimeMs: 5000 });
+      return pinger.echoes;
+    };
+    const fresh = run(false);
+    expect(fresh.length).toBeGreaterThan(150);
+    expect(run(true)).toEqual(fresh);
+
+    const seen: number[] = [];
+    const sink: SansIoPeer = {
+      handleDatagram: (_now, bytes) => { seen.push(bytes.length); },
+      handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => undefined,
+    };
+    const world = new World({ seed: 1, a: new EchoPeer(), b: sink, mtu: 16, reuseReceiveBuffer: true });
+    world.links.aToB.send(0, new Uint8Array(100));
+    world.links.aToB.send(0, new Uint8Array(3));
+    expect(world.runUntil(() => seen.length === 2, { maxTimeMs: 10 }).ok).toBe(true);
+    expect(seen).toEqual([100, 3]);
+  });
+});

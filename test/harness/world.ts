@@ -42,6 +42,11 @@ export interface WorldOptions {
   maxFiresPerInstant?: number;
   /** `pollTransmit` calls per drain before the world stops draining that peer for now. Default 1 000 000. */
   maxTransmitsPerDrain?: number;
+  /**
+   * Deliver every datagram in one reused buffer instead of a fresh copy (no allocation per datagram).
+   * Only for peers (and hooks) that copy what they keep: the bytes are overwritten by the next delivery. Default false.
+   */
+  reuseReceiveBuffer?: boolean;
 }
 
 /** Traffic and timer counts of one peer in a `World`. */
@@ -130,6 +135,7 @@ export class World {
   private peerB: SansIoPeer | undefined;
   private clock: number;
   private readonly out: Uint8Array;
+  private rx: Uint8Array | undefined;
   private readonly integerTime: boolean;
   private readonly stallStepMs: number;
   private readonly maxFiresPerInstant: number;
@@ -158,6 +164,7 @@ export class World {
     const ab = opts.aToB ?? {};
     this.links = createLinkPair(ab, opts.seed, opts.bToA ?? ab);
     this.out = new Uint8Array(mtu);
+    if (opts.reuseReceiveBuffer === true) this.rx = new Uint8Array(mtu);
     this.clock = start;
     this.integerTime = opts.integerTime ?? false;
     if (this.integerTime) this.clock = Math.ceil(start);
@@ -300,7 +307,14 @@ export class World {
     this.stepCount++;
     if (ev === EV_AB || ev === EV_BA) {
       const link = ev === EV_AB ? this.links.aToB : this.links.bToA;
-      const bytes = link.pollDeliver(this.clock)!;
+      let bytes: Uint8Array;
+      if (this.rx === undefined) {
+        bytes = link.pollDeliver(this.clock)!;
+      } else {
+        const need = link.peekLength()!;
+        if (need > this.rx.length) this.rx = new Uint8Array(need);
+        bytes = this.rx.subarray(0, link.pollDeliverInto(this.clock, this.rx));
+      }
       const to = ev === EV_AB ? 1 : 0;
       const hook = this.onDeliver;
       if (hook === undefined) {
