@@ -39,7 +39,7 @@ export interface OutageWindow {
 export interface LinkConfig {
   /** Fixed one-way propagation delay (ms, ≥ 0). Default 0. */
   latencyMs: number;
-  /** Extra delay drawn uniformly in [0, jitterMs] per datagram (ms, ≥ 0). Default 0. */
+  /** Extra delay drawn uniformly in [0, jitterMs) per datagram (ms, ≥ 0). Default 0. */
   jitterMs: number;
   /** Draw jitter as an integer in {0..floor(jitterMs)} (test.cpp's `rand() % n`). Default false. */
   jitterIntegerMs: boolean;

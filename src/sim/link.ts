@@ -9,9 +9,9 @@ export interface LinkCounters {
   sent: number;
   /** Payload bytes passed to `send()`. */
   bytesSent: number;
-  /** Datagrams returned by `pollDeliver()` (duplicates included). */
+  /** Datagrams returned by `pollDeliver()`/`pollDeliverInto()` (duplicates included). */
   delivered: number;
-  /** Payload bytes returned by `pollDeliver()`. */
+  /** Payload bytes of those datagrams. */
   bytesDelivered: number;
   /** Dropped by `loss`, `gilbertElliott` or `shuffleBagLoss`. */
   droppedLoss: number;
