@@ -1,0 +1,507 @@
+import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
+import { GamewireError } from '../core/errors.js';
+import { NonCryptoRng } from '../core/rng.js';
+import { Link } from '../sim/link.js';
+import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate, type AdaptiveRateState } from './adaptive.js';
+import type { RateController } from './controller.js';
+
+// ---------------------------------------------------------------------------------------------
+// Closed-loop rig: a paced sender with unlimited data, a bottleneck (drop-tail queue, random loss
+// before it, fixed one-way delay), a receiver that acks (every datagram, or batched like the chunk
+// receiver) over a lossy reverse path, and resend-timer loss detection. Virtual time, seeded.
+// ---------------------------------------------------------------------------------------------
+
+const DATAGRAM = 1228;
+
+/** Forward path: datagrams in, (arrival time, id) out in FIFO order. */
+interface ForwardPath {
+  /** Returns 'queue' when the bottleneck dropped it, 'loss' for random loss, else 'ok'. */
+  send(now: number, id: number): 'ok' | 'queue' | 'loss';
+  nextArrival(): number | undefined;
+  popArrival(now: number): number;
+  /** Queueing delay a datagram entering now would see (ms). */
+  queueDelay(now: number): number;
+  setRate(bitsPerSec: number): void;
+  setOneWay(ms: number): void;
+}
+
+/** A tiny bottleneck whose rate and delay can change mid-run (src/sim's Link is immutable). */
+class TinyBottleneck implements ForwardPath {
+  private readonly dep: number[] = [];
+  private depHead = 0;
+  private lastDep = 0;
+  private readonly arrT: number[] = [];
+  private readonly arrId: number[] = [];
+  private arrHead = 0;
+  private bytesPerMs: number;
+
+  constructor(bitsPerSec: number, private owd: number, private readonly queue: number, private readonly loss: number,
+    private readonly rng: NonCryptoRng) {
+    this.bytesPerMs = bitsPerSec / 8000;
+  }
+
+  send(now: number, id: number): 'ok' | 'queue' | 'loss' {
+    if (this.rng.chance(this.loss)) return 'loss';
+    while (this.depHead < this.dep.length && this.dep[this.depHead] <= now) this.depHead++;
+    if (this.dep.length - this.depHead >= this.queue) return 'queue';
+    const d = Math.max(now, this.lastDep) + DATAGRAM / this.bytesPerMs;
+    this.lastDep = d;
+    this.dep.push(d);
+    const t = Math.max(d + this.owd, this.arrT.length > 0 ? this.arrT[this.arrT.length - 1] : 0);
+    this.arrT.push(t);
+    this.arrId.push(id);
+    return 'ok';
+  }
+
+  nextArrival(): number | undefined {
+    return this.arrHead < this.arrT.length ? this.arrT[this.arrHead] : undefined;
+  }
+
+  popArrival(): number {
+    return this.arrId[this.arrHead++];
+  }
+
+  queueDelay(now: number): number {
+    return Math.max(0, this.lastDep - now);
+  }
+
+  setRate(bitsPerSec: number): void {
+    this.bytesPerMs = bitsPerSec / 8000;
+  }
+
+  setOneWay(ms: number): void {
+    this.owd = ms;
+  }
+}
+
+/** The project's emulator (src/sim `Link`): 8-byte datagrams plus 1220 bytes of counted overhead = 1228 wire bytes. */
+class SimLinkPath implements ForwardPath {
+  private readonly link: Link;
+  private readonly buf = new Uint8Array(8);
+  private lastQueueDrops = 0;
+  private lastLoss = 0;
+
+  constructor(bitsPerSec: number, owd: number, queue: number, loss: number, seed: number) {
+    this.link = new Link({ rateBitsPerSec: bitsPerSec, latencyMs: owd, queueDatagrams: queue, loss, overheadBytes: DATAGRAM - 8 }, seed);
+  }
+
+  send(now: number, id: number): 'ok' | 'queue' | 'loss' {
+    new DataView(this.buf.buffer).setUint32(0, id);
+    this.link.send(now, this.buf);
+    const c = this.link.counters();
+    const r = c.droppedQueue > this.lastQueueDrops ? 'queue' : c.droppedLoss > this.lastLoss ? 'loss' : 'ok';
+    this.lastQueueDrops = c.droppedQueue;
+    this.lastLoss = c.droppedLoss;
+    return r;
+  }
+
+  nextArrival(): number | undefined {
+    return this.link.pollTimeout();
+  }
+
+  popArrival(now: number): number {
+    const d = this.link.pollDeliver(now)!;
+    return new DataView(d.buffer, d.byteOffset).getUint32(0);
+  }
+
+  queueDelay(): number {
+    return (this.link.queuedBytes * 8000) / this.link.config.rateBitsPerSec!;
+  }
+
+  setRate(): void {
+    throw new Error('src/sim Link rates are fixed');
+  }
+
+  setOneWay(): void {
+    throw new Error('src/sim Link delays are fixed');
+  }
+}
+
+interface RigOptions {
+  rateBitsPerSec: number;
+  rttMs: number;
+  loss: number;
+  seed: number;
+  durationMs: number;
+  queueDatagrams?: number;
+  /** Use src/sim's Link for the forward path. */
+  simLink?: boolean;
+  /** Receiver acks after this many new datagrams (default 1)… */
+  ackEvery?: number;
+  /** …or this long after the first unacked one (ms; default 0). */
+  ackDelayMs?: number;
+  /** Mid-run changes of the bottleneck rate and/or the one-way delay. */
+  changes?: readonly { atMs: number; rateBitsPerSec?: number; rttMs?: number }[];
+}
+
+interface Window {
+  /** End of the window (ms). */
+  t: number;
+  /** Bottleneck rate in this window, bytes/s. */
+  link: number;
+  /** Bytes delivered to the receiver per second in this window. */
+  delivered: number;
+  /** Controller pacing rate at the window's end, bytes/s. */
+  pacing: number;
+  /** Largest queueing delay a datagram entered the bottleneck with in this window (ms). */
+  maxQueueMs: number;
+  state: AdaptiveRateState | undefined;
+}
+
+interface RigResult {
+  sent: number;
+  queueDrops: number;
+  randomDrops: number;
+  /** One entry per base RTT of virtual time. */
+  windows: Window[];
+}
+
+function runRig(ctrl: RateController, o: RigOptions): RigResult {
+  const rng = new NonCryptoRng(o.seed);
+  let owd = o.rttMs / 2;
+  let linkBps = o.rateBitsPerSec / 8;
+  const queue = o.queueDatagrams ?? 100;
+  const fwd: ForwardPath = o.simLink
+    ? new SimLinkPath(o.rateBitsPerSec, owd, queue, o.loss, o.seed)
+    : new TinyBottleneck(o.rateBitsPerSec, owd, queue, o.loss, rng);
+  const changes = [...(o.changes ?? [])];
+  const ackEvery = o.ackEvery ?? 1;
+  const ackDelay = o.ackDelayMs ?? 0;
+  const win = o.rttMs;
+
+  let budget = 0;
+  let lastRefill = 0;
+  let budgetRate = 0;
+  const sendTime: number[] = [];
+  const acked: boolean[] = [];
+  const lossReported: boolean[] = [];
+  let lossHead = 0;
+  let srtt = 0;
+
+  const arrivals: number[] = [];
+  let unackedArrivals = 0;
+  let ackDue = Infinity;
+  const revT: number[] = [];
+  const revUpTo: number[] = [];
+  const revNewest: number[] = [];
+  let revHead = 0;
+  let ackedUpTo = 0;
+
+  let sent = 0;
+  let queueDrops = 0;
+  let randomDrops = 0;
+  const windows: Window[] = [];
+  let winEnd = win;
+  let winBytes = 0;
+  let winMaxQ = 0;
+  let now = 0;
+
+  const refill = (t: number): void => {
+    budget = Math.min(Math.max(DATAGRAM, (budgetRate * 10) / 1000), budget + ((t - lastRefill) / 1000) * budgetRate);
+    lastRefill = t;
+    budgetRate = ctrl.pacingRate(t);
+  };
+  const sendAck = (): void => {
+    unackedArrivals = 0;
+    ackDue = Infinity;
+    if (rng.chance(o.loss)) return;
+    revT.push(now + owd);
+    revUpTo.push(arrivals.length);
+    revNewest.push(arrivals[arrivals.length - 1]);
+  };
+
+  for (;;) {
+    refill(now);
+    const nextSend = budget >= DATAGRAM ? now : now + ((DATAGRAM - budget) / budgetRate) * 1000;
+    const nextFwd = fwd.nextArrival() ?? Infinity;
+    const nextRev = revHead < revT.length ? revT[revHead] : Infinity;
+    while (lossHead < sent && (acked[lossHead] || lossReported[lossHead])) lossHead++;
+    const nextLoss = lossHead < sent ? sendTime[lossHead] + (srtt > 0 ? 1.25 * srtt + 5 : 1000) : Infinity;
+    const nextChange = changes.length > 0 ? changes[0].atMs : Infinity;
+    const t = Math.min(nextSend, nextFwd, nextRev, nextLoss, nextChange, winEnd, ackDue);
+    if (t > o.durationMs) break;
+    now = Math.max(now, t);
+    if (t === winEnd) {
+      const st = ctrl instanceof AdaptiveRate ? ctrl.state : undefined;
+      windows.push({ t: winEnd, link: linkBps, delivered: (winBytes * 1000) / win, pacing: ctrl.pacingRate(now), maxQueueMs: winMaxQ, state: st });
+      winEnd += win;
+      winBytes = 0;
+      winMaxQ = 0;
+    } else if (t === nextChange) {
+      const c = changes.shift()!;
+      if (c.rateBitsPerSec !== undefined) {
+        linkBps = c.rateBitsPerSec / 8;
+        fwd.setRate(c.rateBitsPerSec);
+      }
+      if (c.rttMs !== undefined) {
+        owd = c.rttMs / 2;
+        fwd.setOneWay(owd);
+      }
+    } else if (t === ackDue) {
+      sendAck();
+    } else if (t === nextRev) {
+      const upTo = revUpTo[revHead];
+      const newest = revNewest[revHead];
+      revHead++;
+      let bytes = 0;
+      for (; ackedUpTo < upTo; ackedUpTo++) {
+        const id = arrivals[ackedUpTo];
+        if (!acked[id]) {
+          acked[id] = true;
+          bytes += DATAGRAM;
+        }
+      }
+      if (bytes > 0) {
+        const rtt = now - sendTime[newest];
+        srtt = srtt === 0 ? rtt : srtt + (rtt - srtt) / 8;
+        ctrl.onAck(now, bytes, rtt);
+      }
+    } else if (t === nextFwd) {
+      arrivals.push(fwd.popArrival(now));
+      winBytes += DATAGRAM;
+      if (++unackedArrivals >= ackEvery) sendAck();
+      else if (ackDue === Infinity) ackDue = now + ackDelay;
+    } else if (t === nextLoss) {
+      lossReported[lossHead] = true;
+      ctrl.onLoss(now, DATAGRAM);
+    } else {
+      budget -= DATAGRAM;
+      const id = sent++;
+      sendTime[id] = now;
+      acked[id] = false;
+      lossReported[id] = false;
+      ctrl.onSent(now, DATAGRAM);
+      const q = fwd.queueDelay(now);
+      const r = fwd.send(now, id);
+      if (r === 'queue') queueDrops++;
+      else if (r === 'loss') randomDrops++;
+      else if (q > winMaxQ) winMaxQ = q;
+    }
+  }
+  return { sent, queueDrops, randomDrops, windows };
+}
+
+/** Mean delivered / link rate over windows [from, to). */
+function utilisation(ws: readonly Window[], from: number, to = ws.length): number {
+  let u = 0;
+  for (let i = from; i < to; i++) u += ws[i].delivered / ws[i].link;
+  return u / (to - from);
+}
+
+/** Index of the first window from which delivery stays ≥ `level` × link for `hold` windows. */
+function convergedAt(ws: readonly Window[], level: number, from = 0, hold = 3): number {
+  for (let i = from; i + hold <= ws.length; i++) {
+    let ok = true;
+    for (let k = i; k < i + hold; k++) if (ws[k].delivered < level * ws[k].link) ok = false;
+    if (ok) return i;
+  }
+  return -1;
+}
+
+const PATHS = [
+  { name: '10 Mbit/s, 100 ms RTT', rateBitsPerSec: 10e6, rttMs: 100 },
+  { name: '100 Mbit/s, 20 ms RTT', rateBitsPerSec: 100e6, rttMs: 20 },
+] as const;
+
+describe('AdaptiveRate closed loop (100-datagram drop-tail bottleneck)', () => {
+  for (const p of PATHS) {
+    describe(p.name, () => {
+      it('reaches ≥ 90% of the bottleneck within 3 RTTs and keeps the queue short, with no queue drops', () => {
+        const r = runRig(new AdaptiveRate(), { ...p, loss: 0, seed: 1, durationMs: 60 * p.rttMs });
+        const at = convergedAt(r.windows, 0.9);
+        expect(at).toBeGreaterThanOrEqual(0);
+        expect(at).toBeLessThanOrEqual(2);
+        expect(utilisation(r.windows, 3)).toBeGreaterThan(0.98);
+        for (const w of r.windows.slice(3)) expect(w.delivered / w.link).toBeGreaterThan(0.9);
+        const maxQ = Math.max(...r.windows.slice(5).map((w) => w.maxQueueMs));
+        expect(maxQ).toBeLessThan(5);
+        expect(r.queueDrops).toBe(0);
+      });
+
+      it('holds ≥ 85% utilisation at 10% random loss each way, with < 2% queue drops', () => {
+        for (const seed of [1, 2, 3]) {
+          const c = new AdaptiveRate();
+          const r = runRig(c, { ...p, loss: 0.1, seed, durationMs: 80 * p.rttMs });
+          expect(convergedAt(r.windows, 0.85)).toBeLessThanOrEqual(4);
+          expect(utilisation(r.windows, 5)).toBeGreaterThan(0.95);
+          for (const w of r.windows.slice(5)) expect(w.delivered / w.link).toBeGreaterThan(0.85);
+          expect(r.queueDrops / r.sent).toBeLessThan(0.02);
+          const base = c.stats(80 * p.rttMs).baselineLoss;
+          expect(base).toBeGreaterThan(0.07);
+          expect(base).toBeLessThan(0.13);
+        }
+      });
+
+      it('backs off when the bottleneck rate halves, then drains the queue', () => {
+        const change = 20 * p.rttMs;
+        const r = runRig(new AdaptiveRate(), {
+          ...p, loss: 0, seed: 4, durationMs: 40 * p.rttMs, changes: [{ atMs: change, rateBitsPerSec: p.rateBitsPerSec / 2 }],
+        });
+        const after = r.windows.slice(20);
+        expect(after[2].pacing).toBeLessThan(1.1 * after[2].link);
+        const drained = after.findIndex((w, i) => i > 2 && w.maxQueueMs < 5);
+        expect(drained).toBeGreaterThan(0);
+        expect(drained).toBeLessThanOrEqual(8);
+        expect(utilisation(r.windows, 21)).toBeGreaterThan(0.95);
+        expect(r.queueDrops / r.sent).toBeLessThan(0.02);
+      });
+
+      it('recovers when the bottleneck rate doubles', () => {
+        const half = p.rateBitsPerSec / 2;
+        const r = runRig(new AdaptiveRate(), {
+          ...p, rateBitsPerSec: half, loss: 0, seed: 5, durationMs: 50 * p.rttMs,
+          changes: [{ atMs: 20 * p.rttMs, rateBitsPerSec: p.rateBitsPerSec }],
+        });
+        const at = convergedAt(r.windows, 0.9, 20);
+        expect(at).toBeGreaterThan(20);
+        expect(at - 20).toBeLessThanOrEqual(12);
+        expect(r.queueDrops / r.sent).toBeLessThan(0.02);
+      });
+    });
+  }
+
+  it('works with batched acks (every 2 new datagrams or 2 ms) like the chunk receiver', () => {
+    for (const p of PATHS) {
+      const r = runRig(new AdaptiveRate(), { ...p, loss: 0.01, seed: 6, durationMs: 60 * p.rttMs, ackEvery: 2, ackDelayMs: 2 });
+      expect(convergedAt(r.windows, 0.9)).toBeLessThanOrEqual(3);
+      expect(utilisation(r.windows, 5)).toBeGreaterThan(0.97);
+      expect(r.queueDrops / r.sent).toBeLessThan(0.02);
+    }
+  });
+
+  it('agrees with the src/sim Link emulator', () => {
+    for (const p of PATHS) {
+      for (const loss of [0, 0.1]) {
+        const r = runRig(new AdaptiveRate(), { ...p, loss, seed: 7, durationMs: 50 * p.rttMs, simLink: true });
+        expect(convergedAt(r.windows, 0.85)).toBeLessThanOrEqual(4);
+        expect(utilisation(r.windows, 5)).toBeGreaterThan(0.95);
+        expect(r.queueDrops / r.sent).toBeLessThan(0.02);
+      }
+    }
+  });
+
+  it('refreshes its minimum RTT: a brief dip every window, and a longer path is learnt', () => {
+    const c = new AdaptiveRate({ minRttWindowMs: 1000 });
+    const states = new Set<string>();
+    const r = runRig(c, {
+      rateBitsPerSec: 10e6, rttMs: 50, loss: 0, seed: 8, durationMs: 5000, changes: [{ atMs: 2000, rttMs: 80 }],
+    });
+    for (const w of r.windows) states.add(String(w.state));
+    expect(states.has('probe-rtt')).toBe(true);
+    expect(c.stats(5000).minRttMs).toBeGreaterThan(79);
+    expect(utilisation(r.windows, 70)).toBeGreaterThan(0.95);
+    expect(r.queueDrops).toBe(0);
+  });
+
+  it('is deterministic for a seed', () => {
+    const o = { rateBitsPerSec: 10e6, rttMs: 100, loss: 0.1, seed: 9, durationMs: 3000 };
+    const a = runRig(new AdaptiveRate(), o);
+    const b = runRig(new AdaptiveRate(), o);
+    expect(b).toEqual(a);
+  });
+});
+
+describe('AdaptiveRate unit behaviour', () => {
+  it('sends the initial train at the maximum rate, then the initial rate until the first ack', () => {
+    const c = new AdaptiveRate();
+    expect(c.pacingRate(0)).toBe(ADAPTIVE_RATE_DEFAULTS.maxRateBytesPerSec);
+    for (let i = 0; i < 10; i++) c.onSent(i * 0.01, 1228);
+    expect(c.pacingRate(1)).toBe(ADAPTIVE_RATE_DEFAULTS.initialRateBytesPerSec);
+    expect(c.state).toBe('startup');
+  });
+
+  it('without a train, starts at the initial rate and about doubles it every RTT while acks show no queue', () => {
+    const c = new AdaptiveRate({ initialBurstBytes: 0, initialRateBytesPerSec: 100_000 });
+    expect(c.pacingRate(0)).toBe(100_000);
+    const r = runRig(c, { rateBitsPerSec: 1e9, rttMs: 50, loss: 0, seed: 10, durationMs: 400, queueDatagrams: 1000 });
+    for (let i = 2; i < r.windows.length; i++) {
+      expect(r.windows[i].state).toBe('startup');
+      expect(r.windows[i].pacing).toBeGreaterThan(1.5 * r.windows[i - 1].pacing);
+    }
+    expect(r.windows[7].pacing).toBeGreaterThan(2 ** 5 * r.windows[1].pacing);
+  });
+
+  it('ignores random loss without queueing delay, but backs off on loss that comes with a standing queue', () => {
+    const feed = (c: AdaptiveRate, from: number, to: number, rtt: number, lossEvery: number): void => {
+      // 1000 datagrams/s, one ack per datagram; every `lossEvery`-th is reported lost instead.
+      for (let t = from, i = 0; t < to; t += 1, i++) {
+        c.onSent(t, 1228);
+        if (lossEvery > 0 && i % lossEvery === 0) c.onLoss(t, 1228);
+        else c.onAck(t, 1228, rtt);
+      }
+    };
+    const quiet = new AdaptiveRate({ initialBurstBytes: 0 });
+    feed(quiet, 0, 3000, 100, 10);
+    const before = quiet.pacingRate(3000);
+    feed(quiet, 3000, 6000, 100, 10);
+    expect(quiet.pacingRate(6000)).toBeGreaterThanOrEqual(0.95 * before);
+    expect(quiet.stats(6000).lossBackoffs).toBe(0);
+
+    const congested = new AdaptiveRate({ initialBurstBytes: 0 });
+    feed(congested, 0, 3000, 100, 50);
+    feed(congested, 3000, 4000, 150, 4);
+    expect(congested.stats(4000).lossBackoffs).toBeGreaterThan(0);
+  });
+
+  it('backs off on loss far above the baseline even without a queue (policer)', () => {
+    const c = new AdaptiveRate({ initialBurstBytes: 0 });
+    let t = 0;
+    for (let i = 0; i < 3000; i++, t++) {
+      c.onSent(t, 1228);
+      c.onAck(t, 1228, 40);
+    }
+    const before = c.pacingRate(t);
+    for (let i = 0; i < 1000; i++, t++) {
+      c.onSent(t, 1228);
+      if (i % 2 === 0) c.onLoss(t, 1228);
+      else c.onAck(t, 1228, 40);
+    }
+    expect(c.stats(t).lossBackoffs).toBeGreaterThan(0);
+    expect(c.pacingRate(t)).toBeLessThan(0.75 * before);
+  });
+
+  it('keeps the rate within min..max whatever the feedback', () => {
+    fc.assert(fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.double({ min: -10, max: 1e6, noNaN: false }), fc.double({ min: 0, max: 50 })), { maxLength: 300 }),
+      (ops) => {
+        const c = new AdaptiveRate({ minRateBytesPerSec: 10_000, maxRateBytesPerSec: 1e7, initialRateBytesPerSec: 50_000 });
+        let now = 0;
+        for (const [kind, x, dt] of ops) {
+          now += dt;
+          if (kind === 0) c.onSent(now, x);
+          else if (kind === 1) c.onAck(now, x, Math.abs(x) % 500);
+          else if (kind === 2) c.onAck(now, x, undefined);
+          else c.onLoss(now, x);
+          const r = c.pacingRate(now);
+          if (!(r >= 10_000 && r <= 1e7)) return false;
+        }
+        return true;
+      },
+    ), { numRuns: 200 });
+  });
+
+  it('rejects nonsense configuration with invalid-config', () => {
+    const bad = [
+      { minRateBytesPerSec: 0 },
+      { maxRateBytesPerSec: 1000, minRateBytesPerSec: 2000, initialRateBytesPerSec: 1500 },
+      { initialRateBytesPerSec: 1 },
+      { initialBurstBytes: -1 },
+      { targetQueueDelayMs: 0 },
+      { targetQueueDelayMs: Number.NaN },
+      { minRttWindowMs: 10 },
+      { bogus: 1 } as object,
+    ];
+    for (const b of bad) {
+      let err: unknown;
+      try {
+        new AdaptiveRate(b);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(GamewireError);
+      expect((err as GamewireError).code).toBe('invalid-config');
+    }
+    expect(() => new AdaptiveRate({ maxRateBytesPerSec: 1e6, initialRateBytesPerSec: 1e5 })).not.toThrow();
+  });
+});

@@ -1,0 +1,395 @@
+import { checkConfig } from '../core/errors.js';
+import type { RateController } from './controller.js';
+
+/** Phase of an `AdaptiveRate` controller; see docs/congestion.md for the transitions. */
+export type AdaptiveRateState = 'startup' | 'steady' | 'probe-rtt';
+
+/** Tuning of `AdaptiveRate`. Every field is optional; rates are wire bytes per second, times ms. */
+export interface AdaptiveRateConfig {
+  /** Lowest pacing rate (bytes/s, > 0). Default 16 000 (128 kbit/s). */
+  minRateBytesPerSec?: number;
+  /** Highest pacing rate (bytes/s, ≥ min). Default 125 000 000 (1 Gbit/s). */
+  maxRateBytesPerSec?: number;
+  /** Pacing rate before the first RTT sample (bytes/s, within min..max). Default 122 800 (ten 1228-byte datagrams per 100 ms). */
+  initialRateBytesPerSec?: number;
+  /**
+   * Bytes released at the maximum rate before the first ack (a packet train whose acks measure the
+   * bottleneck; TCP's initial window does the same). Also sets the rate floor of startup to this many
+   * bytes per minimum RTT. 0 disables the train. Default 12 280 (ten 1228-byte datagrams).
+   */
+  initialBurstBytes?: number;
+  /** Standing queue the controller aims to keep at the bottleneck (ms, > 0). Default 2; never below two datagrams' worth. */
+  targetQueueDelayMs?: number;
+  /** How long a minimum-RTT sample stays trusted before a brief half-rate dip re-measures it (ms, ≥ 100). Default 10 000. */
+  minRttWindowMs?: number;
+}
+
+/** Defaults of every `AdaptiveRateConfig` field. */
+export const ADAPTIVE_RATE_DEFAULTS: Readonly<Required<AdaptiveRateConfig>> = Object.freeze({
+  minRateBytesPerSec: 16_000,
+  maxRateBytesPerSec: 125_000_000,
+  initialRateBytesPerSec: 122_800,
+  initialBurstBytes: 12_280,
+  targetQueueDelayMs: 2,
+  minRttWindowMs: 10_000,
+});
+
+/** A snapshot of an `AdaptiveRate`'s estimates (for diagnostics, tests and benchmarks). */
+export interface AdaptiveRateStats {
+  /** Current phase. */
+  state: AdaptiveRateState;
+  /** Rate the controller paces at now, bytes/s (within min..max). */
+  pacingRate: number;
+  /** Bottleneck delivery-rate estimate, bytes/s acked (0 before the first sample). */
+  bandwidth: number;
+  /** Minimum RTT seen in the current window, ms (Infinity before the first sample). */
+  minRttMs: number;
+  /** Smoothed RTT (RFC 6298 EWMA, 1/8), ms (0 before the first sample). */
+  smoothedRttMs: number;
+  /** Filtered queueing delay (recent RTT minimum − minimum RTT), ms. */
+  queueDelayMs: number;
+  /** Baseline loss fraction the controller tolerates without backing off (0..1). */
+  baselineLoss: number;
+  /** Times loss was judged to be congestion and the rate was cut. */
+  lossBackoffs: number;
+}
+
+const STARTUP_GAIN = 2;
+const DRAIN_RTTS = 1.5;
+const RING = 64;
+const RTT_FILTER = 4;
+const P_UP = 0.25;
+const P_DOWN = 0.5;
+const PROBE_MAX = 0.25;
+const LOSS_EPOCH_DATAGRAMS = 128;
+const LOSS_PRIOR_DATAGRAMS = 128;
+const WARMUP_EPOCHS = 8;
+const DEFAULT_DATAGRAM = 1228;
+const MIN_RISE_MS = 0.01;
+
+function isNum(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+/**
+ * Adaptive pacing for bulk transfer: probes upward, backs off on rising queueing delay, and treats
+ * loss as congestion only when it comes with a standing queue or far above the path's baseline, so
+ * random loss does not collapse the rate. Sans-IO; see docs/congestion.md for the algorithm.
+ */
+export class AdaptiveRate implements RateController {
+  private readonly minRate: number;
+  private readonly maxRate: number;
+  private readonly burstBytes: number;
+  private readonly targetMs: number;
+  private readonly rttWindowMs: number;
+
+  private st: AdaptiveRateState = 'startup';
+  private rate: number;
+  private bw = 0;
+  private probeLevel = 0;
+  private burstLeft: number;
+  private gotAck = false;
+  private appLimited = false;
+  private maxDatagram = DEFAULT_DATAGRAM;
+
+  private minRtt = Infinity;
+  private minRttAt = 0;
+  private srtt = 0;
+  private readonly recent = new Float64Array(RTT_FILTER);
+  private recentN = 0;
+  private recentI = 0;
+  private rawQd = 0;
+  private qd = 0;
+  private lastIdleAt = -Infinity;
+
+  private readonly evT = new Float64Array(RING);
+  private readonly evCum = new Float64Array(RING);
+  private readonly evQd = new Float64Array(RING);
+  private evHead = 0;
+  private evN = 0;
+  private ackedTotal = 0;
+
+  private roundStart = NaN;
+  private roundSent = 0;
+  private roundMaxQd = 0;
+
+  private epStart = NaN;
+  private epAcked = 0;
+  private epLost = 0;
+  private epMaxQd = 0;
+  private prevEpMaxQd = 0;
+  private lossBase = 0;
+  private lossEpochs = 0;
+  private cumTotal = 0;
+  private cumLost = 0;
+  private lastCutAt = -Infinity;
+  private cuts = 0;
+
+  private slowUntil = -Infinity;
+  private collectUntil = -Infinity;
+  private collectMin = Infinity;
+
+  /** @param config optional tuning; throws `GamewireError('invalid-config')` on out-of-range values. */
+  constructor(config: AdaptiveRateConfig = {}) {
+    checkConfig(typeof config === 'object' && config !== null, 'adaptive rate config must be an object');
+    const c = { ...ADAPTIVE_RATE_DEFAULTS };
+    for (const [k, v] of Object.entries(config)) {
+      checkConfig(k in ADAPTIVE_RATE_DEFAULTS, `unknown adaptive rate config key '${k}'`);
+      if (v !== undefined) (c as Record<string, unknown>)[k] = v;
+    }
+    checkConfig(isNum(c.minRateBytesPerSec) && c.minRateBytesPerSec > 0, 'minRateBytesPerSec must be a finite number > 0');
+    checkConfig(isNum(c.maxRateBytesPerSec) && c.maxRateBytesPerSec >= c.minRateBytesPerSec,
+      'maxRateBytesPerSec must be a finite number ≥ minRateBytesPerSec');
+    checkConfig(isNum(c.initialRateBytesPerSec) && c.initialRateBytesPerSec >= c.minRateBytesPerSec
+      && c.initialRateBytesPerSec <= c.maxRateBytesPerSec, 'initialRateBytesPerSec must lie within min..max');
+    checkConfig(isNum(c.initialBurstBytes) && c.initialBurstBytes >= 0, 'initialBurstBytes must be a finite number ≥ 0');
+    checkConfig(isNum(c.targetQueueDelayMs) && c.targetQueueDelayMs > 0, 'targetQueueDelayMs must be a finite number > 0');
+    checkConfig(isNum(c.minRttWindowMs) && c.minRttWindowMs >= 100, 'minRttWindowMs must be a finite number ≥ 100');
+    this.minRate = c.minRateBytesPerSec;
+    this.maxRate = c.maxRateBytesPerSec;
+    this.rate = c.initialRateBytesPerSec;
+    this.burstBytes = c.initialBurstBytes;
+    this.burstLeft = c.initialBurstBytes;
+    this.targetMs = c.targetQueueDelayMs;
+    this.rttWindowMs = c.minRttWindowMs;
+  }
+
+  /** Current phase: 'startup' (exponential search), 'steady' (delay-targeting), 'probe-rtt' (min-RTT refresh). */
+  get state(): AdaptiveRateState {
+    return this.st;
+  }
+
+  /** Pacing rate in bytes/s at `now` (ms), always within the configured min..max. */
+  pacingRate(now: number): number {
+    if (!this.gotAck && this.burstLeft > 0) return this.maxRate;
+    let r = this.rate;
+    if (now < this.slowUntil) r *= 0.5;
+    return this.clamp(r);
+  }
+
+  /** A datagram of `wireBytes` (UDP/IP overhead included) left at `now` (ms). Non-finite or ≤ 0 sizes are ignored. */
+  onSent(now: number, wireBytes: number): void {
+    if (!isNum(now) || !isNum(wireBytes) || wireBytes <= 0) return;
+    if (wireBytes > this.maxDatagram) this.maxDatagram = Math.min(wireBytes, 65_535);
+    if (!this.gotAck && this.burstLeft > 0) this.burstLeft -= wireBytes;
+    if (Number.isNaN(this.roundStart)) this.roundStart = now;
+    if (Number.isNaN(this.epStart)) this.epStart = now;
+    this.roundSent += wireBytes;
+  }
+
+  /**
+   * An ack at `now` (ms) newly confirmed `ackedWireBytes`; `rttMs` is a fresh RTT sample or undefined.
+   * Invalid sizes count as 0 and invalid samples are ignored (never throws).
+   */
+  onAck(now: number, ackedWireBytes: number, rttMs: number | undefined): void {
+    if (!isNum(now)) return;
+    const bytes = isNum(ackedWireBytes) && ackedWireBytes > 0 ? ackedWireBytes : 0;
+    this.gotAck = true;
+    this.ackedTotal += bytes;
+    this.epAcked += bytes;
+    if (Number.isNaN(this.epStart)) this.epStart = now;
+    if (Number.isNaN(this.roundStart)) this.roundStart = now;
+    if (isNum(rttMs) && rttMs >= 0) this.rttSample(now, rttMs);
+    this.pushEvent(now);
+    if (bytes > 0) this.bandwidthSample(now);
+    this.control(now);
+    this.endRound(now);
+    this.endLossEpoch(now);
+  }
+
+  /** The sender concluded at `now` (ms) that `lostWireBytes` were lost. Invalid sizes are ignored. */
+  onLoss(now: number, lostWireBytes: number): void {
+    if (!isNum(now) || !isNum(lostWireBytes) || lostWireBytes <= 0) return;
+    if (Number.isNaN(this.epStart)) this.epStart = now;
+    this.epLost += lostWireBytes;
+    this.endLossEpoch(now);
+  }
+
+  /** A snapshot of the controller's estimates at `now` (ms). */
+  stats(now: number): AdaptiveRateStats {
+    return {
+      state: this.st,
+      pacingRate: this.pacingRate(now),
+      bandwidth: this.bw,
+      minRttMs: this.minRtt,
+      smoothedRttMs: this.srtt,
+      queueDelayMs: this.qd,
+      baselineLoss: this.lossBase,
+      lossBackoffs: this.cuts,
+    };
+  }
+
+  private clamp(r: number): number {
+    return r < this.minRate ? this.minRate : r > this.maxRate ? this.maxRate : r;
+  }
+
+  /** Target standing queue (ms): the configured delay, but at least two datagrams at the estimated rate. */
+  private target(): number {
+    if (this.bw <= 0) return this.targetMs;
+    const two = (2 * this.maxDatagram * 1000) / this.bw;
+    return two > this.targetMs ? two : this.targetMs;
+  }
+
+  private rttSample(now: number, rtt: number): void {
+    if (rtt < this.minRtt) {
+      this.minRtt = rtt;
+      this.minRttAt = now;
+    }
+    if (now < this.collectUntil && rtt < this.collectMin) this.collectMin = rtt;
+    this.srtt = this.srtt === 0 ? rtt : this.srtt + (rtt - this.srtt) / 8;
+    this.recent[this.recentI] = rtt;
+    this.recentI = (this.recentI + 1) % RTT_FILTER;
+    if (this.recentN < RTT_FILTER) this.recentN++;
+    let m = Infinity;
+    for (let i = 0; i < this.recentN; i++) if (this.recent[i] < m) m = this.recent[i];
+    this.qd = m - this.minRtt;
+    this.rawQd = rtt - this.minRtt;
+    if (this.rawQd <= this.target() / 4) this.lastIdleAt = now;
+    if (this.rawQd > this.roundMaxQd) this.roundMaxQd = this.rawQd;
+    if (this.rawQd > this.epMaxQd) this.epMaxQd = this.rawQd;
+  }
+
+  private pushEvent(now: number): void {
+    this.evT[this.evHead] = now;
+    this.evCum[this.evHead] = this.ackedTotal;
+    this.evQd[this.evHead] = this.rawQd;
+    this.evHead = (this.evHead + 1) % RING;
+    if (this.evN < RING) this.evN++;
+  }
+
+  /**
+   * Delivery-rate sample over recent acks. When the samples show the bottleneck stayed busy (queue
+   * present throughout, or growing) the sample measures the bottleneck itself and replaces the
+   * estimate; otherwise it is only a lower bound and can only raise it.
+   */
+  private bandwidthSample(now: number): void {
+    const minBytes = 4 * this.maxDatagram;
+    const wantSpan = this.minRtt / 4;
+    const newest = (this.evHead + RING - 1) % RING;
+    let pick = -1;
+    for (let k = 1; k < this.evN; k++) {
+      const i = (newest + RING - k) % RING;
+      const dB = this.ackedTotal - this.evCum[i];
+      const dt = now - this.evT[i];
+      if (dB >= minBytes && dt > 0) {
+        pick = i;
+        if (dt >= wantSpan) break;
+      }
+    }
+    if (pick < 0) return;
+    const dt = now - this.evT[pick];
+    const sample = ((this.ackedTotal - this.evCum[pick]) * 1000) / dt;
+    const q = this.target();
+    const rise = this.rawQd - this.evQd[pick];
+    const sendSpan = dt - rise;
+    const busy = (this.evQd[pick] > q / 4 && this.lastIdleAt < this.evT[pick])
+      || rise > Math.max(MIN_RISE_MS, Math.min(q / 8, sendSpan / 2));
+    if (busy) {
+      if (this.st === 'startup') {
+        this.bw = sample;
+        this.exitStartup();
+      } else {
+        const prev = this.evT[(newest + RING - 1) % RING];
+        const w = Math.min(1, (now - prev) / this.minRtt);
+        this.bw += (sample - this.bw) * w;
+      }
+    } else if (sample > this.bw) {
+      this.bw = sample;
+    }
+  }
+
+  private exitStartup(): void {
+    this.st = 'steady';
+    this.probeLevel = 0;
+  }
+
+  private control(now: number): void {
+    const q = this.target();
+    if (this.st === 'startup') {
+      let r = this.rate;
+      if (this.minRtt > 0 && this.minRtt < Infinity) r = Math.max(r, (this.burstBytes * 1000) / this.minRtt);
+      r = Math.max(r, STARTUP_GAIN * this.bw);
+      this.rate = this.clamp(r);
+      if (this.qd > q) {
+        this.exitStartup();
+      } else {
+        return;
+      }
+    }
+    if (this.bw <= 0) return;
+    const T = Math.max(DRAIN_RTTS * this.minRtt, 4 * q);
+    const e = (q - this.qd) / T;
+    const p = e > P_UP ? P_UP : e < -P_DOWN ? -P_DOWN : e;
+    const probe = this.probeLevel === 0 ? 0 : Math.min(PROBE_MAX, 2 ** this.probeLevel / 128);
+    let m = 1 + p + probe;
+    if (m < 0.5) m = 0.5;
+    const lossComp = 1 / (1 - Math.min(this.lossBase, 0.5));
+    this.rate = this.clamp(this.bw * lossComp * m);
+  }
+
+  private endRound(now: number): void {
+    const len = this.srtt > 0 ? this.srtt : 100;
+    if (now - this.roundStart < len) return;
+    const dur = now - this.roundStart;
+    this.appLimited = this.roundSent < (0.5 * this.rate * dur) / 1000;
+    const q = this.target();
+    if (this.st === 'steady') {
+      if (this.roundMaxQd > q / 4) this.probeLevel = 0;
+      else if (!this.appLimited) this.probeLevel++;
+      if (now - this.minRttAt > this.rttWindowMs) {
+        this.st = 'probe-rtt';
+        this.slowUntil = now + Math.max(2 * this.qd + 1, 2);
+        this.collectUntil = this.slowUntil + 1.5 * this.srtt + 5;
+        this.collectMin = Infinity;
+      }
+    } else if (this.st === 'probe-rtt' && now >= this.collectUntil) {
+      if (this.collectMin < Infinity) this.minRtt = this.collectMin;
+      this.minRttAt = now;
+      this.st = 'steady';
+    }
+    this.roundStart = now;
+    this.roundSent = 0;
+    this.roundMaxQd = 0;
+  }
+
+  /**
+   * Loss is judged once per epoch (≥ one smoothed RTT and ≥ 64 datagrams' worth of outcomes). It is
+   * congestion when it rises above the baseline while a queue stands well above target (overflow),
+   * or when it exceeds twice the baseline plus 10 points (policer, shallow buffer).
+   */
+  private endLossEpoch(now: number): void {
+    const total = this.epAcked + this.epLost;
+    const dur = now - this.epStart;
+    if (total < LOSS_EPOCH_DATAGRAMS * this.maxDatagram || dur < (this.srtt > 0 ? this.srtt : 100) || dur <= 0) return;
+    const frac = this.epLost / total;
+    this.cumTotal += total;
+    this.cumLost += this.epLost;
+    if (this.lossEpochs < WARMUP_EPOCHS) {
+      this.lossBase = this.cumLost / (this.cumTotal + LOSS_PRIOR_DATAGRAMS * this.maxDatagram);
+    } else {
+      const base = this.lossBase;
+      const q = this.target();
+      const n = total / this.maxDatagram;
+      const sigma = Math.sqrt((Math.max(base, 0.01) * (1 - base)) / n);
+      const maxQd = Math.max(this.epMaxQd, this.prevEpMaxQd);
+      const overflow = frac - base > Math.max(0.03, 3 * sigma) && maxQd > 4 * q;
+      const congested = overflow || frac > 2 * base + 0.1;
+      if (congested && now - this.lastCutAt > this.srtt) {
+        const delivered = (this.epAcked * 1000) / dur / (1 - Math.min(base, 0.5));
+        this.bw = Math.max(this.bw * 0.5, Math.min(this.bw, delivered));
+        this.probeLevel = 0;
+        this.lastCutAt = now;
+        this.cuts++;
+        if (this.st === 'startup') this.exitStartup();
+        this.control(now);
+      }
+      this.lossBase += (frac - base) * (congested ? 1 / 32 : 1 / 8);
+    }
+    this.lossEpochs++;
+    this.epStart = now;
+    this.epAcked = 0;
+    this.epLost = 0;
+    this.prevEpMaxQd = this.epMaxQd;
+    this.epMaxQd = 0;
+  }
+}

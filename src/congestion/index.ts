@@ -1,0 +1,2 @@
+export * from './controller.js';
+export * from './adaptive.js';
