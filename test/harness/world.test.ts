@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import fc from 'fast-check';
 import { GamewireError } from '../../src/core/errors.js';
 import type { SansIoPeer } from '../../src/core/peer.js';
 import { World } from './world.js';
@@ -363,5 +364,32 @@ describe('World: reused receive buffer', () => {
     world.links.aToB.send(0, new Uint8Array(3));
     expect(world.runUntil(() => seen.length === 2, { maxTimeMs: 10 }).ok).toBe(true);
     expect(seen).toEqual([100, 3]);
+  });
+});
+
+describe('World: property', () => {
+  it('for any links and ping rate: time never goes backwards, RTTs respect latency, counts add up', () => {
+    const linkArb = fc.record({
+      latencyMs: fc.integer({ min: 0, max: 40 }),
+      jitterMs: fc.integer({ min: 0, max: 40 }),
+      reorder: fc.boolean(),
+      loss: fc.double({ min: 0, max: 0.5, noNaN: true }),
+      duplicate: fc.double({ min: 0, max: 0.2, noNaN: true }),
+      rateBitsPerSec: fc.option(fc.integer({ min: 20_000, max: 10_000_000 }), { nil: undefined }),
+    });
+    fc.assert(fc.property(linkArb, linkArb, fc.integer({ min: 1, max: 30 }), fc.integer(), fc.boolean(), (ab, ba, interval, seed, intTime) => {
+      const log: LogEntry[] = [];
+      const pinger = new Pinger(interval, 60, log);
+      const echo = new EchoPeer(log);
+      const world = new World({ seed, aToB: ab, bToA: ba, a: pinger, b: echo, integerTime: intTime });
+      const r = world.runUntil(() => false, { maxTimeMs: 60 * interval + 1000 });
+      if (r.reason !== 'idle') return false;
+      for (let i = 1; i < log.length; i++) if (log[i][2] < log[i - 1][2]) return false;
+      const minRtt = ab.latencyMs + ba.latencyMs;
+      if (!pinger.rtts.every((x) => x >= minRtt)) return false;
+      const s = world.stats;
+      return s.a.datagramsSent === 60 && s.aToB.sent === 60 && echo.received === s.aToB.delivered &&
+        s.b.datagramsSent === echo.received && pinger.rtts.length === s.bToA.delivered && s.a.stalls === 0;
+    }), { numRuns: 60, seed: 99 });
   });
 });
