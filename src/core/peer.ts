@@ -6,7 +6,10 @@
  * - `now` is monotonic milliseconds chosen by the caller (any origin; fractions allowed).
  */
 export interface SansIoPeer {
-  /** Process one datagram received from the peer at `now` (ms). Never throws on bad bytes. */
+  /**
+   * Process one datagram received from the peer at `now` (ms). Never throws on bad bytes. `bytes` is
+   * only valid during the call (callers reuse receive buffers): copy whatever must be kept.
+   */
   handleDatagram(now: number, bytes: Uint8Array): void;
   /** Run timers due at or before `now` (ms). */
   handleTimeout(now: number): void;
