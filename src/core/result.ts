@@ -6,7 +6,8 @@ export type DecodeErrorCode =
   | 'bad-length'
   | 'bad-field'
   | 'out-of-range'
-  | 'trailing-bytes';
+  | 'trailing-bytes'
+  | 'bad-checksum';
 
 /** Result of decoding bytes from the wire. Decoders never throw on bad input. */
 export type DecodeResult<T> =
