@@ -26,10 +26,11 @@ describe('FixedRate', () => {
 });
 
 describe('PacingBudget', () => {
-  it('accumulates rate × dt and spends it (the seed accumulator)', () => {
+  it('starts full, accumulates rate × dt and spends it (the seed accumulator)', () => {
     const b = new PacingBudget(1000, 1);
     b.refill(0, 32_000);
-    expect(b.available).toBe(0);
+    expect(b.available).toBe(32_000);
+    b.spend(32_000);
     b.refill(500, 32_000);
     expect(b.available).toBeCloseTo(16_000, 6);
     expect(b.covers(16_000)).toBe(true);
@@ -52,6 +53,7 @@ describe('PacingBudget', () => {
   it('uses the rate in force during each interval', () => {
     const b = new PacingBudget(100_000, 1);
     b.refill(0, 1000);
+    b.clear();
     b.refill(1000, 5000);
     expect(b.available).toBeCloseTo(1000, 6);
     b.refill(2000, 5000);
@@ -62,6 +64,8 @@ describe('PacingBudget', () => {
     const b = new PacingBudget(10, 2400);
     expect(b.readyAt(100)).toBeUndefined();
     b.refill(3, 250_000);
+    expect(b.readyAt(2400)).toBe(3);
+    b.clear();
     const t = b.readyAt(1228)!;
     expect(t).toBeCloseTo(3 + (1228 / 250_000) * 1000, 9);
     b.refill(t, 250_000);
@@ -73,6 +77,7 @@ describe('PacingBudget', () => {
   it('time going backwards adds nothing; a zero rate is never ready', () => {
     const b = new PacingBudget(10, 2400);
     b.refill(100, 1000);
+    b.clear();
     b.refill(50, 1000);
     expect(b.available).toBe(0);
     b.refill(100, 0);

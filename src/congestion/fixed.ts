@@ -68,8 +68,9 @@ const EPSILON_BYTES = 1e-6;
 
 /**
  * The seed's byte-budget accumulator: `refill(now, rate)` adds `rate × dt`, a datagram may go when
- * the budget covers it, `spend` takes it out. The budget is capped at `max(rate × burstMs, minCapBytes)`
- * so an idle sender cannot save up a flood; `readyAt` says when a given size will be covered.
+ * the budget covers it, `spend` takes it out. The budget starts full and is capped at
+ * `max(rate × burstMs, minCapBytes)`, so an idle sender cannot save up a flood; `readyAt` says when
+ * a given size will be covered.
  */
 export class PacingBudget {
   /** Cap on the saved budget, in ms of the current rate. */
@@ -94,10 +95,11 @@ export class PacingBudget {
   /** Add `rateBytesPerSec × (now − previous refill)` (time going backwards adds nothing), then cap. */
   refill(now: number, rateBytesPerSec: number): void {
     const rate = Number.isFinite(rateBytesPerSec) && rateBytesPerSec > 0 ? rateBytesPerSec : 0;
-    if (this.last !== undefined && now > this.last) this.bytes += (this.rate * (now - this.last)) / 1000;
+    const cap = Math.max((rate * this.burstMs) / 1000, this.minCapBytes);
+    if (this.last === undefined) this.bytes = cap;
+    else if (now > this.last) this.bytes += (this.rate * (now - this.last)) / 1000;
     if (this.last === undefined || now > this.last) this.last = now;
     this.rate = rate;
-    const cap = Math.max((rate * this.burstMs) / 1000, this.minCapBytes);
     if (this.bytes > cap) this.bytes = cap;
   }
 

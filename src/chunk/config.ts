@@ -1,0 +1,192 @@
+import type { RateController } from '../congestion/controller.js';
+import { DEFAULT_RATE_BYTES_PER_SEC, FixedRate } from '../congestion/fixed.js';
+import { checkConfig } from '../core/errors.js';
+import { DEFAULT_SLICE_BYTES, MAX_ACK_WINDOW_BYTES, MAX_BLOCK_BYTES, MAX_SLICE_BYTES, MIN_SLICE_BYTES } from './wire.js';
+
+/** Options of a `ChunkSender`; every field is optional (defaults in docs/chunk.md §Limits). */
+export interface ChunkSenderConfig {
+  /**
+   * Pacing rate of the default `FixedRate` controller, wire bytes/s (UDP/IPv4 overhead included).
+   * Default 250 000 (2 Mbit/s). Give this or `rateController`, not both.
+   */
+  rateBytesPerSec?: number;
+  /** Injected send-rate controller (pacing); default `new FixedRate(rateBytesPerSec)`. */
+  rateController?: RateController;
+  /** Floor of the per-slice resend delay, ms: a slice is never resent sooner than max(RTT × 1.25, this). Default 20. */
+  minResendMs?: number;
+  /** RTT assumed before the first sample, ms. Default 100. */
+  initialRttMs?: number;
+  /** Payload bytes per slice (64..65512). Default 1177: a slice datagram is exactly 1200 bytes. */
+  sliceBytes?: number;
+  /** Send every slice of a new block at once, ignoring the budget, then pace (the seed's initial burst). Default false. */
+  burst?: boolean;
+  /** Blocks larger than this (bytes) never burst, whatever `burst` says. Default 262 144 (256 KiB). */
+  burstMaxBlockBytes?: number;
+  /** Most blocks queued or in flight; `sendBlock` beyond it throws `queue-full`. Default 1024. */
+  maxQueuedBlocks?: number;
+  /** Most bytes of blocks queued or in flight; `sendBlock` beyond it throws `queue-full`. Default 64 MiB. */
+  maxQueuedBytes?: number;
+  /** Start the next block once every slice of the current one was sent once (≤ 2 in flight). Default true. */
+  pipeline?: boolean;
+  /** 32-bit id of this sender incarnation; set a random one per process so stale datagrams of an earlier one are ignored. Default 0. */
+  sessionId?: number;
+  /** Wire chunk id of the first block (u16). Default 0. */
+  firstChunkId?: number;
+  /** A `stalled` event fires when an in-flight block makes no ack progress for this long, ms. Default 5000. */
+  stallTimeoutMs?: number;
+  /** Cap on the saved pacing budget, ms of the pacing rate. Default 10. */
+  pacingBurstMs?: number;
+  /** Most undrained events kept; beyond it the oldest is dropped and counted. Default 4096. */
+  maxEvents?: number;
+}
+
+/** A `ChunkSenderConfig` with every default filled in. */
+export interface ResolvedChunkSenderConfig {
+  rateController: RateController;
+  minResendMs: number;
+  initialRttMs: number;
+  sliceBytes: number;
+  burst: boolean;
+  burstMaxBlockBytes: number;
+  maxQueuedBlocks: number;
+  maxQueuedBytes: number;
+  pipeline: boolean;
+  sessionId: number;
+  firstChunkId: number;
+  stallTimeoutMs: number;
+  pacingBurstMs: number;
+  maxEvents: number;
+}
+
+/** Options of a `ChunkReceiver`; every field is optional. */
+export interface ChunkReceiverConfig {
+  /** Largest block accepted, bytes; a sender announcing more is refused (refusal packet). Default 16 MiB. */
+  maxBlockBytes?: number;
+  /**
+   * Cap on reassembly memory, bytes: buffers of the current and next block, their slice bitfields,
+   * and delivered blocks not yet polled. Default 2 × (maxBlockBytes + maxBlockBytes / 512).
+   */
+  maxMemoryBytes?: number;
+  /** Ack after this many new slices (1..64). Default 2. */
+  ackEveryNew?: number;
+  /** …or this long after the first unacked new slice, ms (0..20). Default 2. */
+  ackDelayMs?: number;
+  /** Bitfield bytes per ack window (1..255; 8 slices per byte). Default 32. */
+  ackWindowBytes?: number;
+  /** Accept only this session id (u32). Default: bind to the first sender seen. */
+  sessionId?: number;
+  /** A different session is adopted only after the bound one sent nothing valid for this long, ms. Default 2000. */
+  sessionIdleMs?: number;
+  /** Most undrained non-block events kept (blocks are bounded by memory). Default 1024. */
+  maxEvents?: number;
+}
+
+/** A `ChunkReceiverConfig` with every default filled in. */
+export interface ResolvedChunkReceiverConfig {
+  maxBlockBytes: number;
+  maxMemoryBytes: number;
+  ackEveryNew: number;
+  ackDelayMs: number;
+  ackWindowBytes: number;
+  sessionId: number | undefined;
+  sessionIdleMs: number;
+  maxEvents: number;
+}
+
+const SENDER_KEYS: ReadonlySet<string> = new Set([
+  'rateBytesPerSec', 'rateController', 'minResendMs', 'initialRttMs', 'sliceBytes', 'burst', 'burstMaxBlockBytes',
+  'maxQueuedBlocks', 'maxQueuedBytes', 'pipeline', 'sessionId', 'firstChunkId', 'stallTimeoutMs', 'pacingBurstMs',
+  'maxEvents',
+]);
+
+const RECEIVER_KEYS: ReadonlySet<string> = new Set([
+  'maxBlockBytes', 'maxMemoryBytes', 'ackEveryNew', 'ackDelayMs', 'ackWindowBytes', 'sessionId', 'sessionIdleMs',
+  'maxEvents',
+]);
+
+function isInt(v: unknown, lo: number, hi: number): boolean {
+  return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
+}
+
+function isNum(v: unknown, lo: number, hi: number): boolean {
+  return typeof v === 'number' && Number.isFinite(v) && v >= lo && v <= hi;
+}
+
+function checkKeys(c: object, known: ReadonlySet<string>, what: string): void {
+  checkConfig(typeof c === 'object' && c !== null, `${what} config must be an object`);
+  for (const k of Object.keys(c)) checkConfig(known.has(k), `unknown ${what} config key '${k}'`);
+}
+
+/** Memory a block of `blockBytes` takes at the receiver with the smallest legal slices: data + bitfield. */
+export function worstBlockFootprint(blockBytes: number): number {
+  return blockBytes + Math.ceil(blockBytes / (8 * MIN_SLICE_BYTES)) + 1;
+}
+
+/** Validate and fill in defaults; throws `GamewireError('invalid-config')`. */
+export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSenderConfig {
+  checkKeys(c, SENDER_KEYS, 'sender');
+  checkConfig(c.rateBytesPerSec === undefined || c.rateController === undefined,
+    'give rateBytesPerSec or rateController, not both');
+  const rc = c.rateController;
+  if (rc !== undefined) {
+    checkConfig(typeof rc === 'object' && rc !== null && typeof rc.pacingRate === 'function' &&
+      typeof rc.onSent === 'function' && typeof rc.onAck === 'function' && typeof rc.onLoss === 'function',
+    'rateController must implement RateController');
+  }
+  const r: ResolvedChunkSenderConfig = {
+    rateController: rc ?? new FixedRate(c.rateBytesPerSec ?? DEFAULT_RATE_BYTES_PER_SEC),
+    minResendMs: c.minResendMs ?? 20,
+    initialRttMs: c.initialRttMs ?? 100,
+    sliceBytes: c.sliceBytes ?? DEFAULT_SLICE_BYTES,
+    burst: c.burst ?? false,
+    burstMaxBlockBytes: c.burstMaxBlockBytes ?? 256 * 1024,
+    maxQueuedBlocks: c.maxQueuedBlocks ?? 1024,
+    maxQueuedBytes: c.maxQueuedBytes ?? 64 * 1024 * 1024,
+    pipeline: c.pipeline ?? true,
+    sessionId: c.sessionId ?? 0,
+    firstChunkId: c.firstChunkId ?? 0,
+    stallTimeoutMs: c.stallTimeoutMs ?? 5000,
+    pacingBurstMs: c.pacingBurstMs ?? 10,
+    maxEvents: c.maxEvents ?? 4096,
+  };
+  checkConfig(isNum(r.minResendMs, 0, 600_000), 'minResendMs must be a number in 0..600000');
+  checkConfig(isNum(r.initialRttMs, Number.MIN_VALUE, 60_000), 'initialRttMs must be a number in (0, 60000]');
+  checkConfig(isInt(r.sliceBytes, MIN_SLICE_BYTES, MAX_SLICE_BYTES), `sliceBytes must be an integer in ${MIN_SLICE_BYTES}..${MAX_SLICE_BYTES}`);
+  checkConfig(typeof r.burst === 'boolean', 'burst must be a boolean');
+  checkConfig(isInt(r.burstMaxBlockBytes, 0, MAX_BLOCK_BYTES), 'burstMaxBlockBytes must be an integer in 0..2^32-1');
+  checkConfig(isInt(r.maxQueuedBlocks, 1, 1_000_000), 'maxQueuedBlocks must be an integer in 1..1000000');
+  checkConfig(isInt(r.maxQueuedBytes, 1, Number.MAX_SAFE_INTEGER), 'maxQueuedBytes must be an integer ≥ 1');
+  checkConfig(typeof r.pipeline === 'boolean', 'pipeline must be a boolean');
+  checkConfig(isInt(r.sessionId, 0, 0xffffffff), 'sessionId must be an integer in 0..2^32-1');
+  checkConfig(isInt(r.firstChunkId, 0, 0xffff), 'firstChunkId must be an integer in 0..65535');
+  checkConfig(isNum(r.stallTimeoutMs, 1, Number.MAX_SAFE_INTEGER), 'stallTimeoutMs must be a number ≥ 1');
+  checkConfig(isNum(r.pacingBurstMs, 0, 10_000), 'pacingBurstMs must be a number in 0..10000');
+  checkConfig(isInt(r.maxEvents, 1, 1_000_000), 'maxEvents must be an integer in 1..1000000');
+  return r;
+}
+
+/** Validate and fill in defaults; throws `GamewireError('invalid-config')`. */
+export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChunkReceiverConfig {
+  checkKeys(c, RECEIVER_KEYS, 'receiver');
+  const maxBlockBytes = c.maxBlockBytes ?? 16 * 1024 * 1024;
+  checkConfig(isInt(maxBlockBytes, 0, MAX_BLOCK_BYTES), 'maxBlockBytes must be an integer in 0..2^32-1');
+  const r: ResolvedChunkReceiverConfig = {
+    maxBlockBytes,
+    maxMemoryBytes: c.maxMemoryBytes ?? 2 * worstBlockFootprint(maxBlockBytes),
+    ackEveryNew: c.ackEveryNew ?? 2,
+    ackDelayMs: c.ackDelayMs ?? 2,
+    ackWindowBytes: c.ackWindowBytes ?? 32,
+    sessionId: c.sessionId,
+    sessionIdleMs: c.sessionIdleMs ?? 2000,
+    maxEvents: c.maxEvents ?? 1024,
+  };
+  checkConfig(isInt(r.maxMemoryBytes, worstBlockFootprint(maxBlockBytes), Number.MAX_SAFE_INTEGER),
+    'maxMemoryBytes must be an integer ≥ maxBlockBytes + maxBlockBytes/512 + 1 (one largest block must fit)');
+  checkConfig(isInt(r.ackEveryNew, 1, 64), 'ackEveryNew must be an integer in 1..64');
+  checkConfig(isNum(r.ackDelayMs, 0, 20), 'ackDelayMs must be a number in 0..20');
+  checkConfig(isInt(r.ackWindowBytes, 1, MAX_ACK_WINDOW_BYTES), `ackWindowBytes must be an integer in 1..${MAX_ACK_WINDOW_BYTES}`);
+  checkConfig(r.sessionId === undefined || isInt(r.sessionId, 0, 0xffffffff), 'sessionId must be an integer in 0..2^32-1');
+  checkConfig(isNum(r.sessionIdleMs, 0, Number.MAX_SAFE_INTEGER), 'sessionIdleMs must be a number ≥ 0');
+  checkConfig(isInt(r.maxEvents, 1, 1_000_000), 'maxEvents must be an integer in 1..1000000');
+  return r;
+}
