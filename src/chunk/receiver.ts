@@ -1,0 +1,479 @@
+import { Counters } from '../core/counters.js';
+import type { SansIoPeer } from '../core/peer.js';
+import { seqAdd16, seqDiff16, u32 } from '../core/wrap.js';
+import { bitsetBytes, setBit, testBit } from './bitset.js';
+import { type ChunkReceiverConfig, type ResolvedChunkReceiverConfig, resolveReceiverConfig } from './config.js';
+import {
+  ACK_BASE_BYTES, ACK_WINDOW_HEADER_BYTES, type AckWindow, type CancelPacket, decodeChunkPacket, encodeAck,
+  encodeRefuse, REFUSE_BYTES, type SlicePacket, sliceCountOf,
+} from './wire.js';
+
+/** Events of a `ChunkReceiver`, in chunk order; drained with `pollEvent()`. */
+export type ChunkReceiverEvent =
+  /** A complete block (the buffer it was reassembled in; no copy). `chunkId` is its 16-bit wire id. */
+  | { type: 'block'; chunkId: number; data: Uint8Array }
+  /** The sender cancelled a block, or a new sender session replaced the old one mid-block; its partial data was freed. */
+  | { type: 'cancelled'; chunkId: number; reason: 'sender' | 'session-changed' }
+  /** A block announced more than `maxBlockBytes` and was refused (the sender was told). */
+  | { type: 'refused'; chunkId: number; blockBytes: number; limitBytes: number };
+
+const RECEIVER_COUNTERS = [
+  'datagramsReceived', 'malformed', 'wrongDirection', 'wrongSession', 'sessionSwitches', 'oldChunk',
+  'futureChunk', 'slicesAccepted', 'duplicateSlices', 'finishedChunkSlices', 'inconsistentSlices',
+  'refusedBlocks', 'refusedSlices', 'cancelsReceived', 'cancelledBlocks', 'deferredNoMemory', 'deferredNextChunk',
+  'blocksDelivered', 'bytesDelivered', 'acksSent', 'refusalsSent', 'ackBytesSent', 'outTooSmall', 'eventsDropped',
+] as const;
+
+/** Counter names of a `ChunkReceiver` (see docs/chunk.md §Counters). */
+export type ChunkReceiverCounter = (typeof RECEIVER_COUNTERS)[number];
+
+type InKind = 'receiving' | 'complete' | 'cancelled' | 'refused';
+
+/** One chunk the receiver knows: the one it is assembling, the next one, or one of the last two it finished. */
+class InChunk {
+  readonly chunkId: number;
+  kind: InKind;
+  blockBytes = 0;
+  sliceBytes = 0;
+  sliceCount = 0;
+  data: Uint8Array | undefined;
+  bits: Uint8Array | undefined;
+  received = 0;
+  cum = 0;
+  highest = -1;
+  lastNew = -1;
+  rot = 0;
+  footprint = 0;
+  limitBytes = 0;
+  // Pending ack/refusal: due at ackDueAt; triggers [trigLo, trigHi] arrived since the last ack.
+  ackPending = false;
+  ackDueAt = Infinity;
+  newSinceAck = 0;
+  trigLo = -1;
+  trigHi = -1;
+  hasEcho = false;
+  echoUs = 0;
+  echoAt = 0;
+
+  constructor(chunkId: number, kind: InKind) {
+    this.chunkId = chunkId;
+    this.kind = kind;
+  }
+
+  /** Drop reassembly state (data handed on or freed) and pending triggers. */
+  release(): void {
+    this.data = undefined;
+    this.bits = undefined;
+    this.footprint = 0;
+    this.trigLo = -1;
+    this.trigHi = -1;
+  }
+}
+
+interface SessionMemo {
+  session: number;
+  expected: number;
+  finished: InChunk[];
+}
+
+/** Sessions remembered after switching away, so a sender that comes back resumes where it was. */
+const SESSION_MEMO = 4;
+
+/**
+ * Reassembles blocks sent by a `ChunkSender` and hands them out in order as 'block' events.
+ *
+ * Drive contract (`SansIoPeer`): `handleDatagram(now, bytes)` for each datagram, `handleTimeout(now)`
+ * when `now ≥ pollTimeout()`, and after any input drain `pollTransmit(now, out)` (acks, refusals)
+ * and `pollEvent()` until they return undefined. Every received slice is acked — new ones after
+ * `ackEveryNew` slices or `ackDelayMs`, duplicates, gaps, completions and slices of the two chunks it
+ * finished last at once — so lost acks never hang the sender. Memory never exceeds `maxMemoryBytes`.
+ */
+export class ChunkReceiver implements SansIoPeer {
+  /** The validated configuration. */
+  readonly config: Readonly<ResolvedChunkReceiverConfig>;
+  private readonly ctr = new Counters<ChunkReceiverCounter>(RECEIVER_COUNTERS);
+  private session: number | undefined;
+  private lastActivity = -Infinity;
+  private expected = 0;
+  private synced = false;
+  private cur: InChunk | undefined;
+  private next: InChunk | undefined;
+  private finished: InChunk[] = [];
+  private readonly memos: SessionMemo[] = [];
+  private readonly events: ChunkReceiverEvent[] = [];
+  private eventBlockBytes = 0;
+  private slotBytes = 0;
+  private nonBlockEvents = 0;
+
+  constructor(config: ChunkReceiverConfig = {}) {
+    this.config = resolveReceiverConfig(config);
+    this.session = this.config.sessionId;
+  }
+
+  /** Next event, or undefined. A 'block' event's bytes stop counting against memory once polled. */
+  pollEvent(): ChunkReceiverEvent | undefined {
+    const e = this.events.shift();
+    if (e === undefined) return undefined;
+    if (e.type === 'block') this.eventBlockBytes -= e.data.length;
+    else this.nonBlockEvents--;
+    return e;
+  }
+
+  /** A copy of every counter (see `ChunkReceiverCounter`). */
+  counters(): Readonly<Record<ChunkReceiverCounter, number>> {
+    return this.ctr.snapshot();
+  }
+
+  /** Bytes held: reassembly buffers and bitfields of the current and next block, plus unpolled blocks (≤ maxMemoryBytes). */
+  memoryBytes(): number {
+    return this.slotBytes + this.eventBlockBytes;
+  }
+
+  /** The bound sender session, or undefined before the first valid slice. */
+  get sessionId(): number | undefined {
+    return this.session;
+  }
+
+  /** Wire id of the chunk the receiver is waiting to complete next. */
+  get expectedChunkId(): number {
+    return this.expected;
+  }
+
+  /** Process one datagram (slice or cancel). Bad or unexpected input is counted and dropped; never throws. */
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    this.ctr.add('datagramsReceived');
+    const r = decodeChunkPacket(bytes);
+    if (!r.ok) {
+      this.ctr.add('malformed');
+      return;
+    }
+    const p = r.value;
+    if (p.type === 'ack' || p.type === 'refuse') {
+      this.ctr.add('wrongDirection');
+      return;
+    }
+    if (!this.admitSession(now, p.session, p.chunkId, p.pipelined)) return;
+    if (p.type === 'slice') this.onSlice(now, p);
+    else this.onCancel(now, p);
+  }
+
+  /** Nothing to run besides delayed acks, which `pollTransmit` sends once due. */
+  handleTimeout(_now: number): void {}
+
+  /** Write the next due ack or refusal into `out`; returns its length, or undefined. */
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    for (let i = 0; i < 4; i++) {
+      const c = this.record(i);
+      if (c === undefined || !c.ackPending || c.ackDueAt > now) continue;
+      c.ackPending = false;
+      c.ackDueAt = Infinity;
+      const n = c.kind === 'refused' ? this.writeRefuse(c, out) : this.writeAck(now, c, out);
+      c.newSinceAck = 0;
+      c.trigLo = -1;
+      c.trigHi = -1;
+      c.hasEcho = false;
+      if (n !== undefined) return n;
+    }
+    return undefined;
+  }
+
+  /** When the next delayed ack is due (ms), or undefined. */
+  pollTimeout(): number | undefined {
+    let t = Infinity;
+    for (let i = 0; i < 4; i++) {
+      const c = this.record(i);
+      if (c !== undefined && c.ackPending && c.ackDueAt < t) t = c.ackDueAt;
+    }
+    return t === Infinity ? undefined : t;
+  }
+
+  /** Records in ack order: the two finished ones (older first), then current, then next. */
+  private record(i: number): InChunk | undefined {
+    return i < 2 ? this.finished[1 - i] : i === 2 ? this.cur : this.next;
+  }
+
+  /**
+   * Bind to the first session seen (or the pinned one); adopt a different one only after the bound
+   * session sent nothing valid for `sessionIdleMs` (never, when pinned). A session seen for the first
+   * time syncs the expected chunk id from its first packet.
+   */
+  private admitSession(now: number, session: number, chunkId: number, pipelined: boolean): boolean {
+    if (this.session !== session) {
+      if (this.session !== undefined &&
+        (this.config.sessionId !== undefined || now - this.lastActivity < this.config.sessionIdleMs)) {
+        this.ctr.add('wrongSession');
+        return false;
+      }
+      if (this.session !== undefined && this.synced) this.switchAway();
+      this.session = session;
+      this.synced = false;
+      const memo = this.memos.findIndex((m) => m.session === session);
+      if (memo >= 0) {
+        const [m] = this.memos.splice(memo, 1);
+        this.expected = m.expected;
+        this.finished = m.finished;
+        this.synced = true;
+      }
+    }
+    if (!this.synced) {
+      this.expected = pipelined ? seqAdd16(chunkId, -1) : chunkId;
+      this.finished = [];
+      this.synced = true;
+    }
+    this.lastActivity = now;
+    return true;
+  }
+
+  private switchAway(): void {
+    this.ctr.add('sessionSwitches');
+    for (const c of [this.cur, this.next]) {
+      if (c !== undefined && c.kind === 'receiving' && c.received > 0) {
+        this.pushEvent({ type: 'cancelled', chunkId: c.chunkId, reason: 'session-changed' });
+      }
+    }
+    this.freeSlot(this.cur);
+    this.freeSlot(this.next);
+    this.cur = undefined;
+    this.next = undefined;
+    for (const f of this.finished) f.ackPending = false;
+    if (this.memos.length >= SESSION_MEMO) this.memos.shift();
+    this.memos.push({ session: this.session!, expected: this.expected, finished: this.finished });
+    this.finished = [];
+  }
+
+  private freeSlot(c: InChunk | undefined): void {
+    if (c === undefined) return;
+    this.slotBytes -= c.footprint;
+    c.release();
+  }
+
+  /** The record for `chunkId` if it is one the receiver tracks (finished, current or next). */
+  private lookup(chunkId: number): { rec: InChunk | undefined; slot: number } {
+    const d = seqDiff16(chunkId, this.expected);
+    if (d === 0) return { rec: this.cur, slot: 0 };
+    if (d === 1) return { rec: this.next, slot: 1 };
+    if (d < 0 && d >= -this.finished.length) return { rec: this.finished[-d - 1], slot: -1 };
+    return { rec: undefined, slot: d < 0 ? -2 : 2 };
+  }
+
+  private onSlice(now: number, p: SlicePacket): void {
+    const { rec, slot } = this.lookup(p.chunkId);
+    if (slot === -2 || slot === 2) {
+      this.ctr.add(slot < 0 ? 'oldChunk' : 'futureChunk');
+      return;
+    }
+    if (slot === -1) {
+      this.ctr.add('finishedChunkSlices');
+      this.trigger(now, rec!, p, true);
+      return;
+    }
+    let c = rec;
+    if (c === undefined) {
+      c = this.open(now, p, slot);
+      if (c === undefined) return;
+    }
+    if (c.kind !== 'receiving') {
+      if (c.kind === 'refused') this.ctr.add('refusedSlices');
+      else this.ctr.add('finishedChunkSlices');
+      this.trigger(now, c, p, true);
+      this.deliver();
+      return;
+    }
+    if (p.blockBytes !== c.blockBytes || p.sliceBytes !== c.sliceBytes) {
+      this.ctr.add('inconsistentSlices');
+      return;
+    }
+    const s = p.sliceId;
+    if (testBit(c.bits!, s)) {
+      this.ctr.add('duplicateSlices');
+      this.trigger(now, c, p, true);
+      return;
+    }
+    setBit(c.bits!, s);
+    c.data!.set(p.payload, s * c.sliceBytes);
+    c.received++;
+    this.ctr.add('slicesAccepted');
+    while (c.cum < c.sliceCount && testBit(c.bits!, c.cum)) c.cum++;
+    if (s > c.highest) c.highest = s;
+    const gap = s !== c.lastNew + 1;
+    c.lastNew = s;
+    c.newSinceAck++;
+    if (c.received === c.sliceCount) {
+      c.kind = 'complete';
+      this.slotBytes -= c.bits!.length;
+      c.footprint -= c.bits!.length;
+      c.bits = undefined;
+      this.trigger(now, c, p, true);
+      this.deliver();
+      return;
+    }
+    this.trigger(now, c, p, gap || c.newSinceAck >= this.config.ackEveryNew);
+  }
+
+  /** First slice of the current (slot 0) or next (slot 1) chunk: refuse, defer, or allocate. */
+  private open(now: number, p: SlicePacket, slot: number): InChunk | undefined {
+    const cfg = this.config;
+    if (p.blockBytes > cfg.maxBlockBytes) {
+      const c = new InChunk(p.chunkId, 'refused');
+      c.blockBytes = p.blockBytes;
+      c.limitBytes = cfg.maxBlockBytes;
+      this.ctr.add('refusedBlocks');
+      this.setSlot(slot, c);
+      return c;
+    }
+    if (slot === 1 && this.cur === undefined) {
+      // Allocating the next block first could starve the current one of memory.
+      this.ctr.add('deferredNextChunk');
+      return undefined;
+    }
+    const n = sliceCountOf(p.blockBytes, p.sliceBytes);
+    const footprint = p.blockBytes + bitsetBytes(n);
+    if (this.memoryBytes() + footprint > cfg.maxMemoryBytes) {
+      this.ctr.add('deferredNoMemory');
+      return undefined;
+    }
+    const c = new InChunk(p.chunkId, 'receiving');
+    c.blockBytes = p.blockBytes;
+    c.sliceBytes = p.sliceBytes;
+    c.sliceCount = n;
+    c.data = new Uint8Array(p.blockBytes);
+    c.bits = new Uint8Array(bitsetBytes(n));
+    c.footprint = footprint;
+    this.slotBytes += footprint;
+    this.setSlot(slot, c);
+    return c;
+  }
+
+  private setSlot(slot: number, c: InChunk): void {
+    if (slot === 0) this.cur = c;
+    else this.next = c;
+  }
+
+  /** Note that a slice of `c` arrived; the ack goes out now (`immediate`) or within `ackDelayMs`. */
+  private trigger(now: number, c: InChunk, p: SlicePacket, immediate: boolean): void {
+    if (c.trigLo < 0 || p.sliceId < c.trigLo) c.trigLo = p.sliceId;
+    if (p.sliceId > c.trigHi) c.trigHi = p.sliceId;
+    c.hasEcho = true;
+    c.echoUs = p.sendTimeUs;
+    c.echoAt = now;
+    const due = immediate ? now : now + this.config.ackDelayMs;
+    if (!c.ackPending || due < c.ackDueAt) c.ackDueAt = due;
+    c.ackPending = true;
+  }
+
+  private onCancel(now: number, p: CancelPacket): void {
+    this.ctr.add('cancelsReceived');
+    const { rec, slot } = this.lookup(p.chunkId);
+    if (slot === -2 || slot === 2) {
+      this.ctr.add(slot < 0 ? 'oldChunk' : 'futureChunk');
+      return;
+    }
+    let c = rec;
+    if (c === undefined || c.kind === 'receiving') {
+      if (c !== undefined) this.freeSlot(c);
+      c = new InChunk(p.chunkId, 'cancelled');
+      this.ctr.add('cancelledBlocks');
+      this.setSlot(slot, c);
+    }
+    // Answer with the chunk's outcome (cancelled, or complete/refused if that came first), no echo.
+    c.hasEcho = false;
+    c.ackPending = true;
+    c.ackDueAt = now;
+    this.deliver();
+  }
+
+  /** Hand finished chunks at the front to the user, in order, and slide the window. */
+  private deliver(): void {
+    while (this.cur !== undefined && this.cur.kind !== 'receiving') {
+      const c = this.cur;
+      if (c.kind === 'complete') {
+        const data = c.data!;
+        this.slotBytes -= c.footprint;
+        c.release();
+        this.eventBlockBytes += data.length;
+        this.events.push({ type: 'block', chunkId: c.chunkId, data });
+        this.ctr.add('blocksDelivered');
+        this.ctr.add('bytesDelivered', data.length);
+      } else if (c.kind === 'cancelled') {
+        this.pushEvent({ type: 'cancelled', chunkId: c.chunkId, reason: 'sender' });
+      } else {
+        this.pushEvent({ type: 'refused', chunkId: c.chunkId, blockBytes: c.blockBytes, limitBytes: c.limitBytes });
+      }
+      this.finished.unshift(c);
+      if (this.finished.length > 2) this.finished.pop();
+      this.cur = this.next;
+      this.next = undefined;
+      this.expected = seqAdd16(this.expected, 1);
+    }
+  }
+
+  private pushEvent(e: ChunkReceiverEvent): void {
+    if (this.nonBlockEvents >= this.config.maxEvents) {
+      this.ctr.add('eventsDropped');
+      return;
+    }
+    this.nonBlockEvents++;
+    this.events.push(e);
+  }
+
+  private writeRefuse(c: InChunk, out: Uint8Array): number | undefined {
+    if (out.length < REFUSE_BYTES) {
+      this.ctr.add('outTooSmall');
+      return undefined;
+    }
+    this.ctr.add('refusalsSent');
+    return encodeRefuse(out, { session: this.session!, chunkId: c.chunkId, reason: 'too-large', limitBytes: c.limitBytes });
+  }
+
+  private writeAck(now: number, c: InChunk, out: Uint8Array): number | undefined {
+    if (out.length < ACK_BASE_BYTES) {
+      this.ctr.add('outTooSmall');
+      return undefined;
+    }
+    const status = c.kind === 'complete' ? 'complete' : c.kind === 'cancelled' ? 'cancelled' : 'partial';
+    const cumAck = c.kind === 'complete' ? c.sliceCount : c.kind === 'cancelled' ? 0 : c.cum;
+    const windows = c.kind === 'receiving' ? this.chooseWindows(c, out.length) : [];
+    const delayUs = c.hasEcho ? Math.min(0xffffffff, Math.max(0, Math.round((now - c.echoAt) * 1000))) : 0;
+    const n = encodeAck(out, {
+      session: this.session!, chunkId: c.chunkId, status, hasEcho: c.hasEcho, echoTimeUs: c.hasEcho ? u32(c.echoUs) : 0,
+      ackDelayUs: delayUs, cumAck, windows,
+    });
+    this.ctr.add('acksSent');
+    this.ctr.add('ackBytesSent', n);
+    return n;
+  }
+
+  /**
+   * Up to two bitfield windows (byte-aligned, ≤ ackWindowBytes each, fitting `room`): the first covers
+   * the newest slices that prompted this ack; the second covers the oldest such slice if the first
+   * missed it, else rotates over [cumAck, highest received] so every received slice is reported in turn.
+   */
+  private chooseWindows(c: InChunk, room: number): AckWindow[] {
+    const bits = c.bits!;
+    const cap = Math.min(this.config.ackWindowBytes, Math.floor((room - ACK_BASE_BYTES) / 2) - ACK_WINDOW_HEADER_BYTES);
+    if (cap < 1 || c.highest < c.cum) return [];
+    const cumByte = c.cum >>> 3;
+    const highByte = c.highest >>> 3;
+    const wins: AckWindow[] = [];
+    let w1Start = Infinity;
+    let w1End = -1;
+    if (c.trigHi >= c.cum) {
+      w1End = c.trigHi >>> 3;
+      w1Start = Math.max(cumByte, c.trigLo >>> 3, w1End - cap + 1);
+      wins.push({ base: w1Start * 8, bits: bits.subarray(w1Start, w1End + 1) });
+    }
+    const loByte = c.trigLo >>> 3;
+    if (c.trigLo >= c.cum && loByte < w1Start) {
+      const end = Math.min(loByte + cap - 1, w1Start - 1);
+      wins.push({ base: loByte * 8, bits: bits.subarray(loByte, end + 1) });
+      return wins;
+    }
+    let start = Math.max(c.rot, cumByte);
+    if (start > highByte) start = cumByte;
+    const end = Math.min(start + cap - 1, highByte);
+    c.rot = end + 1;
+    if (start >= w1Start && end <= w1End) return wins;
+    wins.push({ base: start * 8, bits: bits.subarray(start, end + 1) });
+    return wins;
+  }
+}
