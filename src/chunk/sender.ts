@@ -359,11 +359,16 @@ export class ChunkSender implements SansIoPeer {
     }
   }
 
-  /** When `handleTimeout` is next needed (ms), or undefined when idle. */
+  /**
+   * When `handleTimeout` is next needed (ms), or undefined when idle. Mirrors `pick`: a block with
+   * fresh slices is always the one picked (its due resend first); an earlier block's resend that
+   * becomes due takes priority over any later block from then on.
+   */
   pollTimeout(): number | undefined {
     const now = this.lastNow;
     if (this.canStartNext()) return now;
     let t = Infinity;
+    let horizon = Infinity;
     const delay = this.resendDelayMs();
     for (const c of this.inflight) {
       if (c.state === 'done') continue;
@@ -372,13 +377,20 @@ export class ChunkSender implements SansIoPeer {
         t = Math.min(t, c.cancelSentAt + delay);
         continue;
       }
-      if (c.burst && c.nextFresh < c.sliceCount) return now;
-      if (c.nextFresh < c.sliceCount) t = Math.min(t, this.budgetReadyAt(c, c.nextFresh));
+      while (c.nextFresh < c.sliceCount && testBit(c.acked, c.nextFresh)) c.nextFresh++;
+      const fresh = c.nextFresh < c.sliceCount;
+      if (c.burst && fresh) return now;
       this.dropAckedHead(c);
-      if (c.fifoLen > 0) {
-        const s = c.fifo[c.fifoHead];
-        t = Math.min(t, Math.max(c.sentAt[s] + delay, this.budgetReadyAt(c, s)));
+      const due = c.fifoLen > 0 ? c.sentAt[c.fifo[c.fifoHead]] + delay : Infinity;
+      const headAt = due === Infinity ? Infinity : Math.max(due, this.budgetReadyAt(c, c.fifo[c.fifoHead]));
+      if (fresh) {
+        const freshAt = this.budgetReadyAt(c, c.nextFresh);
+        const at = freshAt < due ? freshAt : headAt;
+        if (at < horizon) t = Math.min(t, at);
+        break;
       }
+      if (headAt < horizon) t = Math.min(t, headAt);
+      horizon = Math.min(horizon, due);
     }
     return t === Infinity ? undefined : t;
   }
