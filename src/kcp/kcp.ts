@@ -890,13 +890,18 @@ export class Kcp {
     const wnd = this.wndUnused();
     const una = this.rcvNxt_;
 
+    // C encodes WASK/WINS from the same scratch segment as the ACKs, so they carry the last ACK's sn/ts.
+    let lastSn = 0;
+    let lastTs = 0;
     const acks = this.acks;
     for (let i = 0, n = this.ackCount; i < n; i++) {
       if (ptr + KCP_OVERHEAD > mtu) {
         this.emit(ptr);
         ptr = 0;
       }
-      writeHeader(buffer, ptr, conv, KcpCommand.ACK, 0, wnd, acks[2 * i + 1]!, acks[2 * i]!, una, 0);
+      lastSn = acks[2 * i]!;
+      lastTs = acks[2 * i + 1]!;
+      writeHeader(buffer, ptr, conv, KcpCommand.ACK, 0, wnd, lastTs, lastSn, una, 0);
       ptr += KCP_OVERHEAD;
     }
     this.ackCount = 0;
@@ -920,7 +925,7 @@ export class Kcp {
         this.emit(ptr);
         ptr = 0;
       }
-      writeHeader(buffer, ptr, conv, KcpCommand.WASK, 0, wnd, 0, 0, una, 0);
+      writeHeader(buffer, ptr, conv, KcpCommand.WASK, 0, wnd, lastTs, lastSn, una, 0);
       ptr += KCP_OVERHEAD;
     }
     if (this.probe & ASK_TELL) {
@@ -928,7 +933,7 @@ export class Kcp {
         this.emit(ptr);
         ptr = 0;
       }
-      writeHeader(buffer, ptr, conv, KcpCommand.WINS, 0, wnd, 0, 0, una, 0);
+      writeHeader(buffer, ptr, conv, KcpCommand.WINS, 0, wnd, lastTs, lastSn, una, 0);
       ptr += KCP_OVERHEAD;
     }
     this.probe = 0;
