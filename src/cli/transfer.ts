@@ -135,11 +135,12 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       if (peer.firstAt !== undefined) await linger(driver, 500, 3000);
       throw outcome;
     }
-    o.progress?.update(outcome.data.length, outcome.data.length, 0);
+    const seconds = (outcome.at - (peer.firstAt ?? openedAt)) / 1000;
+    o.progress?.update(outcome.data.length, outcome.data.length, outcome.data.length / Math.max(seconds, 1e-6));
     o.progress?.stop();
     const result: ReceiveResult = {
       data: outcome.data,
-      seconds: (outcome.at - (peer.firstAt ?? openedAt)) / 1000,
+      seconds,
       datagramsSent: driver.counters().datagramsOut,
       from: driver.remote ?? { host: '?', port: 0 },
     };
@@ -251,11 +252,12 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
       }, TICK_MS);
     });
     if (outcome instanceof TransferError) throw outcome;
-    o.progress?.update(data.length, data.length, 0);
+    const seconds = (outcome - startedAt) / 1000;
+    o.progress?.update(data.length, data.length, data.length / Math.max(seconds, 1e-6));
     const c = sender.counters();
     return {
       bytes: data.length,
-      seconds: (outcome - startedAt) / 1000,
+      seconds,
       datagramsSent: c.datagramsSent,
       payloadDatagrams: sliceCountOf(data.length, sender.config.sliceBytes),
       resentSlices: c.slicesResent,
