@@ -1,0 +1,457 @@
+import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { NonCryptoRng } from '../core/rng.js';
+import { Link, type LinkConfig } from '../sim/index.js';
+import { Kcp } from './kcp.js';
+import { readU32LE } from './segment.js';
+import {
+  KcpClient, KcpServer, type KcpClientOptions, type KcpServerOptions, type KcpSessionEvent,
+} from './session.js';
+import {
+  cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
+  isWellFormedKcp, sipHashLow32, writeKeepAlive,
+} from './session-wire.js';
+
+/** Deterministic "CSPRNG" for tests only. */
+function seeded(seed: number): (out: Uint8Array) => void {
+  const r = new NonCryptoRng(seed);
+  return (out) => void r.fill(out);
+}
+
+interface Peer {
+  client: KcpClient;
+  addr: string;
+  up: Link;
+  down: Link;
+  events: KcpSessionEvent[];
+  /** Drop every datagram in both directions while true. */
+  cut: boolean;
+}
+
+/** A server and clients joined by simulated links, on a virtual clock that jumps between events. */
+class Net {
+  now = 0;
+  readonly server: KcpServer;
+  readonly peers: Peer[] = [];
+  readonly serverEvents: KcpSessionEvent[] = [];
+  /** Every datagram, as seen on the wire: [from, to, hex]. */
+  readonly wire: [string, string, string][] = [];
+  echo = true;
+  private seed = 1;
+  private readonly buf = new Uint8Array(2048);
+
+  constructor(opts: KcpServerOptions, readonly link: Partial<LinkConfig> = { latencyMs: 10, jitterMs: 5 }) {
+    this.server = new KcpServer({ random: seeded(99), ...opts });
+  }
+
+  add(addr: string, opts: KcpClientOptions): Peer {
+    const p: Peer = {
+      client: new KcpClient({ random: seeded(this.seed), remote: 'server', ...opts }),
+      addr, up: new Link(this.link, this.seed * 2), down: new Link(this.link, this.seed * 2 + 1), events: [], cut: false,
+    };
+    this.seed++;
+    this.peers.push(p);
+    return p;
+  }
+
+  private pump(): void {
+    const now = this.now;
+    for (let round = 0; round < 100; round++) {
+      let busy = false;
+      const st = this.server.pollTimeout();
+      if (st !== undefined && st <= now) {
+        this.server.handleTimeout(now);
+        busy = true;
+      }
+      for (const p of this.peers) {
+        const t = p.client.pollTimeout();
+        if (t !== undefined && t <= now) {
+          p.client.handleTimeout(now);
+          busy = true;
+        }
+      }
+      for (let tx = this.server.pollTransmit(now, this.buf); tx !== undefined; tx = this.server.pollTransmit(now, this.buf)) {
+        const d = this.buf.subarray(0, tx.length);
+        this.wire.push(['server', tx.to, Buffer.from(d).toString('hex')]);
+        const p = this.peers.find((q) => q.addr === tx.to);
+        if (p !== undefined && !p.cut) p.down.send(now, d);
+      }
+      for (const p of this.peers) {
+        for (let n = p.client.pollTransmit(now, this.buf); n !== undefined; n = p.client.pollTransmit(now, this.buf)) {
+          const d = this.buf.subarray(0, n);
+          this.wire.push([p.addr, 'server', Buffer.from(d).toString('hex')]);
+          if (!p.cut) p.up.send(now, d);
+        }
+      }
+      for (let ev = this.server.pollEvent(); ev !== undefined; ev = this.server.pollEvent()) {
+        busy = true;
+        this.serverEvents.push(ev);
+        if (ev.type === 'message' && this.echo && ev.session.state === 'open') ev.session.send(ev.data);
+      }
+      for (const p of this.peers) {
+        for (let ev = p.client.pollEvent(); ev !== undefined; ev = p.client.pollEvent()) {
+          busy = true;
+          p.events.push(ev);
+        }
+      }
+      if (!busy) return;
+    }
+    throw new Error(`no progress at ${now}`);
+  }
+
+  /** Advance until `pred` holds (checked after every instant) or `maxMs` passes; returns pred(). */
+  runUntil(pred: () => boolean, maxMs: number): boolean {
+    const end = this.now + maxMs;
+    for (;;) {
+      for (const p of this.peers) {
+        for (let d = p.up.pollDeliver(this.now); d !== undefined; d = p.up.pollDeliver(this.now)) {
+          if (!p.cut) this.server.handleDatagram(this.now, p.addr, d);
+        }
+        for (let d = p.down.pollDeliver(this.now); d !== undefined; d = p.down.pollDeliver(this.now)) {
+          if (!p.cut) p.client.handleDatagram(this.now, d);
+        }
+      }
+      this.pump();
+      if (pred()) return true;
+      let t = this.server.pollTimeout() ?? Infinity;
+      for (const p of this.peers) {
+        t = Math.min(t, p.client.pollTimeout() ?? Infinity, p.up.pollTimeout() ?? Infinity, p.down.pollTimeout() ?? Infinity);
+      }
+      t = Math.max(Math.ceil(t), this.now + 1);
+      if (t > end) {
+        this.now = end;
+        return pred();
+      }
+      this.now = t;
+    }
+  }
+
+  runFor(ms: number): void {
+    this.runUntil(() => false, ms);
+  }
+}
+
+function messages(p: Peer): Uint8Array[] {
+  return p.events.flatMap((e) => (e.type === 'message' ? [e.data] : []));
+}
+
+function closedReason(events: KcpSessionEvent[]): string | undefined {
+  const e = events.find((x) => x.type === 'closed');
+  return e?.type === 'closed' ? e.reason : undefined;
+}
+
+const FAST = { nodelay: 1, interval: 10, resend: 2, nc: true };
+
+describe('KcpServer / KcpClient, raw mode', () => {
+  it('echoes for many senders, demultiplexed by address + conv (two clients share a conv)', () => {
+    const net = new Net({ kcp: FAST });
+    const peers = [net.add('c1', { conv: 1, kcp: FAST }), net.add('c2', { conv: 2, kcp: FAST }), net.add('c3', { conv: 1, kcp: FAST })];
+    net.runFor(1);
+    for (let i = 0; i < 50; i++) {
+      for (const [j, p] of peers.entries()) p.client.send(new Uint8Array([j, i, 1, 2, 3]));
+    }
+    expect(net.runUntil(() => peers.every((p) => messages(p).length === 50), 5000)).toBe(true);
+    for (const [j, p] of peers.entries()) {
+      expect(messages(p).map((m) => [m[0], m[1]])).toEqual(Array.from({ length: 50 }, (_, i) => [j, i]));
+    }
+    expect(net.server.sessionCount).toBe(3);
+    expect(net.server.session(1, 'c3')?.address).toBe('c3');
+  });
+
+  it('puts nothing but plain KCP on the wire: what its Kcp emits, byte for byte', () => {
+    // A bare Kcp receives every call the session makes on its own Kcp, at the same times; the
+    // client's datagrams on the wire must be exactly the bare Kcp's output (keep-alive off).
+    const net = new Net({ kcp: FAST, keepAliveMs: 0 }, { latencyMs: 7, jitterMs: 9, loss: 0.15 });
+    const p = net.add('c1', { conv: 0xabcdef01, kcp: FAST, keepAliveMs: 0 });
+    net.runFor(1);
+    const bare: string[] = [];
+    const k = new Kcp(0xabcdef01, (d) => bare.push(Buffer.from(d).toString('hex')), FAST);
+    const sk = p.client.session!.kcp;
+    k.update(sk.current);
+    const upd = sk.update.bind(sk);
+    sk.update = (now) => {
+      k.update(now);
+      upd(now);
+    };
+    const inp = sk.input.bind(sk);
+    sk.input = (d, now) => {
+      k.input(d, now);
+      return inp(d, now);
+    };
+    const snd = sk.send.bind(sk);
+    sk.send = (d) => {
+      k.send(d);
+      return snd(d);
+    };
+    const rcv = sk.recvMessage.bind(sk);
+    sk.recvMessage = () => {
+      k.recvMessage();
+      return rcv();
+    };
+    const before = net.wire.length;
+    for (let i = 0; i < 60; i++) p.client.send(new Uint8Array(100 + i).fill(i));
+    expect(net.runUntil(() => messages(p).length === 60, 5000)).toBe(true);
+    net.runFor(500);
+    const fromClient = net.wire.slice(before).filter((w) => w[0] === 'c1').map((w) => w[2]);
+    expect(fromClient.length).toBeGreaterThan(10);
+    expect(fromClient).toEqual(bare);
+    expect(sk.counters.get('retransmitTimeout') + sk.counters.get('retransmitFast')).toBeGreaterThan(0);
+    for (const w of net.wire) expect(isWellFormedKcp(Buffer.from(w[2], 'hex'), 0, 0xabcdef01)).toBe(true);
+  });
+
+  it('refuses sessions beyond maxSessions and counts them; acceptConv filters convs', () => {
+    const net = new Net({ kcp: FAST, maxSessions: 2, acceptConv: (c) => c !== 13 });
+    const a = net.add('a', { conv: 1, kcp: FAST });
+    const b = net.add('b', { conv: 2, kcp: FAST });
+    const c = net.add('c', { conv: 3, kcp: FAST });
+    const d = net.add('d', { conv: 13, kcp: FAST });
+    net.runFor(1);
+    for (const p of [a, b, c, d]) p.client.send(new Uint8Array([1]));
+    net.runFor(500);
+    // The first two to arrive (jitter decides which) get sessions; the third is refused.
+    expect(net.server.sessionCount).toBe(2);
+    expect([a, b, c].map((p) => messages(p).length).sort()).toEqual([0, 1, 1]);
+    expect(messages(d)).toEqual([]);
+    expect(net.server.counters.get('refusedFull')).toBeGreaterThan(0);
+    expect(net.server.counters.get('droppedConv')).toBeGreaterThan(0);
+  });
+
+  it('keep-alive holds an idle pair open; a cut link closes both ends by idle timeout', () => {
+    const opts = { kcp: FAST, keepAliveMs: 500, idleTimeoutMs: 2000 };
+    const net = new Net(opts);
+    const p = net.add('c1', { conv: 5, ...opts });
+    net.runFor(1);
+    p.client.send(new Uint8Array([9]));
+    net.runFor(20_000);
+    expect(p.client.state).toBe('open');
+    expect(net.server.sessionCount).toBe(1);
+    expect(net.server.counters.get('keepAlivesSent') + p.client.counters.get('keepAlivesSent')).toBeGreaterThan(15);
+    p.cut = true;
+    const cutAt = net.now;
+    net.runUntil(() => p.client.state === 'closed' && net.server.sessionCount === 0, 5000);
+    expect(closedReason(p.events)).toBe('idle-timeout');
+    expect(closedReason(net.serverEvents)).toBe('idle-timeout');
+    expect(net.now - cutAt).toBeLessThanOrEqual(2100);
+  });
+
+  it('closes on dead link (or only notifies, by policy)', () => {
+    for (const policy of ['close', 'notify'] as const) {
+      const opts = { kcp: { ...FAST, deadLink: 4 }, idleTimeoutMs: 0, keepAliveMs: 0, deadLinkPolicy: policy };
+      const net = new Net(opts);
+      const p = net.add('c1', { conv: 5, ...opts });
+      net.runFor(1);
+      p.cut = true;
+      p.client.send(new Uint8Array(10));
+      net.runFor(5000);
+      if (policy === 'close') {
+        expect(closedReason(p.events)).toBe('dead-link');
+        expect(p.client.state).toBe('closed');
+      } else {
+        expect(p.events.filter((e) => e.type === 'dead-link').length).toBe(1);
+        expect(p.client.state).toBe('open');
+      }
+    }
+  });
+
+  it('immediateAck sends the ACK inside handleDatagram, not at the next interval', () => {
+    for (const immediateAck of [false, true]) {
+      const s = new KcpServer({ kcp: { interval: 100 }, immediateAck });
+      const c = new Kcp(3, () => {}, { interval: 100 });
+      const dgrams: Uint8Array[] = [];
+      const k = new Kcp(3, (d) => dgrams.push(d.slice()), { interval: 100 });
+      k.update(0);
+      k.send(new Uint8Array([1, 2, 3]));
+      k.update(100);
+      s.handleDatagram(0, 'x', new Uint8Array(24).fill(0)); // conv 0 session, unrelated
+      s.handleTimeout(0);
+      s.handleDatagram(5, 'peer', dgrams[0]!);
+      const out = new Uint8Array(2000);
+      const tx = s.pollTransmit(5, out);
+      if (immediateAck) {
+        expect(tx?.to).toBe('peer');
+        expect(out[4]).toBe(82); // ACK
+      } else {
+        expect(tx).toBeUndefined();
+      }
+      void c;
+    }
+  });
+
+  it('close with linger waits until everything is acknowledged', () => {
+    const net = new Net({ kcp: FAST }, { latencyMs: 30, loss: 0.2 });
+    const p = net.add('c1', { conv: 8, kcp: FAST });
+    net.echo = false;
+    net.runFor(1);
+    for (let i = 0; i < 30; i++) p.client.send(new Uint8Array(500).fill(i));
+    p.client.close({ linger: true });
+    expect(p.client.state).toBe('closing');
+    expect(() => p.client.send(new Uint8Array(1))).toThrow(/closed/);
+    net.runUntil(() => p.client.state === 'closed', 10_000);
+    expect(closedReason(p.events)).toBe('local');
+    net.runFor(200);
+    expect(net.serverEvents.filter((e) => e.type === 'message').length).toBe(30);
+  });
+
+  it('never throws on random bytes and stays bounded', () => {
+    for (const mode of ['raw', 'cookie'] as const) {
+      const s = new KcpServer({ mode, maxSessions: 8, random: seeded(3) });
+      const out = new Uint8Array(1500);
+      fc.assert(
+        fc.property(fc.array(fc.uint8Array({ maxLength: 80 }), { maxLength: 30 }), fc.nat(3), (ds, who) => {
+          for (const d of ds) {
+            s.handleDatagram(1, `a${who}`, d);
+            s.handleTimeout(2);
+            while (s.pollTransmit(2, out) !== undefined);
+            while (s.pollEvent() !== undefined);
+          }
+          expect(s.sessionCount).toBeLessThanOrEqual(8);
+        }),
+        { numRuns: 200 },
+      );
+    }
+  });
+});
+
+describe('cookie mode', () => {
+  const COOKIE = { mode: 'cookie' as const, kcp: FAST };
+
+  it('handshakes, allocates distinct convs and echoes', () => {
+    const net = new Net(COOKIE);
+    const peers = [net.add('c1', COOKIE), net.add('c2', COOKIE)];
+    expect(net.runUntil(() => peers.every((p) => p.client.state === 'open'), 2000)).toBe(true);
+    expect(peers[0]!.client.conv).not.toBe(peers[1]!.client.conv);
+    for (const p of peers) for (let i = 0; i < 10; i++) p.client.send(new Uint8Array([i]));
+    expect(net.runUntil(() => peers.every((p) => messages(p).length === 10), 3000)).toBe(true);
+    expect(net.server.sessionCount).toBe(2);
+    // Every data datagram carries the cookie, then plain KCP with the session's conv.
+    const s = net.server.session(peers[0]!.client.conv!)!;
+    for (const [from, , hex] of net.wire.filter((w) => w[0] === 'c1')) {
+      const b = Buffer.from(hex, 'hex');
+      if (readU32LE(b, 0) === 0) continue;
+      expect(from).toBe('c1');
+      expect(readU32LE(b, 0)).toBe(s.cookie);
+      expect(isWellFormedKcp(b, 4, s.conv)).toBe(true);
+    }
+  });
+
+  it('spoofed CONNECTs create no state; wrong cookies are dropped', () => {
+    const net = new Net(COOKIE);
+    const p = net.add('c1', COOKIE);
+    net.runUntil(() => p.client.state === 'open', 2000);
+    net.runFor(50);
+    const s = net.server.session(p.client.conv!)!;
+    const connect = new Uint8Array(32);
+    encodeConnect(connect, 1234);
+    for (let i = 0; i < 100; i++) net.server.handleDatagram(net.now, `spoof${i}`, connect);
+    expect(net.server.sessionCount).toBe(1);
+    expect(net.server.counters.get('handshakes')).toBe(101);
+    // A forged datagram for the live conv with a wrong cookie, from another address: no migration, no effect.
+    const forged = Buffer.from(net.wire.filter((w) => w[0] === 'c1' && !w[2].startsWith('00000000')).at(-1)![2], 'hex');
+    forged.writeUInt32LE((s.cookie! ^ 1) >>> 0, 0);
+    net.server.handleDatagram(net.now, 'attacker', forged);
+    expect(s.address).toBe('c1');
+    expect(net.server.counters.get('droppedBadCookie')).toBe(1);
+    // A forged CLOSE needs the cookie too.
+    const close = new Uint8Array(14);
+    encodeClose(close, s.conv, (s.cookie! + 1) >>> 0);
+    net.server.handleDatagram(net.now, 'attacker', close);
+    expect(s.state).toBe('open');
+    // An unknown conv with a guessed cookie opens nothing.
+    const body = new Uint8Array(28);
+    body.set(forged.subarray(4, 28), 4);
+    body[4] = 0x77;
+    net.server.handleDatagram(net.now, 'attacker', body);
+    expect(net.server.sessionCount).toBe(1);
+  });
+
+  it('moves a session to a new address (known conv + valid cookie)', () => {
+    const net = new Net(COOKIE);
+    const p = net.add('c1', COOKIE);
+    net.runUntil(() => p.client.state === 'open', 2000);
+    for (let i = 0; i < 5; i++) p.client.send(new Uint8Array([i]));
+    net.runUntil(() => messages(p).length === 5, 2000);
+    p.addr = 'c1-after-nat-rebind';
+    for (let i = 5; i < 10; i++) p.client.send(new Uint8Array([i]));
+    expect(net.runUntil(() => messages(p).length === 10, 2000)).toBe(true);
+    expect(messages(p).map((m) => m[0])).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    const mig = net.serverEvents.find((e) => e.type === 'migrated');
+    expect(mig?.type === 'migrated' && mig.from).toBe('c1');
+    expect(net.server.session(p.client.conv!)!.address).toBe('c1-after-nat-rebind');
+  });
+
+  it('close() reaches the peer as CLOSE', () => {
+    const net = new Net(COOKIE);
+    const p = net.add('c1', COOKIE);
+    net.runUntil(() => p.client.state === 'open', 2000);
+    net.runFor(100);
+    p.client.close();
+    net.runUntil(() => net.server.sessionCount === 0, 1000);
+    expect(closedReason(net.serverEvents)).toBe('peer');
+    expect(closedReason(p.events)).toBe('local');
+  });
+
+  it('a full server answers REFUSE; an unanswered client times out', () => {
+    const net = new Net({ ...COOKIE, maxSessions: 1 });
+    const a = net.add('a', COOKIE);
+    net.runUntil(() => a.client.state === 'open', 2000);
+    net.runFor(100);
+    const b = net.add('b', COOKIE);
+    net.runUntil(() => b.client.state === 'closed', 2000);
+    expect(closedReason(b.events)).toBe('refused');
+    const c = net.add('c', { ...COOKIE, handshakeTimeoutMs: 1000 });
+    c.cut = true;
+    net.runUntil(() => c.client.state === 'closed', 3000);
+    expect(closedReason(c.events)).toBe('handshake-timeout');
+  });
+});
+
+describe('docs/kcp-session.md wire vectors', () => {
+  const doc = readFileSync(new URL('../../docs/kcp-session.md', import.meta.url), 'utf8');
+  /** The hex of the vector called `name` in the doc (a line `name: hex`, inside a code block). */
+  const vector = (name: string): string => {
+    const m = new RegExp(`^${name}: ([0-9a-f ]+)$`, 'm').exec(doc);
+    if (m === null) throw new Error(`vector ${name} missing from docs/kcp-session.md`);
+    return m[1]!.replace(/ /g, '');
+  };
+  const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+
+  it('CONNECT, ACCEPT, REFUSE, CLOSE, keep-alive and the cookie match the doc both ways', () => {
+    const b = new Uint8Array(64);
+    expect(hex(b.subarray(0, encodeConnect(b, 0x04030201)))).toBe(vector('CONNECT'));
+    expect(hex(b.subarray(0, encodeAccept(b, 0x04030201, 0x11223344, 0xa1b2c3d4)))).toBe(vector('ACCEPT'));
+    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, 1)))).toBe(vector('REFUSE'));
+    expect(hex(b.subarray(0, encodeClose(b, 0x11223344, 0xa1b2c3d4)))).toBe(vector('CLOSE'));
+    expect(hex(b.subarray(0, writeKeepAlive(b, 0, 0x11223344, 128, 5)))).toBe(vector('KEEPALIVE'));
+    expect(decodeControl(Buffer.from(vector('ACCEPT'), 'hex'))).toMatchObject({
+      ok: true, value: { type: 'accept', nonce: 0x04030201, conv: 0x11223344, cookie: 0xa1b2c3d4 },
+    });
+    expect(decodeControl(Buffer.from(vector('CONNECT'), 'hex'))).toMatchObject({ ok: true, value: { type: 'connect', nonce: 0x04030201 } });
+    expect(decodeControl(Buffer.from(vector('REFUSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'refuse', reason: 1 } });
+    expect(decodeControl(Buffer.from(vector('CLOSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'close', conv: 0x11223344 } });
+    const key = cookieKeyFromBytes(Buffer.from(vector('COOKIE_KEY'), 'hex'));
+    const cookie = deriveCookie(key, '127.0.0.1:40000', 0x11223344);
+    expect(cookie.toString(16).padStart(8, '0')).toBe(vector('COOKIE'));
+  });
+
+  it('sipHashLow32 matches the SipHash-2-4 paper vector', () => {
+    const key = cookieKeyFromBytes(Uint8Array.from({ length: 16 }, (_, i) => i));
+    // SipHash-2-4(k = 00..0f, m = 00..0e) = 0xa129ca6149be45e5 as bytes, i.e. 0xe545be4961ca29a1 as a u64 LE.
+    expect(sipHashLow32(key, Uint8Array.from({ length: 15 }, (_, i) => i))).toBe(0x61ca29a1);
+  });
+
+  it('rejects malformed control packets', () => {
+    const b = new Uint8Array(32);
+    encodeConnect(b, 7);
+    expect(decodeControl(b.subarray(0, 31))).toEqual({ ok: false, code: 'bad-length' });
+    b[31] = 1;
+    expect(decodeControl(b)).toEqual({ ok: false, code: 'bad-field' });
+    b[31] = 0;
+    b[5] = 2;
+    expect(decodeControl(b)).toEqual({ ok: false, code: 'bad-version' });
+    b[5] = 1;
+    b[4] = 9;
+    expect(decodeControl(b)).toEqual({ ok: false, code: 'bad-type' });
+    expect(decodeControl(new Uint8Array(3))).toEqual({ ok: false, code: 'truncated' });
+  });
+});

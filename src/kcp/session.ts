@@ -1,0 +1,905 @@
+import { Counters } from '../core/counters.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { Kcp, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
+import { deadlineOf, DeadlineHeap } from './scheduler.js';
+import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
+import {
+  cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
+  hasPush, isWellFormedKcp, KCP_COOKIE_PREFIX, KcpRefuseReason, writeKeepAlive, type CookieKey,
+} from './session-wire.js';
+
+/**
+ * `'raw'`: datagrams are plain KCP, byte for byte (talks to any KCP implementation; no handshake,
+ * no cookie, no close on the wire). `'cookie'`: gamewire's handshake and 4-byte cookie prefix
+ * (docs/kcp-session.md); both ends must use it.
+ */
+export type KcpSessionMode = 'raw' | 'cookie';
+
+/** Why a session ended. */
+export type KcpCloseReason =
+  | 'local' // close() without linger, or linger finished with everything acknowledged
+  | 'linger-timeout' // close({ linger: true }) gave up with data still unacknowledged
+  | 'peer' // the peer sent CLOSE (cookie mode)
+  | 'idle-timeout' // nothing received for idleTimeoutMs
+  | 'dead-link' // a segment was sent deadLink times (deadLinkPolicy 'close')
+  | 'handshake-timeout' // client: no ACCEPT within handshakeTimeoutMs
+  | 'refused'; // client: the server answered REFUSE (full)
+
+/** Lifecycle state of a session. */
+export type KcpSessionState = 'connecting' | 'open' | 'closing' | 'closed';
+
+/** Events polled from a `KcpServer` or `KcpClient`. */
+export type KcpSessionEvent =
+  | { type: 'open'; session: KcpSession }
+  | { type: 'message'; session: KcpSession; data: Uint8Array }
+  | { type: 'migrated'; session: KcpSession; from: string }
+  | { type: 'dead-link'; session: KcpSession }
+  | { type: 'closed'; session: KcpSession | undefined; reason: KcpCloseReason };
+
+/** Options shared by `KcpServer` and `KcpClient`. Times in ms, sizes in bytes; 0 turns a timer off. */
+export interface KcpSessionOptions {
+  /** `'raw'` (default) or `'cookie'`. */
+  mode?: KcpSessionMode;
+  /** Largest datagram sent, bytes (default 1400). KCP's own mtu is this minus 4 in cookie mode. */
+  mtu?: number;
+  /** Tuning of every session's `Kcp` (windows, nodelay, interval, resend, nc, stream, minRto…). */
+  kcp?: Omit<KcpOptions, 'mtu'>;
+  /** Flush right after an input that carried data, so ACKs don't wait for the next interval (default false). */
+  immediateAck?: boolean;
+  /** Send a keep-alive probe (a KCP WASK) after this long without receiving anything (default 1000; 0 off). */
+  keepAliveMs?: number;
+  /** Close with `'idle-timeout'` after this long without receiving anything (default 10 000; 0 off). */
+  idleTimeoutMs?: number;
+  /** On KCP's dead link: `'close'` the session (default) or only emit `'dead-link'` once. */
+  deadLinkPolicy?: 'close' | 'notify';
+  /** `close({ linger: true })` waits at most this long for unacknowledged data (default 5000). */
+  lingerTimeoutMs?: number;
+  /** Datagrams waiting for `pollTransmit`; beyond it new ones are dropped and counted (default 8192). */
+  maxOutboxDatagrams?: number;
+  /** CSPRNG filling its argument (cookie keys, nonces, conv). Default `crypto.getRandomValues`. */
+  random?: (out: Uint8Array) => void;
+}
+
+/** Counter names of a `KcpServer` / `KcpClient` (sessions keep KCP's own counters in `session.kcp.counters`). */
+export type KcpHostCounter =
+  | 'datagramsIn'
+  | 'droppedMalformed'
+  | 'droppedUnknown'
+  | 'droppedBadCookie'
+  | 'droppedConv'
+  | 'refusedFull'
+  | 'handshakes'
+  | 'sessionsOpened'
+  | 'sessionsClosed'
+  | 'migrations'
+  | 'keepAlivesSent'
+  | 'outboxFull'
+  | 'transmitTooLarge'
+  | 'datagramsOut';
+
+const COUNTERS: readonly KcpHostCounter[] = [
+  'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
+  'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
+  'transmitTooLarge', 'datagramsOut',
+];
+
+/** Copies of each CLOSE packet sent (it is unreliable; the peer's idle timeout covers all being lost). */
+const CLOSE_COPIES = 3;
+
+interface ResolvedOptions {
+  mode: KcpSessionMode;
+  mtu: number;
+  kcp: Omit<KcpOptions, 'mtu'>;
+  immediateAck: boolean;
+  keepAliveMs: number;
+  idleTimeoutMs: number;
+  deadLinkPolicy: 'close' | 'notify';
+  lingerTimeoutMs: number;
+  maxOutboxDatagrams: number;
+  random: (out: Uint8Array) => void;
+}
+
+function defaultRandom(out: Uint8Array): void {
+  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
+  if (c?.getRandomValues === undefined) {
+    throw new GamewireError('invalid-config', 'no crypto.getRandomValues here: pass options.random');
+  }
+  c.getRandomValues(out);
+}
+
+function ms(v: number | undefined, def: number, name: string): number {
+  const x = v ?? def;
+  checkConfig(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${name} must be a finite number of ms ≥ 0`);
+  return x;
+}
+
+function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
+  checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+  const mode = o.mode ?? 'raw';
+  checkConfig(mode === 'raw' || mode === 'cookie', "mode must be 'raw' or 'cookie'");
+  const mtu = o.mtu ?? KCP_MTU_DEFAULT;
+  const prefix = mode === 'cookie' ? KCP_COOKIE_PREFIX : 0;
+  checkConfig(Number.isInteger(mtu) && mtu - prefix >= KCP_MTU_MIN && mtu - prefix <= KCP_MTU_MAX,
+    `mtu must be an integer in [${KCP_MTU_MIN + prefix}, ${KCP_MTU_MAX + prefix}]`);
+  const policy = o.deadLinkPolicy ?? 'close';
+  checkConfig(policy === 'close' || policy === 'notify', "deadLinkPolicy must be 'close' or 'notify'");
+  const maxOut = o.maxOutboxDatagrams ?? 8192;
+  checkConfig(Number.isInteger(maxOut) && maxOut >= 1, 'maxOutboxDatagrams must be an integer ≥ 1');
+  checkConfig(o.random === undefined || typeof o.random === 'function', 'random must be a function');
+  const kcp = { ...(o.kcp ?? {}) };
+  if ('mtu' in kcp) throw new GamewireError('invalid-config', 'set mtu on the session options, not in kcp');
+  return {
+    mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
+    keepAliveMs: ms(o.keepAliveMs, 1000, 'keepAliveMs'),
+    idleTimeoutMs: ms(o.idleTimeoutMs, 10_000, 'idleTimeoutMs'),
+    deadLinkPolicy: policy,
+    lingerTimeoutMs: ms(o.lingerTimeoutMs, 5000, 'lingerTimeoutMs'),
+    maxOutboxDatagrams: maxOut,
+    random: o.random ?? defaultRandom,
+  };
+}
+
+function randomU32(random: (out: Uint8Array) => void): number {
+  const b = new Uint8Array(4);
+  random(b);
+  return readU32LE(b, 0);
+}
+
+/**
+ * One KCP conversation inside a `KcpServer` or `KcpClient`. The host drives it (updates, timers,
+ * datagrams); the application sends, reads `'message'` events, and closes.
+ */
+export class KcpSession {
+  /** Conversation id (u32). */
+  readonly conv: number;
+  /** Cookie-mode cookie (u32, never 0), or `undefined` in raw mode. */
+  readonly cookie: number | undefined;
+  /**
+   * The underlying KCP object, for tuning and statistics (`rxSrtt`, `waitSnd()`, `counters`…). Do
+   * not call its `send`/`recv`/`input`/`update`/`flush` directly: the session schedules around them.
+   */
+  readonly kcp: Kcp;
+
+  /** @internal slot id in the host's heap. */
+  readonly id: number;
+  /** @internal host-side flags. */
+  touched = false;
+  /** @internal */
+  readable = false;
+
+  private address_: string;
+  private state_: KcpSessionState = 'open';
+  private readonly host: SessionHost;
+  private readonly opts: ResolvedOptions;
+  private parked = false;
+  private deadSeen = false;
+  private lastRecvAt: number;
+  private lastProbeAt = -Infinity;
+  private lingerDeadline: number | undefined;
+  private lingering = false;
+
+  /** @internal created by a host. */
+  constructor(host: SessionHost, id: number, conv: number, cookie: number | undefined, address: string, now: number) {
+    this.host = host;
+    this.opts = host.opts;
+    this.id = id;
+    this.conv = conv;
+    this.cookie = cookie;
+    this.address_ = address;
+    this.lastRecvAt = now;
+    const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
+    this.kcp = new Kcp(conv, (d) => host.output(this, d), { ...this.opts.kcp, mtu: this.opts.mtu - prefix });
+  }
+
+  /** Peer address as the host was given it (changes on migration in cookie mode). */
+  get address(): string {
+    return this.address_;
+  }
+
+  /** `'open'`, `'closing'` (lingering) or `'closed'`. */
+  get state(): KcpSessionState {
+    return this.state_;
+  }
+
+  /** Host clock at the last datagram accepted for this session, ms. */
+  get lastReceivedAt(): number {
+    return this.lastRecvAt;
+  }
+
+  /**
+   * Queue one message (message mode) or bytes (stream mode); the bytes are copied. Throws
+   * `closed` after close, `message-too-large` beyond 127 fragments (`kcp.maxMessageSize`),
+   * `queue-full` when `maxSendQueueSegments` would be exceeded (check `kcp.waitSnd()` to pace).
+   */
+  send(data: Uint8Array): void {
+    if (this.state_ !== 'open') throw new GamewireError('closed', `send on a ${this.state_} session`);
+    const r = this.kcp.send(data);
+    if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${this.kcp.maxMessageSize}`);
+    if (r === -4) throw new GamewireError('queue-full', `send queue holds ${this.kcp.sndQueueLength} segments`);
+    this.parked = false;
+    this.host.touch(this);
+  }
+
+  /**
+   * Close. Default: at once (cookie mode sends CLOSE; raw mode sends nothing). With `linger`, stop
+   * accepting sends and close once everything sent is acknowledged, or after `lingerTimeoutMs`.
+   * A `'closed'` event follows either way. No-op when already closing or closed.
+   */
+  close(options: { linger?: boolean } = {}): void {
+    if (this.state_ !== 'open') return;
+    if (options.linger === true && this.kcp.waitSnd() > 0) {
+      this.state_ = 'closing';
+      this.lingering = true;
+      this.host.touch(this);
+      return;
+    }
+    this.finish('local');
+  }
+
+  /** @internal a datagram for this session; `offset` skips the cookie prefix. */
+  input(now: number, bytes: Uint8Array, offset: number): void {
+    const view = offset === 0 ? bytes : bytes.subarray(offset);
+    this.lastRecvAt = now;
+    this.kcp.input(view, now);
+    this.parked = false;
+    if (this.opts.immediateAck && hasPush(view, 0)) this.kcp.flush(now);
+    this.host.touch(this);
+    this.host.markReadable(this);
+  }
+
+  /** @internal after the app read a message: recv may have reopened our window (WINS due). */
+  afterRecv(): void {
+    this.parked = false;
+    this.host.touch(this);
+  }
+
+  /** @internal migration (cookie mode). */
+  moveTo(address: string): void {
+    this.address_ = address;
+  }
+
+  /** @internal next time (ms) the host must tick this session, or Infinity. */
+  nextDeadline(now: number): number {
+    if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
+    let t = this.parked ? Infinity : deadlineOf(this.kcp, now);
+    const o = this.opts;
+    if (o.keepAliveMs > 0 && this.state_ === 'open') {
+      const k = Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs;
+      if (k < t) t = k;
+    }
+    if (o.idleTimeoutMs > 0 && this.lastRecvAt + o.idleTimeoutMs < t) t = this.lastRecvAt + o.idleTimeoutMs;
+    if (this.lingerDeadline !== undefined && this.lingerDeadline < t) t = this.lingerDeadline;
+    return t;
+  }
+
+  /** @internal run KCP and the session timers at `now`. */
+  tick(now: number): void {
+    const kcp = this.kcp;
+    if (!this.parked) {
+      kcp.update(now);
+      this.parked = kcp.waitSnd() === 0 && kcp.rmtWnd !== 0;
+    }
+    if (kcp.isDeadLink && !this.deadSeen) {
+      this.deadSeen = true;
+      if (this.opts.deadLinkPolicy === 'close') {
+        this.finish('dead-link');
+        return;
+      }
+      this.host.pushEvent({ type: 'dead-link', session: this });
+    }
+    const o = this.opts;
+    if (this.lingering) {
+      if (kcp.waitSnd() === 0) return this.finish('local');
+      if (this.lingerDeadline !== undefined && now >= this.lingerDeadline) return this.finish('linger-timeout');
+    }
+    if (o.idleTimeoutMs > 0 && now >= this.lastRecvAt + o.idleTimeoutMs) return this.finish('idle-timeout');
+    if (o.keepAliveMs > 0 && this.state_ === 'open' && now >= Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs) {
+      this.lastProbeAt = now;
+      this.host.sendKeepAlive(this);
+    }
+  }
+
+  /** @internal end the session (idempotent). */
+  finish(reason: KcpCloseReason): void {
+    if (this.state_ === 'closed') return;
+    this.state_ = 'closed';
+    this.host.closeSession(this, reason);
+  }
+}
+
+/** Outgoing datagrams waiting for `pollTransmit`: a bounded FIFO ring of (destination, copy). */
+class Outbox {
+  private to: string[];
+  private data: Uint8Array[];
+  private head = 0;
+  length = 0;
+
+  constructor(readonly limit: number) {
+    this.to = new Array<string>(16);
+    this.data = new Array<Uint8Array>(16);
+  }
+
+  push(to: string, bytes: Uint8Array): boolean {
+    if (this.length >= this.limit) return false;
+    if (this.length === this.to.length) {
+      const n = this.to.length;
+      const to = new Array<string>(n * 2);
+      const data = new Array<Uint8Array>(n * 2);
+      for (let i = 0; i < n; i++) {
+        to[i] = this.to[(this.head + i) % n]!;
+        data[i] = this.data[(this.head + i) % n]!;
+      }
+      this.to = to;
+      this.data = data;
+      this.head = 0;
+    }
+    const i = (this.head + this.length) % this.to.length;
+    this.to[i] = to;
+    this.data[i] = bytes;
+    this.length++;
+    return true;
+  }
+
+  /** Destination of the head (caller checks `length > 0`). */
+  peekTo(): string {
+    return this.to[this.head]!;
+  }
+
+  shift(): Uint8Array {
+    const b = this.data[this.head]!;
+    this.data[this.head] = undefined as unknown as Uint8Array;
+    this.head = (this.head + 1) % this.to.length;
+    this.length--;
+    return b;
+  }
+}
+
+/** Shared machinery of `KcpServer` and `KcpClient`: one heap, one outbox, one event queue. @internal */
+abstract class SessionHost {
+  /** Host counters (drops, handshakes, sessions, keep-alives…). */
+  readonly counters = new Counters<KcpHostCounter>(COUNTERS);
+  /** @internal */
+  readonly opts: ResolvedOptions;
+  protected readonly heap = new DeadlineHeap(64);
+  protected readonly slots: (KcpSession | undefined)[] = [];
+  protected readonly freeIds: number[] = [];
+  protected readonly outbox: Outbox;
+  protected lastNow = -Infinity;
+  private touchedList: KcpSession[] = [];
+  private readonly readableList: KcpSession[] = [];
+  private readonly events: KcpSessionEvent[] = [];
+  private readonly scratch = new Uint8Array(KCP_COOKIE_PREFIX + KCP_OVERHEAD);
+
+  constructor(options: KcpSessionOptions) {
+    this.opts = resolveOptions(options);
+    this.outbox = new Outbox(this.opts.maxOutboxDatagrams);
+  }
+
+  /** @internal a session has new work: recompute its deadline at the next `handleTimeout`. */
+  touch(s: KcpSession): void {
+    if (s.touched) return;
+    s.touched = true;
+    this.touchedList.push(s);
+  }
+
+  /** @internal */
+  markReadable(s: KcpSession): void {
+    if (s.readable) return;
+    s.readable = true;
+    this.readableList.push(s);
+  }
+
+  /** @internal */
+  pushEvent(ev: KcpSessionEvent): void {
+    this.events.push(ev);
+  }
+
+  /** @internal KCP's output callback: copy (with the cookie prefix) into the outbox. */
+  output(s: KcpSession, d: Uint8Array): void {
+    if (s.cookie === undefined) {
+      this.enqueue(s.address, d.slice());
+      return;
+    }
+    const b = new Uint8Array(KCP_COOKIE_PREFIX + d.length);
+    writeU32LE(b, 0, s.cookie);
+    b.set(d, KCP_COOKIE_PREFIX);
+    this.enqueue(s.address, b);
+  }
+
+  /** @internal */
+  sendKeepAlive(s: KcpSession): void {
+    const k = s.kcp;
+    const p = s.cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
+    const b = this.scratch;
+    if (p > 0) writeU32LE(b, 0, s.cookie!);
+    writeKeepAlive(b, p, s.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
+    this.counters.add('keepAlivesSent');
+    this.enqueue(s.address, b.slice(0, p + KCP_OVERHEAD));
+  }
+
+  protected enqueue(to: string, bytes: Uint8Array): void {
+    if (!this.outbox.push(to, bytes)) this.counters.add('outboxFull');
+  }
+
+  /** @internal the session is closed: send CLOSE (cookie mode), hand out what it had received, forget it. */
+  closeSession(s: KcpSession, reason: KcpCloseReason): void {
+    if (s.cookie !== undefined && reason !== 'peer') {
+      for (let i = 0; i < CLOSE_COPIES; i++) {
+        const b = new Uint8Array(14);
+        encodeClose(b, s.conv, s.cookie);
+        this.enqueue(s.address, b);
+      }
+    }
+    for (let m = s.kcp.recvMessage(); m !== undefined; m = s.kcp.recvMessage()) {
+      this.events.push({ type: 'message', session: s, data: m });
+    }
+    this.heap.delete(s.id);
+    this.slots[s.id] = undefined;
+    this.freeIds.push(s.id);
+    this.forget(s);
+    this.counters.add('sessionsClosed');
+    this.events.push({ type: 'closed', session: s, reason });
+  }
+
+  protected abstract forget(s: KcpSession): void;
+
+  protected allocId(): number {
+    return this.freeIds.pop() ?? this.slots.length;
+  }
+
+  /**
+   * Absolute time (ms) at which `handleTimeout` is next due, or `undefined` when nothing is
+   * pending. After a command (`send`, `close`) it is "now" (the last clock seen).
+   */
+  pollTimeout(): number | undefined {
+    if (this.touchedList.length > 0) return this.lastNow;
+    return this.heap.peekTime();
+  }
+
+  /** Run every session whose KCP update or timer is due at `now` (ms). */
+  handleTimeout(now: number): void {
+    checkArg(typeof now === 'number' && !Number.isNaN(now), 'now must be a number of ms');
+    if (now > this.lastNow) this.lastNow = now;
+    this.hostTimers(now);
+    const heap = this.heap;
+    do {
+      this.rescheduleTouched(now);
+      for (let id = heap.popDue(now); id >= 0; id = heap.popDue(now)) {
+        const s = this.slots[id]!;
+        s.tick(now);
+        if (s.state === 'closed' || s.touched) continue; // touched: rescheduled in the next round
+        const t = s.nextDeadline(now);
+        // A second tick at the same instant cannot flush (KCP flushes once per interval).
+        if (t !== Infinity) heap.set(id, t > now ? t : now + 1);
+      }
+    } while (this.touchedList.length > 0);
+  }
+
+  protected hostTimers(_now: number): void {}
+
+  private rescheduleTouched(now: number): void {
+    const list = this.touchedList;
+    if (list.length === 0) return;
+    this.touchedList = [];
+    for (const s of list) {
+      s.touched = false;
+      if (s.state === 'closed') continue;
+      const t = s.nextDeadline(now);
+      if (t === Infinity) this.heap.delete(s.id);
+      else this.heap.set(s.id, t);
+    }
+  }
+
+  /**
+   * Next event, or `undefined`. Messages are read from KCP lazily here (one per call), so unread
+   * data stays inside KCP's receive window, which throttles the peer.
+   */
+  pollEvent(): KcpSessionEvent | undefined {
+    const ev = this.events.shift();
+    if (ev !== undefined) return ev;
+    const list = this.readableList;
+    while (list.length > 0) {
+      const s = list[0]!;
+      if (s.state !== 'closed') {
+        const data = s.kcp.recvMessage();
+        if (data !== undefined) {
+          s.afterRecv();
+          return { type: 'message', session: s, data };
+        }
+      }
+      s.readable = false;
+      list.shift();
+    }
+    return undefined;
+  }
+
+  protected takeOutbox(out: Uint8Array): number | undefined {
+    const ob = this.outbox;
+    while (ob.length > 0) {
+      const b = ob.shift();
+      if (b.length > out.length) {
+        this.counters.add('transmitTooLarge');
+        continue;
+      }
+      out.set(b);
+      this.counters.add('datagramsOut');
+      return b.length;
+    }
+    return undefined;
+  }
+
+  protected newSession(conv: number, cookie: number | undefined, address: string, now: number): KcpSession {
+    const id = this.allocId();
+    const s = new KcpSession(this, id, conv, cookie, address, now);
+    this.slots[id] = s;
+    s.kcp.update(now);
+    this.counters.add('sessionsOpened');
+    this.events.push({ type: 'open', session: s });
+    this.touch(s);
+    return s;
+  }
+}
+
+/** Options of a `KcpServer`. */
+export interface KcpServerOptions extends KcpSessionOptions {
+  /** Most live sessions (default 4096). At the limit new peers are refused: see docs/kcp-session.md. */
+  maxSessions?: number;
+  /** Raw mode: accept a new conversation only if this returns true (default: any conv). */
+  acceptConv?: (conv: number) => boolean;
+  /** Cookie mode: 16-byte SipHash key for cookies (default: drawn from `random`). */
+  cookieKey?: Uint8Array;
+}
+
+/**
+ * Many KCP sessions behind one socket, sans-IO. Raw mode demultiplexes by (address, conv): any
+ * KCP implementation can connect. Cookie mode demultiplexes by conv after a stateless handshake
+ * (conv allocation, SipHash cookie), and lets a session move to a new address.
+ *
+ * Drive: `handleDatagram(now, from, bytes)` for each datagram (`from` is any stable string for the
+ * sender's address, e.g. "1.2.3.4:5678"), `handleTimeout(now)` when `now ≥ pollTimeout()`, then drain
+ * `pollTransmit` and `pollEvent`. One timer serves every session: only due sessions are updated.
+ */
+export class KcpServer extends SessionHost {
+  /** Most live sessions. */
+  readonly maxSessions: number;
+  private readonly byKey = new Map<string, KcpSession>();
+  private readonly byConv = new Map<number, KcpSession>();
+  private readonly acceptConv: ((conv: number) => boolean) | undefined;
+  private readonly cookieKey: CookieKey | undefined;
+  private lastTo = '';
+
+  constructor(options: KcpServerOptions = {}) {
+    super(options);
+    const max = options.maxSessions ?? 4096;
+    checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
+    this.maxSessions = max;
+    this.acceptConv = options.acceptConv;
+    if (this.opts.mode === 'cookie') {
+      let key = options.cookieKey;
+      if (key === undefined) {
+        key = new Uint8Array(16);
+        this.opts.random(key);
+      }
+      this.cookieKey = cookieKeyFromBytes(key);
+    }
+  }
+
+  /** Live sessions. */
+  get sessionCount(): number {
+    return this.opts.mode === 'cookie' ? this.byConv.size : this.byKey.size;
+  }
+
+  /** Every live session. */
+  sessions(): IterableIterator<KcpSession> {
+    return this.opts.mode === 'cookie' ? this.byConv.values() : this.byKey.values();
+  }
+
+  /** The live session for (`address`, `conv`) in raw mode, or for `conv` in cookie mode. */
+  session(conv: number, address?: string): KcpSession | undefined {
+    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byKey.get(`${address ?? ''}#${conv}`);
+  }
+
+  /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
+  handleDatagram(now: number, from: string, bytes: Uint8Array): void {
+    if (now > this.lastNow) this.lastNow = now;
+    this.counters.add('datagramsIn');
+    if (this.opts.mode === 'raw') this.rawInput(now, from, bytes);
+    else this.cookieInput(now, from, bytes);
+  }
+
+  private rawInput(now: number, from: string, bytes: Uint8Array): void {
+    if (!isWellFormedKcp(bytes, 0)) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const conv = readU32LE(bytes, 0);
+    const key = `${from}#${conv}`;
+    let s = this.byKey.get(key);
+    if (s === undefined) {
+      if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
+        this.counters.add('droppedConv');
+        return;
+      }
+      if (this.byKey.size >= this.maxSessions) {
+        this.counters.add('refusedFull');
+        return;
+      }
+      s = this.newSession(conv, undefined, from, now);
+      this.byKey.set(key, s);
+    }
+    s.input(now, bytes, 0);
+  }
+
+  private cookieInput(now: number, from: string, bytes: Uint8Array): void {
+    if (bytes.length < KCP_COOKIE_PREFIX) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const prefix = readU32LE(bytes, 0);
+    if (prefix === 0) {
+      this.control(from, bytes);
+      return;
+    }
+    if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX)) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
+    let s = this.byConv.get(conv);
+    if (s !== undefined) {
+      if (s.cookie !== prefix) {
+        this.counters.add('droppedBadCookie');
+        return;
+      }
+      if (s.address !== from) {
+        const old = s.address;
+        s.moveTo(from);
+        this.counters.add('migrations');
+        this.pushEvent({ type: 'migrated', session: s, from: old });
+      }
+    } else {
+      if (deriveCookie(this.cookieKey!, from, conv) !== prefix) {
+        this.counters.add('droppedBadCookie');
+        return;
+      }
+      if (this.byConv.size >= this.maxSessions) {
+        this.counters.add('refusedFull');
+        return;
+      }
+      s = this.newSession(conv, prefix, from, now);
+      this.byConv.set(conv, s);
+    }
+    s.input(now, bytes, KCP_COOKIE_PREFIX);
+  }
+
+  private control(from: string, bytes: Uint8Array): void {
+    const r = decodeControl(bytes);
+    if (!r.ok) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const c = r.value;
+    if (c.type === 'connect') {
+      if (this.byConv.size >= this.maxSessions) {
+        this.counters.add('refusedFull');
+        const b = new Uint8Array(11);
+        encodeRefuse(b, c.nonce, KcpRefuseReason.SERVER_FULL);
+        this.enqueue(from, b);
+        return;
+      }
+      let conv = randomU32(this.opts.random);
+      while (this.byConv.has(conv)) conv = randomU32(this.opts.random);
+      const b = new Uint8Array(18);
+      encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
+      this.counters.add('handshakes');
+      this.enqueue(from, b);
+    } else if (c.type === 'close') {
+      const s = this.byConv.get(c.conv);
+      if (s === undefined || s.cookie !== c.cookie) {
+        this.counters.add('droppedBadCookie');
+        return;
+      }
+      s.finish('peer');
+    } else {
+      this.counters.add('droppedUnknown');
+    }
+  }
+
+  protected override forget(s: KcpSession): void {
+    if (this.opts.mode === 'cookie') this.byConv.delete(s.conv);
+    else this.byKey.delete(`${s.address}#${s.conv}`);
+  }
+
+  /**
+   * Copy the next datagram into `out` and return its length and destination address, or
+   * `undefined` when nothing is waiting. Datagrams longer than `out` are dropped and counted.
+   */
+  pollTransmit(now: number, out: Uint8Array): { length: number; to: string } | undefined {
+    void now;
+    if (this.outbox.length > 0) this.lastTo = this.outbox.peekTo();
+    const n = this.takeOutbox(out);
+    return n === undefined ? undefined : { length: n, to: this.lastTo };
+  }
+}
+
+/** Options of a `KcpClient`. */
+export interface KcpClientOptions extends KcpSessionOptions {
+  /** Raw mode: the conversation id (default: random). Ignored in cookie mode (the server allocates). */
+  conv?: number;
+  /** Cookie mode: CONNECT is resent this often until ACCEPT, ms (default 250). */
+  handshakeRetryMs?: number;
+  /** Cookie mode: give up (`'handshake-timeout'`) after this long, ms (default 5000). */
+  handshakeTimeoutMs?: number;
+  /** Address label of the server in events and `session.address` (default "server"). */
+  remote?: string;
+}
+
+/**
+ * One KCP session to a server, as a `SansIoPeer` (drive it with `UdpDriver`, the sim `World`, …).
+ * Raw mode talks plain KCP with `conv`; cookie mode performs gamewire's handshake first. Events:
+ * `'open'` (ready to send), `'message'`, `'dead-link'`, `'closed'`.
+ */
+export class KcpClient extends SessionHost {
+  private session_: KcpSession | undefined;
+  private state_: KcpSessionState;
+  private readonly remote: string;
+  private readonly conv_: number | undefined;
+  private readonly nonce: number;
+  private readonly retryMs: number;
+  private readonly timeoutMs: number;
+  private startedAt: number | undefined;
+  private nextConnectAt = -Infinity;
+  private ended = false;
+
+  constructor(options: KcpClientOptions = {}) {
+    super(options);
+    this.remote = options.remote ?? 'server';
+    this.retryMs = ms(options.handshakeRetryMs, 250, 'handshakeRetryMs');
+    this.timeoutMs = ms(options.handshakeTimeoutMs, 5000, 'handshakeTimeoutMs');
+    checkConfig(this.retryMs > 0, 'handshakeRetryMs must be > 0');
+    if (this.opts.mode === 'raw') {
+      const conv = options.conv ?? randomU32(this.opts.random);
+      checkConfig(Number.isInteger(conv) && conv >= 0 && conv <= 0xffffffff, 'conv must be a u32');
+      this.conv_ = conv;
+      this.state_ = 'open';
+    } else {
+      this.conv_ = undefined;
+      this.state_ = 'connecting';
+    }
+    this.nonce = this.opts.mode === 'cookie' ? randomU32(this.opts.random) : 0;
+  }
+
+  /** `'connecting'` (cookie handshake), `'open'`, `'closing'` or `'closed'`. */
+  get state(): KcpSessionState {
+    if (this.session_ !== undefined) return this.session_.state;
+    return this.state_;
+  }
+
+  /** The session once it exists (raw mode: after the first `handleTimeout`; cookie mode: after ACCEPT). */
+  get session(): KcpSession | undefined {
+    return this.session_;
+  }
+
+  /** Conversation id: fixed in raw mode, allocated by the server in cookie mode (`undefined` before). */
+  get conv(): number | undefined {
+    return this.session_?.conv ?? this.conv_;
+  }
+
+  /** Send one message; throws `invalid-state` before `'open'`, else as `KcpSession.send`. */
+  send(data: Uint8Array): void {
+    const s = this.session_;
+    if (s === undefined) {
+      if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed client');
+      throw new GamewireError('invalid-state', 'send before the session is open (wait for the open event)');
+    }
+    s.send(data);
+  }
+
+  /** Close (see `KcpSession.close`); before the handshake completes it just stops. */
+  close(options: { linger?: boolean } = {}): void {
+    if (this.session_ !== undefined) this.session_.close(options);
+    else if (this.state_ !== 'closed') this.end(undefined, 'local');
+  }
+
+  /** Process one datagram from the server at `now` (ms). Bad bytes are dropped and counted. */
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    if (now > this.lastNow) this.lastNow = now;
+    this.counters.add('datagramsIn');
+    const s = this.session_;
+    if (this.opts.mode === 'raw') {
+      if (s === undefined || !isWellFormedKcp(bytes, 0, s.conv)) {
+        this.counters.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
+        return;
+      }
+      s.input(now, bytes, 0);
+      return;
+    }
+    if (bytes.length < KCP_COOKIE_PREFIX) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const prefix = readU32LE(bytes, 0);
+    if (prefix !== 0) {
+      if (s === undefined || s.state === 'closed' || prefix !== s.cookie) {
+        this.counters.add('droppedBadCookie');
+        return;
+      }
+      if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX, s.conv)) {
+        this.counters.add('droppedMalformed');
+        return;
+      }
+      s.input(now, bytes, KCP_COOKIE_PREFIX);
+      return;
+    }
+    const r = decodeControl(bytes);
+    if (!r.ok) {
+      this.counters.add('droppedMalformed');
+      return;
+    }
+    const c = r.value;
+    if (c.type === 'accept' && this.state_ === 'connecting' && c.nonce === this.nonce && s === undefined) {
+      this.state_ = 'open';
+      this.counters.add('handshakes');
+      const ns = this.newSession(c.conv, c.cookie, this.remote, now);
+      this.session_ = ns;
+      // Announce ourselves at once so the server creates its side even if we have nothing to send.
+      this.sendKeepAlive(ns);
+    } else if (c.type === 'refuse' && this.state_ === 'connecting' && c.nonce === this.nonce) {
+      this.end(undefined, 'refused');
+    } else if (c.type === 'close' && s !== undefined && c.conv === s.conv && c.cookie === s.cookie) {
+      s.finish('peer');
+    } else {
+      this.counters.add('droppedUnknown');
+    }
+  }
+
+  protected override hostTimers(now: number): void {
+    if (this.ended) return;
+    if (this.opts.mode === 'raw') {
+      if (this.session_ === undefined && this.state_ === 'open') this.session_ = this.newSession(this.conv_!, undefined, this.remote, now);
+      return;
+    }
+    if (this.state_ !== 'connecting') return;
+    if (this.startedAt === undefined) this.startedAt = now;
+    if (this.timeoutMs > 0 && now - this.startedAt >= this.timeoutMs) {
+      this.end(undefined, 'handshake-timeout');
+      return;
+    }
+    if (now >= this.nextConnectAt) {
+      this.nextConnectAt = now + this.retryMs;
+      const b = new Uint8Array(32);
+      encodeConnect(b, this.nonce);
+      this.enqueue(this.remote, b);
+    }
+  }
+
+  override pollTimeout(): number | undefined {
+    if (this.ended) return undefined;
+    if (this.session_ === undefined) {
+      if (this.state_ === 'open') return this.lastNow; // raw: start at the first handleTimeout
+      if (this.state_ === 'connecting') {
+        if (this.startedAt === undefined) return this.lastNow;
+        const t = Math.min(this.nextConnectAt, this.timeoutMs > 0 ? this.startedAt + this.timeoutMs : Infinity);
+        const h = super.pollTimeout();
+        return h !== undefined && h < t ? h : t;
+      }
+    }
+    return super.pollTimeout();
+  }
+
+  private end(s: KcpSession | undefined, reason: KcpCloseReason): void {
+    this.state_ = 'closed';
+    this.ended = true;
+    this.pushEvent({ type: 'closed', session: s, reason });
+  }
+
+  protected override forget(_s: KcpSession): void {
+    this.state_ = 'closed';
+  }
+
+  /** Copy the next datagram for the server into `out`; returns its length or `undefined`. */
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    void now;
+    return this.takeOutbox(out);
+  }
+}
