@@ -43,6 +43,7 @@ class InChunk {
   highest = -1;
   lastNew = -1;
   rot = 0;
+  acks = 0;
   footprint = 0;
   limitBytes = 0;
   // Pending ack/refusal: due at ackDueAt; triggers [trigLo, trigHi] arrived since the last ack.
@@ -75,6 +76,9 @@ interface SessionMemo {
   expected: number;
   finished: InChunk[];
 }
+
+/** Every this many acks of a chunk carries the rotating window (the others only report fresh slices). */
+const ROTATE_EVERY = 2;
 
 /** Sessions remembered after switching away, so a sender that comes back resumes where it was. */
 const SESSION_MEMO = 4;
@@ -468,6 +472,7 @@ export class ChunkReceiver implements SansIoPeer {
       wins.push({ base: loByte * 8, bits: bits.subarray(loByte, end + 1) });
       return wins;
     }
+    if (c.acks++ % ROTATE_EVERY !== 0) return wins;
     let start = Math.max(c.rot, cumByte);
     if (start > highByte) start = cumByte;
     const end = Math.min(start + cap - 1, highByte);
