@@ -1,4 +1,5 @@
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { registerKcpEcho } from './kcp-echo.js';
 import { runProxy } from './proxy.js';
 import { runRecv, runSend } from './transfer.js';
 import {
@@ -119,6 +120,8 @@ export function buildProgram(setExit: (code: number) => void): Command {
         }),
       );
     });
+
+  registerKcpEcho(program, setExit);
 
   return program;
 }

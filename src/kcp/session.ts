@@ -221,7 +221,8 @@ export class KcpSession {
   }
 
   /**
-   * Close. Default: at once (cookie mode sends CLOSE; raw mode sends nothing). With `linger`, stop
+   * Close. Default: at once, after one last flush of KCP (pending ACKs and due data leave; cookie
+   * mode then sends CLOSE, raw mode nothing more). With `linger`, stop
    * accepting sends and close once everything sent is acknowledged, or after `lingerTimeoutMs`.
    * A `'closed'` event follows either way. No-op when already closing or closed.
    */
@@ -302,6 +303,8 @@ export class KcpSession {
   /** @internal end the session (idempotent). */
   finish(reason: KcpCloseReason): void {
     if (this.state_ === 'closed') return;
+    // A local close still acknowledges what arrived, so the peer does not retransmit into the void.
+    if (reason === 'local' || reason === 'linger-timeout') this.kcp.flush();
     this.state_ = 'closed';
     this.host.closeSession(this, reason);
   }
@@ -719,6 +722,19 @@ export class KcpServer extends SessionHost {
     if (this.outbox.length > 0) this.lastTo = this.outbox.peekTo();
     const n = this.takeOutbox(out);
     return n === undefined ? undefined : { length: n, to: this.lastTo };
+  }
+
+  /**
+   * Like `pollTransmit` without the copy: the next datagram and its destination, ownership passing
+   * to the caller (for drivers whose socket send is asynchronous), or `undefined`.
+   */
+  pollDatagram(now: number): { bytes: Uint8Array; to: string } | undefined {
+    void now;
+    if (this.outbox.length === 0) return undefined;
+    const to = this.outbox.peekTo();
+    const bytes = this.outbox.shift();
+    this.counters.add('datagramsOut');
+    return { bytes, to };
   }
 }
 

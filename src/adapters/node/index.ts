@@ -1,2 +1,3 @@
 export * from './udp-driver.js';
 export * from './udp-proxy.js';
+export * from './kcp.js';
