@@ -273,7 +273,7 @@ export class ChunkReceiver implements SansIoPeer {
     }
     let c = rec;
     if (c === undefined) {
-      c = this.open(now, p, slot);
+      c = this.open(p, slot);
       if (c === undefined) return;
     }
     if (c.kind !== 'receiving') {
@@ -315,7 +315,7 @@ export class ChunkReceiver implements SansIoPeer {
   }
 
   /** First slice of the current (slot 0) or next (slot 1) chunk: refuse, defer, or allocate. */
-  private open(now: number, p: SlicePacket, slot: number): InChunk | undefined {
+  private open(p: SlicePacket, slot: number): InChunk | undefined {
     const cfg = this.config;
     if (p.blockBytes > cfg.maxBlockBytes) {
       const c = new InChunk(p.chunkId, 'refused');

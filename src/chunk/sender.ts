@@ -313,50 +313,48 @@ export class ChunkSender implements SansIoPeer {
         return n;
       }
     }
-    for (;;) {
-      if (!this.pick(now)) return undefined;
-      const c = this.pickChunk!;
-      const s = this.pickSlice;
-      const sliceBytes = this.config.sliceBytes;
-      const offset = s * sliceBytes;
-      const len = Math.min(sliceBytes, c.data.length - offset);
-      const size = SLICE_HEADER_BYTES + len;
-      if (size > out.length) {
-        this.ctr.add('outTooSmall');
-        this.beginCancel(c, 'datagram-too-large');
-        return this.pollTransmit(now, out);
-      }
-      const wire = size + UDP_IP_OVERHEAD_BYTES;
-      const unpaced = c.burst && !this.pickResend;
-      if (!unpaced) {
-        if (!this.budget.covers(wire)) return undefined;
-        this.budget.spend(wire);
-      }
-      if (this.writer === undefined || this.writer.bytes !== out) this.writer = new ByteWriter(out);
-      const w = this.writer;
-      w.offset = 0;
-      writeSlice(w, this.config.sessionId, c.chunkId, this.isPipelined(c), u32(Math.floor(now * 1000)),
-        c.data.length, sliceBytes, s, c.data, offset, len);
-      if (this.pickResend) {
-        c.fifoHead = (c.fifoHead + 1) % c.sliceCount;
-        c.fifoLen--;
-        this.ctr.add('slicesResent');
-        this.controller.onLoss(now, wire);
-      } else {
-        c.nextFresh++;
-        c.sentBytes += len;
-        if (c.burst && c.nextFresh === c.sliceCount) {
-          c.burst = false;
-          this.budget.clear();
-        }
-      }
-      c.sentAt[s] = now;
-      c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
-      c.fifoLen++;
-      this.ctr.add('slicesSent');
-      this.noteSent(now, size);
-      return size;
+    if (!this.pick(now)) return undefined;
+    const c = this.pickChunk!;
+    const s = this.pickSlice;
+    const sliceBytes = this.config.sliceBytes;
+    const offset = s * sliceBytes;
+    const len = Math.min(sliceBytes, c.data.length - offset);
+    const size = SLICE_HEADER_BYTES + len;
+    if (size > out.length) {
+      this.ctr.add('outTooSmall');
+      this.beginCancel(c, 'datagram-too-large');
+      return this.pollTransmit(now, out);
     }
+    const wire = size + UDP_IP_OVERHEAD_BYTES;
+    const unpaced = c.burst && !this.pickResend;
+    if (!unpaced) {
+      if (!this.budget.covers(wire)) return undefined;
+      this.budget.spend(wire);
+    }
+    if (this.writer === undefined || this.writer.bytes !== out) this.writer = new ByteWriter(out);
+    const w = this.writer;
+    w.offset = 0;
+    writeSlice(w, this.config.sessionId, c.chunkId, this.isPipelined(c), u32(Math.floor(now * 1000)),
+      c.data.length, sliceBytes, s, c.data, offset, len);
+    if (this.pickResend) {
+      c.fifoHead = (c.fifoHead + 1) % c.sliceCount;
+      c.fifoLen--;
+      this.ctr.add('slicesResent');
+      this.controller.onLoss(now, wire);
+    } else {
+      c.nextFresh++;
+      c.sentBytes += len;
+      if (c.burst && c.nextFresh === c.sliceCount) {
+        c.burst = false;
+        this.budget.clear();
+      }
+    }
+    c.sentAt[s] = now;
+    c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
+    c.fifoLen++;
+    this.ctr.add('slicesSent');
+    this.noteSent(now, size);
+    return size;
   }
 
   /**
