@@ -48,6 +48,10 @@ export interface AdaptiveRateStats {
   smoothedRttMs: number;
   /** Filtered queueing delay (recent RTT minimum − minimum RTT), ms. */
   queueDelayMs: number;
+  /** Standing queue currently aimed for, ms (config, or more on fast-varying or jittery paths). */
+  targetQueueMs: number;
+  /** Jitter estimate (decaying peak of the mean RTT change between samples), ms. */
+  jitterMs: number;
   /** Baseline loss fraction the controller tolerates without backing off (0..1). */
   baselineLoss: number;
   /** Times loss was judged to be congestion and the rate was cut. */
@@ -56,11 +60,15 @@ export interface AdaptiveRateStats {
 
 const STARTUP_GAIN = 2;
 const DRAIN_RTTS = 1.5;
-const RING = 64;
-const RTT_FILTER = 4;
+const RING = 256;
+const DEQUE = 256;
+const JITTER_GAIN = 3;
+const JITTER_DECAY = 0.98;
+const JITTER_WINDOW = 8;
 const P_UP = 0.25;
 const P_DOWN = 0.5;
 const PROBE_MAX = 0.25;
+const PROBE_BELOW = 0.5;
 const LOSS_EPOCH_DATAGRAMS = 128;
 const LOSS_PRIOR_DATAGRAMS = 128;
 const WARMUP_EPOCHS = 8;
@@ -95,9 +103,14 @@ export class AdaptiveRate implements RateController {
   private minRtt = Infinity;
   private minRttAt = 0;
   private srtt = 0;
-  private readonly recent = new Float64Array(RTT_FILTER);
-  private recentN = 0;
-  private recentI = 0;
+  private readonly dqT = new Float64Array(DEQUE);
+  private readonly dqR = new Float64Array(DEQUE);
+  private dqHead = 0;
+  private dqLen = 0;
+  private lastRtt = -1;
+  private jit = 0;
+  private jitPeak = 0;
+  private jitN = 0;
   private rawQd = 0;
   private qd = 0;
   private lastIdleAt = -Infinity;
@@ -105,6 +118,7 @@ export class AdaptiveRate implements RateController {
   private readonly evT = new Float64Array(RING);
   private readonly evCum = new Float64Array(RING);
   private readonly evQd = new Float64Array(RING);
+  private readonly evRaw = new Float64Array(RING);
   private evHead = 0;
   private evN = 0;
   private ackedTotal = 0;
@@ -214,6 +228,8 @@ export class AdaptiveRate implements RateController {
       minRttMs: this.minRtt,
       smoothedRttMs: this.srtt,
       queueDelayMs: this.qd,
+      targetQueueMs: this.target(),
+      jitterMs: this.jitPeak,
       baselineLoss: this.lossBase,
       lossBackoffs: this.cuts,
     };
@@ -225,9 +241,14 @@ export class AdaptiveRate implements RateController {
 
   /** Target standing queue (ms): the configured delay, but at least two datagrams at the estimated rate. */
   private target(): number {
-    if (this.bw <= 0) return this.targetMs;
-    const two = (2 * this.maxDatagram * 1000) / this.bw;
-    return two > this.targetMs ? two : this.targetMs;
+    let q = this.targetMs;
+    if (this.bw > 0) q = Math.max(q, (2 * this.maxDatagram * 1000) / this.bw);
+    return Math.max(q, JITTER_GAIN * this.jitPeak);
+  }
+
+  /** Filtering window (ms): a quarter of the minimum RTT, longer on jittery paths. */
+  private window(): number {
+    return Math.max(this.minRtt / 4, JITTER_WINDOW * this.jitPeak);
   }
 
   private rttSample(now: number, rtt: number): void {
@@ -237,22 +258,37 @@ export class AdaptiveRate implements RateController {
     }
     if (now < this.collectUntil && rtt < this.collectMin) this.collectMin = rtt;
     this.srtt = this.srtt === 0 ? rtt : this.srtt + (rtt - this.srtt) / 8;
-    this.recent[this.recentI] = rtt;
-    this.recentI = (this.recentI + 1) % RTT_FILTER;
-    if (this.recentN < RTT_FILTER) this.recentN++;
-    let m = Infinity;
-    for (let i = 0; i < this.recentN; i++) if (this.recent[i] < m) m = this.recent[i];
-    this.qd = m - this.minRtt;
+    if (this.lastRtt >= 0) this.jit += (Math.abs(rtt - this.lastRtt) - this.jit) / Math.min(16, ++this.jitN);
+    this.lastRtt = rtt;
+    if (this.jit > this.jitPeak) this.jitPeak = this.jit;
+    // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
+    const dq = this.dqR;
+    while (this.dqLen > 0 && dq[(this.dqHead + this.dqLen - 1) % DEQUE] >= rtt) this.dqLen--;
+    if (this.dqLen === DEQUE) {
+      this.dqHead = (this.dqHead + 1) % DEQUE;
+      this.dqLen--;
+    }
+    const tail = (this.dqHead + this.dqLen) % DEQUE;
+    dq[tail] = rtt;
+    this.dqT[tail] = now;
+    this.dqLen++;
+    const from = now - this.window();
+    while (this.dqT[this.dqHead] < from) {
+      this.dqHead = (this.dqHead + 1) % DEQUE;
+      this.dqLen--;
+    }
+    this.qd = Math.max(0, dq[this.dqHead] - this.minRtt);
     this.rawQd = rtt - this.minRtt;
-    if (this.rawQd <= this.target() / 4) this.lastIdleAt = now;
-    if (this.rawQd > this.roundMaxQd) this.roundMaxQd = this.rawQd;
-    if (this.rawQd > this.epMaxQd) this.epMaxQd = this.rawQd;
+    if (this.qd <= this.target() / 2) this.lastIdleAt = now;
+    if (this.qd > this.roundMaxQd) this.roundMaxQd = this.qd;
+    if (this.qd > this.epMaxQd) this.epMaxQd = this.qd;
   }
 
   private pushEvent(now: number): void {
     this.evT[this.evHead] = now;
     this.evCum[this.evHead] = this.ackedTotal;
-    this.evQd[this.evHead] = this.rawQd;
+    this.evQd[this.evHead] = this.qd;
+    this.evRaw[this.evHead] = this.rawQd;
     this.evHead = (this.evHead + 1) % RING;
     if (this.evN < RING) this.evN++;
   }
@@ -264,7 +300,7 @@ export class AdaptiveRate implements RateController {
    */
   private bandwidthSample(now: number): void {
     const minBytes = 4 * this.maxDatagram;
-    const wantSpan = this.minRtt / 4;
+    const wantSpan = this.window();
     const newest = (this.evHead + RING - 1) % RING;
     let pick = -1;
     for (let k = 1; k < this.evN; k++) {
@@ -280,10 +316,14 @@ export class AdaptiveRate implements RateController {
     const dt = now - this.evT[pick];
     const sample = ((this.ackedTotal - this.evCum[pick]) * 1000) / dt;
     const q = this.target();
-    const rise = this.rawQd - this.evQd[pick];
-    const sendSpan = dt - rise;
-    const busy = (this.evQd[pick] > q / 4 && this.lastIdleAt < this.evT[pick])
-      || rise > Math.max(MIN_RISE_MS, Math.min(q / 8, sendSpan / 2));
+    let busy: boolean;
+    if (this.st === 'startup') {
+      busy = this.trainDispersed(pick, dt, q);
+    } else {
+      const rise = this.qd - this.evQd[pick];
+      busy = (this.evQd[pick] > q / 2 && this.lastIdleAt < this.evT[pick])
+        || rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2));
+    }
     if (busy) {
       if (this.st === 'startup') {
         this.bw = sample;
@@ -295,6 +335,22 @@ export class AdaptiveRate implements RateController {
       }
     } else if (sample > this.bw) {
       this.bw = sample;
+    }
+  }
+
+  /**
+   * Start-up's exact-sample test (packet-pair dispersion): over the span the raw queueing delay rose
+   * by more than half the span the datagrams were sent in (the bottleneck spaced them, not the
+   * sender) and never fell (jitter would make it wobble).
+   */
+  private trainDispersed(pick: number, dt: number, q: number): boolean {
+    const rise = this.rawQd - this.evRaw[pick];
+    if (!(rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2)))) return false;
+    let prev = this.evRaw[pick];
+    for (let i = (pick + 1) % RING; ; i = (i + 1) % RING) {
+      if (this.evRaw[i] < prev - MIN_RISE_MS) return false;
+      prev = this.evRaw[i];
+      if (i === (this.evHead + RING - 1) % RING) return true;
     }
   }
 
@@ -334,7 +390,7 @@ export class AdaptiveRate implements RateController {
     this.appLimited = this.roundSent < (0.5 * this.rate * dur) / 1000;
     const q = this.target();
     if (this.st === 'steady') {
-      if (this.roundMaxQd > q / 4) this.probeLevel = 0;
+      if (this.roundMaxQd > PROBE_BELOW * q) this.probeLevel = 0;
       else if (!this.appLimited) this.probeLevel++;
       if (now - this.minRttAt > this.rttWindowMs) {
         this.st = 'probe-rtt';
@@ -347,6 +403,7 @@ export class AdaptiveRate implements RateController {
       this.minRttAt = now;
       this.st = 'steady';
     }
+    this.jitPeak = Math.max(this.jit, this.jitPeak * JITTER_DECAY);
     this.roundStart = now;
     this.roundSent = 0;
     this.roundMaxQd = 0;
