@@ -1,7 +1,7 @@
 import { Counters } from '../core/counters.js';
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { Deque, SnRing } from './queues.js';
+import { ByteSlab, Deque, SnRing } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
 /** Default MTU in bytes (`IKCP_MTU_DEF`); mss = mtu - 24. */
@@ -222,6 +222,10 @@ export class Kcp {
   private nsndBuf = 0;
   private nrcvBuf = 0;
   private maxRcvWnd = KCP_WND_RCV;
+
+  // Small payload copies share slabs; send and receive data have different lifetimes.
+  private readonly sendSlab = new ByteSlab();
+  private readonly recvSlab = new ByteSlab();
 
   // Pending ACKs as (sn, ts) pairs.
   private acks = new Uint32Array(16);
@@ -529,10 +533,9 @@ export class Kcp {
     }
 
     if (count === 1) {
-      const copy = data.slice(pos, pos + len);
-      this.sndQueue.push(new Segment(copy, len, 0));
+      this.sndQueue.push(new Segment(this.sendSlab.copy(data, pos, pos + len), len, 0));
     } else {
-      const copy = data.slice(pos, pos + len);
+      const copy = this.sendSlab.copy(data, pos, pos + len);
       for (let i = 0, off = 0; i < count; i++) {
         const size = Math.min(mss, len - off);
         const frg = this.stream_ ? 0 : count - i - 1;
@@ -588,14 +591,18 @@ export class Kcp {
   }
 
   /**
-   * The next message as a new `Uint8Array` (a single-segment message is handed over without a
-   * copy), or `undefined` when none is complete. Same effects as `recv`.
+   * The next message as a new `Uint8Array` that the caller owns, or `undefined` when none is
+   * complete. Same effects as `recv`.
    */
   recvMessage(): Uint8Array | undefined {
     const size = this.peekSize();
     if (size < 0) return undefined;
     const head = this.rcvQueue.at(0);
-    if (head.frg === 0) return this.consume(undefined);
+    if (head.frg === 0) {
+      const data = this.consume(undefined);
+      // A slab-backed copy is copied again so the caller never pins a whole slab.
+      return data.byteLength === data.buffer.byteLength ? data : data.slice();
+    }
     const out = new Uint8Array(size);
     this.consume(out);
     return out;
@@ -712,7 +719,7 @@ export class Kcp {
       this.counters.add('pushDuplicate');
       return;
     }
-    const seg = new Segment(len === 0 ? EMPTY : data.slice(off, off + len), len, frg);
+    const seg = new Segment(len === 0 ? EMPTY : this.recvSlab.copy(data, off, off + len), len, frg);
     seg.sn = sn;
     seg.ts = ts;
     this.rcvBuf.set(seg);

@@ -118,3 +118,38 @@ export class SnRing<T extends HasSn> {
     this.mask = mask;
   }
 }
+
+/**
+ * Copies small byte ranges into shared slabs (one `new Uint8Array` per slab instead of one per
+ * copy, which is what makes small typed arrays expensive). A slab lives as long as any copy in it,
+ * so pieces are capped at `maxPiece` bytes and larger ranges get their own buffer.
+ */
+export class ByteSlab {
+  private buf = new Uint8Array(0);
+  private pos = 0;
+
+  /**
+   * @param slabBytes size of each slab.
+   * @param maxPiece largest range copied into a slab, bytes.
+   */
+  constructor(
+    private readonly slabBytes = 16384,
+    private readonly maxPiece = 2048,
+  ) {}
+
+  /** A private copy of `src[from, to)`. */
+  copy(src: Uint8Array, from: number, to: number): Uint8Array {
+    const len = to - from;
+    if (len > this.maxPiece) return src.slice(from, to);
+    if (this.pos + len > this.buf.length) {
+      this.buf = new Uint8Array(this.slabBytes);
+      this.pos = 0;
+    }
+    const at = this.pos;
+    const buf = this.buf;
+    if (len <= 16) for (let i = 0; i < len; i++) buf[at + i] = src[from + i]!;
+    else buf.set(src.subarray(from, to), at);
+    this.pos = (at + len + 7) & ~7;
+    return buf.subarray(at, at + len);
+  }
+}

@@ -129,6 +129,7 @@ export class Twin {
     const a = this.oursOut;
     const b = this.cOut;
     const s = this.shiftedOut;
+    if (a.length === 0 && b.length === 0 && s.length === 0) return [];
     this.oursOut = [];
     this.cOut = [];
     this.shiftedOut = [];
@@ -493,7 +494,10 @@ export function runScenario(s: Scenario): RunSummary {
       if (rng.chance(s.loss) || (step >= s.outageFrom && step < s.outageTo)) continue;
       const copies = rng.chance(s.dup) ? 2 : 1;
       for (let i = 0; i < copies; i++) {
-        flight.push({ at: elapsed + rng.nextRange(s.latency[0], s.latency[1]), order: order++, to: from === 0 ? 1 : 0, plain: o.plain, shifted: o.shifted });
+        const f: InFlight = { at: elapsed + rng.nextRange(s.latency[0], s.latency[1]), order: order++, to: from === 0 ? 1 : 0, plain: o.plain, shifted: o.shifted };
+        let j = flight.length;
+        while (j > 0 && flight[j - 1]!.at > f.at) j--;
+        flight.splice(j, 0, f);
       }
     }
   };
@@ -511,7 +515,6 @@ export function runScenario(s: Scenario): RunSummary {
       else elapsed += rng.nextRange(1, Math.max(2, Math.round(s.cfg[0].interval * 1.5)));
 
       // 2. deliver what is due, in arrival order.
-      flight.sort((x, y) => x.at - y.at || x.order - y.order);
       while (flight.length > 0 && flight[0]!.at <= elapsed) {
         const f = flight.shift()!;
         ends[f.to].input(f.plain, f.shifted);
