@@ -34,8 +34,8 @@ export interface UdpDriverOptions {
   remote?: UdpAddress;
   /**
    * Unconnected mode only: decides whether a datagram from an unknown address may latch the remote
-   * (default: any datagram). Datagrams that are refused, or come from another address after the
-   * latch, are dropped and counted as `foreignDropped`.
+   * (default: any datagram). A refused datagram is dropped and counted as `foreignDropped`; after the
+   * latch the socket is connected to the remote, so the kernel drops everyone else's datagrams.
    */
   acceptFirst?: (bytes: Uint8Array, from: UdpAddress) => boolean;
   /** SO_RCVBUF requested, bytes (default 4 MiB). The OS may grant less (see `driver.bufferSizes`). */
@@ -115,9 +115,14 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   private readonly socket: Socket;
   private readonly clock: () => number;
-  private readonly connected: boolean;
+  private connected: boolean;
   private readonly acceptFirst: ((bytes: Uint8Array, from: UdpAddress) => boolean) | undefined;
   private readonly stats = new Counters<UdpDriverCounter>(COUNTER_NAMES);
+  // The four per-datagram counters are plain fields (hot path); folded into counters() on demand.
+  private nIn = 0;
+  private bIn = 0;
+  private nOut = 0;
+  private bOut = 0;
   private readonly pool: Buffer[];
   private readonly free: number[];
   private readonly releasers: ((err: Error | null) => void)[];
@@ -135,11 +140,11 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private readonly onTimerBound = (): void => this.onTimer();
   private readonly onImmediateBound = (): void => {
     this.immediate = undefined;
-    this.service(this.clock());
+    this.service(this.clock(), true);
   };
   private readonly onKickBound = (): void => {
     this.kicked = false;
-    if (!this.closed) this.service(this.clock());
+    if (!this.closed) this.service(this.clock(), true);
   };
 
   private constructor(peer: DrivablePeer<E>, socket: Socket, options: UdpDriverOptions, sizes: SocketBufferSizes) {
@@ -219,7 +224,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     const sizes = setBufferSizes(socket, recvBytes, sendBytes);
     const remote = options.remote === undefined ? undefined : { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
     const driver = new UdpDriver<E>(peer, socket, { ...options, remote }, sizes);
-    driver.service(driver.clock());
+    driver.service(driver.clock(), true);
     return driver;
   }
 
@@ -240,7 +245,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   /** A copy of the driver's counters (datagrams/bytes in and out, drops, socket errors). */
   counters(): Readonly<Record<UdpDriverCounter, number>> {
-    return this.stats.snapshot();
+    return { ...this.stats.snapshot(), datagramsIn: this.nIn, bytesIn: this.bIn, datagramsOut: this.nOut, bytesOut: this.bOut };
   }
 
   /** Schedule one drain of the peer after the current task (coalesces many commands). */
@@ -253,7 +258,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   /** Drain the peer now: run due timers, send every datagram due, emit events, re-aim the timer. */
   flush(): void {
     if (this.closed) throw new GamewireError('closed', 'flush on a closed UdpDriver');
-    this.service(this.clock());
+    this.service(this.clock(), true);
   }
 
   /** Stop the timer and close the socket. Datagrams still queued in the OS may or may not leave. */
@@ -282,18 +287,36 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
           return;
         }
         this.remoteAddr = from;
+        this.connectLatched(from);
         this.emit('remote', from);
       } else if (r.port !== rinfo.port || r.host !== rinfo.address) {
         this.stats.add('foreignDropped');
         return;
       }
     }
-    this.stats.add('datagramsIn');
-    this.stats.add('bytesIn', msg.length);
+    this.nIn++;
+    this.bIn += msg.length;
     const now = this.clock();
     this.lastIn = now;
     this.peer.handleDatagram(now, msg);
-    this.service(now);
+    this.service(now, false);
+  }
+
+  /**
+   * Connect the socket to the latched remote: the kernel then filters strangers and sends skip the
+   * per-datagram address lookup. Until the connect completes, sends name the address explicitly.
+   */
+  private connectLatched(r: UdpAddress): void {
+    this.socket.connect(r.port, r.host, (err?: Error) => {
+      if (err !== undefined && err !== null) this.stats.add('sendErrors');
+      else this.connected = true;
+    });
+    try {
+      this.socket.remoteAddress();
+      this.connected = true; // the lookup answered synchronously: already connected
+    } catch {
+      /* still connecting */
+    }
   }
 
   private onTimer(): void {
@@ -301,10 +324,14 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.timerDue = Infinity;
     if (this.closed) return;
     this.stats.add('timerWakeups');
-    this.service(this.clock());
+    this.service(this.clock(), true);
   }
 
-  private service(now: number): void {
+  /**
+   * Run due timers (when `timers`; a datagram does not need them: the armed timer fires soon), then
+   * drain datagrams and events, then re-aim the timer.
+   */
+  private service(now: number, timers: boolean): void {
     if (this.servicing) {
       // An event handler issued a command: loop once more after the current pass.
       this.again = true;
@@ -316,8 +343,10 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       do {
         this.again = false;
         if (!first) now = this.clock();
-        const due = this.peer.pollTimeout();
-        if (first && due !== undefined && due <= now) this.peer.handleTimeout(now);
+        if (timers || !first) {
+          const due = this.peer.pollTimeout();
+          if (due !== undefined && due <= now) this.peer.handleTimeout(now);
+        }
         first = false;
         this.transmit(now);
         this.deliverEvents();
@@ -345,8 +374,8 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
         this.free.push(slot);
         return;
       }
-      this.stats.add('datagramsOut');
-      this.stats.add('bytesOut', n);
+      this.nOut++;
+      this.bOut += n;
       if (this.connected) this.socket.send(buf, 0, n, this.releasers[slot]);
       else this.socket.send(buf, 0, n, this.remoteAddr.port, this.remoteAddr.host, this.releasers[slot]);
       sent++;
@@ -382,8 +411,9 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       this.clearTimer();
       return;
     }
-    // Keep an earlier timer: waking early is harmless (we re-arm), rescheduling on every datagram is not free.
-    if (this.timer !== undefined && this.timerDue <= due) return;
+    // Keep the armed timer unless the new deadline is a whole timer tick earlier: waking early is
+    // harmless (we re-arm), rescheduling on every datagram is not free, and Node timers have 1 ms ticks.
+    if (this.timer !== undefined && this.timerDue - 1 <= due) return;
     this.clearTimer();
     // Node timers have 1 ms granularity; whatever falls due meanwhile is sent in that one wake-up.
     const ms = Math.max(1, Math.ceil(due - now));
