@@ -69,7 +69,7 @@ export interface ChunkReceiverConfig {
   maxMemoryBytes?: number;
   /** Ack after this many new slices (1..64). Default 2. */
   ackEveryNew?: number;
-  /** …or this long after the first unacked new slice, ms (0..20). Default 2. */
+  /** …or this long after the first unacked new slice, ms (0..25). Default 5. */
   ackDelayMs?: number;
   /** Bitfield bytes per ack window (1..255; 8 slices per byte). Default 32. */
   ackWindowBytes?: number;
@@ -174,7 +174,7 @@ export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChun
     maxBlockBytes,
     maxMemoryBytes: c.maxMemoryBytes ?? 2 * worstBlockFootprint(maxBlockBytes),
     ackEveryNew: c.ackEveryNew ?? 2,
-    ackDelayMs: c.ackDelayMs ?? 2,
+    ackDelayMs: c.ackDelayMs ?? 5,
     ackWindowBytes: c.ackWindowBytes ?? 32,
     sessionId: c.sessionId,
     sessionIdleMs: c.sessionIdleMs ?? 2000,
@@ -183,7 +183,7 @@ export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChun
   checkConfig(isInt(r.maxMemoryBytes, worstBlockFootprint(maxBlockBytes), Number.MAX_SAFE_INTEGER),
     'maxMemoryBytes must be an integer ≥ maxBlockBytes + maxBlockBytes/512 + 1 (one largest block must fit)');
   checkConfig(isInt(r.ackEveryNew, 1, 64), 'ackEveryNew must be an integer in 1..64');
-  checkConfig(isNum(r.ackDelayMs, 0, 20), 'ackDelayMs must be a number in 0..20');
+  checkConfig(isNum(r.ackDelayMs, 0, 25), 'ackDelayMs must be a number in 0..25');
   checkConfig(isInt(r.ackWindowBytes, 1, MAX_ACK_WINDOW_BYTES), `ackWindowBytes must be an integer in 1..${MAX_ACK_WINDOW_BYTES}`);
   checkConfig(r.sessionId === undefined || isInt(r.sessionId, 0, 0xffffffff), 'sessionId must be an integer in 0..2^32-1');
   checkConfig(isNum(r.sessionIdleMs, 0, Number.MAX_SAFE_INTEGER), 'sessionIdleMs must be a number ≥ 0');

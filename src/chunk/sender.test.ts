@@ -170,6 +170,8 @@ describe('ChunkSender: acks and resends', () => {
     const s = sender({ sliceBytes: 100, minResendMs: 10 });
     s.sendBlock(block(300));
     expect(slices(drain(s, 0))).toHaveLength(3);
+    // The receiver is alive (an ack without news, no RTT sample), so these are plain resends.
+    s.handleDatagram(50, ack(0));
     expect(slices(drain(s, 124.9))).toHaveLength(0);
     expect(s.pollTimeout()).toBeCloseTo(125, 9);
     const again = slices(drain(s, 125));
@@ -191,11 +193,32 @@ describe('ChunkSender: acks and resends', () => {
     expect(floor.resendDelayMs()).toBe(400);
   });
 
-  it('a slice resent after its delay is resent again only after another full delay', () => {
+  it('probes a silent receiver with one resend per delay, doubling it; any ack ends the backoff', () => {
+    const s = sender({ sliceBytes: 100, minResendMs: 10 });
+    s.sendBlock(block(300));
+    drain(s, 0);
+    const at = (t: number): number[] => slices(drain(s, t)).map((p) => p.sliceId);
+    expect(at(125)).toEqual([0]);
+    expect(s.resendDelayMs()).toBe(250);
+    expect(at(374)).toEqual([]);
+    expect(at(375)).toEqual([1]);
+    expect(at(874)).toEqual([]);
+    expect(at(875)).toEqual([2]);
+    expect(s.resendDelayMs()).toBe(1000);
+    s.handleDatagram(900, ack(0));
+    expect(s.resendDelayMs()).toBe(125);
+    expect(at(900)).toEqual([0, 1]);
+    expect(at(999)).toEqual([]);
+    expect(at(1000)).toEqual([2]);
+  });
+
+  it('a slice resent after an ack is resent again only after another full delay', () => {
     const s = sender({ sliceBytes: 100, minResendMs: 10 });
     s.sendBlock(block(100));
     drain(s, 0);
+    s.handleDatagram(1, ack(0));
     expect(slices(drain(s, 125))).toHaveLength(1);
+    s.handleDatagram(126, ack(0));
     expect(slices(drain(s, 249))).toHaveLength(0);
     expect(slices(drain(s, 250))).toHaveLength(1);
   });

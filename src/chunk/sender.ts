@@ -113,6 +113,12 @@ interface Queued {
   data: Uint8Array;
 }
 
+/** Largest resend-delay multiplier while the receiver stays silent (RFC 6298 style backoff). */
+const MAX_BACKOFF = 16;
+
+/** Cap on the learned receiver ack delay added to the resend delay (ms); receivers hold acks ≤ 25 ms. */
+const MAX_PEER_ACK_DELAY_MS = 25;
+
 /** Bookkeeping bytes per slice of an in-flight block (bit + f64 send time + u32 FIFO slot), rounded up. */
 const OVERHEAD_PER_SLICE = 13;
 
@@ -151,6 +157,10 @@ export class ChunkSender implements SansIoPeer {
   private rateN = 0;
   private rateHead = 0;
   private ackedTotal = 0;
+  private peerAckDelayMs = 0;
+  private backoff = 1;
+  private lastAckAt = -Infinity;
+  private lastProbeAt = -Infinity;
 
   constructor(config: ChunkSenderConfig = {}) {
     this.config = resolveSenderConfig(config);
@@ -222,9 +232,32 @@ export class ChunkSender implements SansIoPeer {
     return { srttMs: this.rtt.srttMs, rttvarMs: this.rtt.rttvarMs, minRttMs: this.rtt.minRttMs, samples: this.rtt.samples };
   }
 
-  /** Current minimum delay before an unacked slice is resent (ms). */
+  /**
+   * Current minimum delay before an unacked slice is resent (ms): the RTT rule
+   * max(minResendMs, 1.25 × srtt, srtt + 4 × rttvar) plus the receiver's recent ack delay, times the
+   * backoff (doubled by each probe sent while the receiver is silent, up to 16; reset by any ack).
+   */
   resendDelayMs(): number {
-    return this.rtt.resendDelayMs(this.config.minResendMs);
+    return (this.rtt.resendDelayMs(this.config.minResendMs) + this.peerAckDelayMs) * this.backoff;
+  }
+
+  /**
+   * When the oldest sent slice of `c` may be resent (ms). If nothing at all was heard from the
+   * receiver since it was sent (peer silent, or the RTT is larger than assumed), it is a probe:
+   * at most one probe goes out per resend delay, and each one doubles the backoff (RFC 6298 style).
+   */
+  private headEligibleAt(c: OutChunk, delay: number): number {
+    const sent = c.sentAt[c.fifo[c.fifoHead]];
+    const due = sent + delay;
+    return sent > this.lastAckAt ? Math.max(due, this.lastProbeAt + delay) : due;
+  }
+
+  /** A resend of something sent after the last ack is a probe: back off. */
+  private noteResend(now: number, sentAt: number): void {
+    if (sentAt > this.lastAckAt) {
+      this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF);
+      this.lastProbeAt = now;
+    }
   }
 
   /**
@@ -283,6 +316,8 @@ export class ChunkSender implements SansIoPeer {
       this.ctr.add('wrongSession');
       return;
     }
+    this.lastAckAt = now;
+    this.backoff = 1;
     if (p.type === 'ack') this.onAck(now, p);
     else this.onRefuse(p);
     this.advance(now);
@@ -307,6 +342,7 @@ export class ChunkSender implements SansIoPeer {
           return undefined;
         }
         const n = encodeCancel(out, { session: this.config.sessionId, chunkId: c.chunkId, pipelined: this.isPipelined(c) });
+        if (c.cancelSentAt !== -Infinity) this.noteResend(now, c.cancelSentAt);
         c.cancelSentAt = now;
         this.ctr.add('cancelsSent');
         this.noteSent(now, n);
@@ -341,6 +377,7 @@ export class ChunkSender implements SansIoPeer {
       c.fifoLen--;
       this.ctr.add('slicesResent');
       this.controller.onLoss(now, wire);
+      this.noteResend(now, c.sentAt[s]);
     } else {
       c.nextFresh++;
       c.sentBytes += len;
@@ -379,7 +416,7 @@ export class ChunkSender implements SansIoPeer {
       const fresh = c.nextFresh < c.sliceCount;
       if (c.burst && fresh) return now;
       this.dropAckedHead(c);
-      const due = c.fifoLen > 0 ? c.sentAt[c.fifo[c.fifoHead]] + delay : Infinity;
+      const due = c.fifoLen > 0 ? this.headEligibleAt(c, delay) : Infinity;
       const headAt = due === Infinity ? Infinity : Math.max(due, this.budgetReadyAt(c, c.fifo[c.fifoHead]));
       if (fresh) {
         const freshAt = this.budgetReadyAt(c, c.nextFresh);
@@ -418,10 +455,7 @@ export class ChunkSender implements SansIoPeer {
       while (c.nextFresh < c.sliceCount && testBit(c.acked, c.nextFresh)) c.nextFresh++;
       if (c.burst && c.nextFresh < c.sliceCount) return this.setPick(c, c.nextFresh, false);
       this.dropAckedHead(c);
-      if (c.fifoLen > 0) {
-        const s = c.fifo[c.fifoHead];
-        if (c.sentAt[s] + delay <= now) return this.setPick(c, s, true);
-      }
+      if (c.fifoLen > 0 && this.headEligibleAt(c, delay) <= now) return this.setPick(c, c.fifo[c.fifoHead], true);
       if (c.nextFresh < c.sliceCount) return this.setPick(c, c.nextFresh, false);
     }
     return false;
@@ -531,6 +565,8 @@ export class ChunkSender implements SansIoPeer {
       if (rawUs >= 0 && ms > -1 && this.rtt.update(Math.max(ms, 0))) {
         sample = Math.max(ms, 0);
         this.ctr.add('rttSamples');
+        // Slowly decaying max of the receiver's ack holding time (QUIC's max_ack_delay, learned).
+        this.peerAckDelayMs = Math.max(Math.min(p.ackDelayUs / 1000, MAX_PEER_ACK_DELAY_MS), this.peerAckDelayMs * 0.98);
       } else {
         this.ctr.add('rttRejected');
       }

@@ -194,6 +194,14 @@ describe('chunk scenarios: impairments', () => {
     expect(o.now).toBeLessThan(110);
   });
 
+  it('chunk-long-rtt (seed 20): a 300 ms RTT against the 100 ms initial guess costs probes, not a second copy', () => {
+    const sent = blocks(20, [256 * 1024]);
+    const o = run({ seed: 20, aToB: { latencyMs: 150 }, blocks: sent, maxTimeMs: 5000 });
+    expectDelivered(o, sent);
+    expect(o.sender.counters().slicesResent).toBeLessThanOrEqual(3);
+    expect(o.receiver.counters().duplicateSlices).toBeLessThanOrEqual(3);
+  });
+
   it('is deterministic: same (scenario, seed), same counters', () => {
     const make = (): Outcome => run({ seed: 19, aToB: { ...LINK, loss: 0.2, jitterMs: 10 }, blocks: blocks(19, [300_000]), maxTimeMs: 10_000 });
     const a = make();
