@@ -582,6 +582,7 @@ export class Kcp {
    * In stream mode each call returns one segment (up to mss bytes).
    */
   recv(out: Uint8Array): number {
+    if (!(out instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'recv() takes a Uint8Array');
     if (this.rcvQueue.length === 0) return -1;
     const size = this.peekSize();
     if (size < 0) return -2;
@@ -647,6 +648,7 @@ export class Kcp {
    * `update`, or `now` when given (which also becomes the current clock).
    */
   input(data: Uint8Array, now?: number): KcpInputResult {
+    if (!(data instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'input() takes a Uint8Array');
     if (now !== undefined) this.current_ = clockArg(now);
     const c = this.counters;
     c.add('inputDatagrams');
