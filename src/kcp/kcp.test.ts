@@ -156,7 +156,18 @@ describe('Kcp: messages, fragments, stream mode', () => {
     expect(a.k.waitSnd()).toBe(segs.length);
   });
 
-  it('recvMessage hands over a single-segment message and copies a fragmented one', () => {
+  it('after an MTU shrink, a queued segment larger than the MTU goes out alone (C would overrun its buffer)', () => {
+    const { k, out } = capture({ nc: true });
+    k.send(new Uint8Array(1376).fill(1));
+    k.send(new Uint8Array(10).fill(2));
+    expect(k.setMtu(100)).toBe(0);
+    k.update(0);
+    expect(out.map((d) => d.length)).toEqual([1400, 34]);
+    expect(allSegments(out).map((s) => s.len)).toEqual([1376, 10]);
+    expect(out[0]!.subarray(24).every((b) => b === 1)).toBe(true);
+  });
+
+  it('recvMessage returns messages the caller owns, fragmented or not', () => {
     const a = capture({ nc: true });
     const b = capture();
     a.k.send(new Uint8Array([1, 2, 3]));
