@@ -1,6 +1,6 @@
 /**
- * Node entry point (`gamewire/node`): the browser-safe core plus the Node UDP adapter, which is the
- * only part that owns a socket and a clock.
+ * Node entry point (`gamewire/node`): everything of the browser-safe entry point (`gamewire`) plus
+ * the Node UDP adapter (`UdpDriver`, `UdpLinkProxy`), the only part that owns sockets and a clock.
  */
-export * from './core/index.js';
+export * from './index.js';
 export * from './adapters/node/index.js';
