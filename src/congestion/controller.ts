@@ -13,7 +13,8 @@ export interface RateController {
   /** A datagram of `wireBytes` was sent at `now`. */
   onSent(now: number, wireBytes: number): void;
   /**
-   * An ack at `now` newly confirmed `ackedWireBytes`; `rttMs` is a fresh RTT sample (undefined when the
+   * An ack at `now` newly confirmed `ackedWireBytes`; `rttMs` is a fresh RTT sample in ms (undefined
+   * when the ack could not be timed unambiguously).
    */
   onAck(now: number, ackedWireBytes: number, rttMs: number | undefined): void;
   /** The sender concluded at `now` that `lostWireBytes` were lost (a resend became due). */
