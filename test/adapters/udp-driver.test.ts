@@ -160,6 +160,26 @@ describe('UdpDriver over real loopback', () => {
     await driver.close();
   });
 
+  it('kick() drains a command issued after open; ICMP refusals are counted, not thrown', async () => {
+    const peer = new Blaster(0);
+    const driver = await UdpDriver.open(peer, { host: '127.0.0.1', remote: { host: '127.0.0.1', port: 9 } });
+    const errors: string[] = [];
+    driver.on('socket-error', (e) => errors.push(e.code ?? '?'));
+    expect(driver.counters().datagramsOut).toBe(0);
+    for (let round = 0; round < 3; round++) {
+      (peer as { count: number }).count += 5;
+      driver.kick();
+      driver.kick(); // coalesced
+      await new Promise((r) => setTimeout(r, 30));
+    }
+    const c = driver.counters();
+    expect(c.datagramsOut).toBe(15);
+    expect(c.sendErrors + c.recvErrors).toBeGreaterThan(0);
+    expect(errors.length).toBe(c.sendErrors + c.recvErrors);
+    expect(errors.every((e) => e === 'ECONNREFUSED')).toBe(true);
+    await driver.close();
+  });
+
   it('refuses bad options with invalid-config', async () => {
     await expect(UdpDriver.open(new Echo(), { port: 70000 })).rejects.toBeInstanceOf(GamewireError);
     await expect(UdpDriver.open(new Echo(), { maxDatagramBytes: 10 })).rejects.toMatchObject({ code: 'invalid-config' });
