@@ -1,16 +1,17 @@
 import type { RateController } from '../congestion/controller.js';
-import { DEFAULT_RATE_BYTES_PER_SEC, FixedRate } from '../congestion/fixed.js';
+import { AdaptiveRate } from '../congestion/adaptive.js';
+import { FixedRate } from '../congestion/fixed.js';
 import { checkConfig } from '../core/errors.js';
 import { DEFAULT_SLICE_BYTES, MAX_ACK_WINDOW_BYTES, MAX_BLOCK_BYTES, MAX_SLICE_BYTES, MIN_SLICE_BYTES } from './wire.js';
 
 /** Options of a `ChunkSender`; every field is optional (defaults in docs/chunk.md §Limits). */
 export interface ChunkSenderConfig {
   /**
-   * Pacing rate of the default `FixedRate` controller, wire bytes/s (UDP/IPv4 overhead included).
-   * Default 250 000 (2 Mbit/s). Give this or `rateController`, not both.
+   * Fixed-rate mode: pace at this many wire bytes/s (UDP/IPv4 overhead included) with a `FixedRate`
+   * instead of the default adaptive controller. Give this or `rateController`, not both.
    */
   rateBytesPerSec?: number;
-  /** Injected send-rate controller (pacing); default `new FixedRate(rateBytesPerSec)`. */
+  /** Injected send-rate controller (pacing); default `new AdaptiveRate()`, or `FixedRate` when `rateBytesPerSec` is given. */
   rateController?: RateController;
   /** Floor of the per-slice resend delay, ms: a slice is never resent sooner than max(RTT × 1.25, this). Default 20. */
   minResendMs?: number;
@@ -134,7 +135,7 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
     'rateController must implement RateController');
   }
   const r: ResolvedChunkSenderConfig = {
-    rateController: rc ?? new FixedRate(c.rateBytesPerSec ?? DEFAULT_RATE_BYTES_PER_SEC),
+    rateController: rc ?? (c.rateBytesPerSec !== undefined ? new FixedRate(c.rateBytesPerSec) : new AdaptiveRate()),
     minResendMs: c.minResendMs ?? 20,
     initialRttMs: c.initialRttMs ?? 100,
     sliceBytes: c.sliceBytes ?? DEFAULT_SLICE_BYTES,
