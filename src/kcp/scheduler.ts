@@ -71,6 +71,11 @@ export class DeadlineHeap {
     return this.n === 0 ? undefined : this.time[this.heap[0]];
   }
 
+  /** Id with the earliest deadline, or -1 when empty. */
+  peekId(): number {
+    return this.n === 0 ? -1 : this.heap[0];
+  }
+
   /** Remove and return the id with the earliest deadline if it is ≤ `now` (ms), else -1. */
   popDue(now: number): number {
     if (this.n === 0) return -1;
@@ -230,13 +235,14 @@ export class KcpScheduler<T extends KcpSchedulable = KcpSchedulable> {
     const heap = this.heap;
     const items = this.items;
     let count = 0;
-    for (let id = heap.popDue(now); id >= 0; id = heap.popDue(now)) {
+    // The due object stays at the top and is re-keyed in place (one sift-down instead of pop + push).
+    for (let id = heap.peekId(); id >= 0 && heap.peekTime()! <= now; id = heap.peekId()) {
       const kcp = items[id]!;
       kcp.update(now);
       count++;
-      if (this.parkIdle && kcp.waitSnd() === 0 && kcp.rmtWnd !== 0) continue;
+      if (this.parkIdle && kcp.waitSnd() === 0 && kcp.rmtWnd !== 0) heap.delete(id);
       // Never due again at this same instant: a second update at one clock value cannot flush.
-      heap.set(id, Math.max(deadlineOf(kcp, now), now + 1));
+      else heap.set(id, Math.max(deadlineOf(kcp, now), now + 1));
     }
     this.updates += count;
     return count;

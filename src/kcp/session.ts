@@ -467,13 +467,15 @@ abstract class SessionHost {
     const heap = this.heap;
     do {
       this.rescheduleTouched(now);
-      for (let id = heap.popDue(now); id >= 0; id = heap.popDue(now)) {
+      // The due session stays at the top and is re-keyed in place (one sift-down instead of pop + push).
+      for (let id = heap.peekId(); id >= 0 && heap.peekTime()! <= now; id = heap.peekId()) {
         const s = this.slots[id]!;
         s.tick(now);
-        if (s.state === 'closed' || s.touched) continue; // touched: rescheduled in the next round
-        const t = s.nextDeadline(now);
+        if (s.state === 'closed') continue; // closeSession removed it
+        const t = s.touched ? Infinity : s.nextDeadline(now); // touched: rescheduled in the next round
         // A second tick at the same instant cannot flush (KCP flushes once per interval).
-        if (t !== Infinity) heap.set(id, t > now ? t : now + 1);
+        if (t === Infinity) heap.delete(id);
+        else heap.set(id, t > now ? t : now + 1);
       }
     } while (this.touchedList.length > 0);
   }
@@ -565,7 +567,9 @@ export interface KcpServerOptions extends KcpSessionOptions {
 export class KcpServer extends SessionHost {
   /** Most live sessions. */
   readonly maxSessions: number;
-  private readonly byKey = new Map<string, KcpSession>();
+  // Raw mode: address → conv → session (two levels, so no key string is built per datagram).
+  private readonly byAddr = new Map<string, Map<number, KcpSession>>();
+  private rawCount = 0;
   private readonly byConv = new Map<number, KcpSession>();
   private readonly acceptConv: ((conv: number) => boolean) | undefined;
   private readonly cookieKey: CookieKey | undefined;
@@ -589,17 +593,20 @@ export class KcpServer extends SessionHost {
 
   /** Live sessions. */
   get sessionCount(): number {
-    return this.opts.mode === 'cookie' ? this.byConv.size : this.byKey.size;
+    return this.opts.mode === 'cookie' ? this.byConv.size : this.rawCount;
   }
 
   /** Every live session. */
   sessions(): IterableIterator<KcpSession> {
-    return this.opts.mode === 'cookie' ? this.byConv.values() : this.byKey.values();
+    if (this.opts.mode === 'cookie') return this.byConv.values();
+    const all: KcpSession[] = [];
+    for (const m of this.byAddr.values()) for (const x of m.values()) all.push(x);
+    return all.values();
   }
 
   /** The live session for (`address`, `conv`) in raw mode, or for `conv` in cookie mode. */
   session(conv: number, address?: string): KcpSession | undefined {
-    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byKey.get(`${address ?? ''}#${conv}`);
+    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byAddr.get(address ?? '')?.get(conv);
   }
 
   /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
@@ -616,19 +623,24 @@ export class KcpServer extends SessionHost {
       return;
     }
     const conv = readU32LE(bytes, 0);
-    const key = `${from}#${conv}`;
-    let s = this.byKey.get(key);
+    let convs = this.byAddr.get(from);
+    let s = convs?.get(conv);
     if (s === undefined) {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
         this.counters.add('droppedConv');
         return;
       }
-      if (this.byKey.size >= this.maxSessions) {
+      if (this.rawCount >= this.maxSessions) {
         this.counters.add('refusedFull');
         return;
       }
       s = this.newSession(conv, undefined, from, now);
-      this.byKey.set(key, s);
+      if (convs === undefined) {
+        convs = new Map();
+        this.byAddr.set(from, convs);
+      }
+      convs.set(conv, s);
+      this.rawCount++;
     }
     s.input(now, bytes, 0);
   }
@@ -710,7 +722,13 @@ export class KcpServer extends SessionHost {
 
   protected override forget(s: KcpSession): void {
     if (this.opts.mode === 'cookie') this.byConv.delete(s.conv);
-    else this.byKey.delete(`${s.address}#${s.conv}`);
+    else {
+      const convs = this.byAddr.get(s.address);
+      if (convs?.delete(s.conv) === true) {
+        this.rawCount--;
+        if (convs.size === 0) this.byAddr.delete(s.address);
+      }
+    }
   }
 
   /**

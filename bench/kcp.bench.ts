@@ -1,0 +1,599 @@
+/**
+ * KCP benchmarks (not a test): `npm run bench:kcp`. Prints tables, writes raw figures to
+ * bench/results/kcp.json and the tables into the "## kcp" section of bench/README.md.
+ *
+ * a. KCP's own test.cpp benchmark replayed on the simulator (virtual clock, seeded kcp-test link):
+ *    our Kcp and the C ikcp.c (node-kcp) in the same harness, asserted identical.
+ * b. CPU: messages per second through a pair of KCP objects in one process, ours vs node-kcp.
+ * c. Scale: 5,000 sessions, check()-driven scheduling vs updating every session every tick.
+ * KCP_BENCH_PARTS=ac (any of a, b, c) runs only those parts and writes nothing.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { NonCryptoRng } from '../src/core/rng.js';
+import { Kcp, type KcpOptions } from '../src/kcp/kcp.js';
+import { KcpScheduler } from '../src/kcp/scheduler.js';
+import { KcpServer } from '../src/kcp/session.js';
+import { runTestCpp, type TestCppMode, type TestCppResult } from '../test/kcp/interop-testcpp.js';
+import { nodeKcp } from '../test/kcp/oracle.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+const started = Date.now();
+const load0 = loadavg()[0]!;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+function table(head: string[], rows: (string | number)[][], align?: string[]): string {
+  const a = align ?? head.map((_, i) => (i === 0 ? '---' : '---:'));
+  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// a. test.cpp on the simulator
+
+const PUBLISHED: Record<TestCppMode, [number, number]> = { default: [740, 1507], normal: [156, 571], fast: [138, 392] };
+const MODES: TestCppMode[] = ['default', 'normal', 'fast'];
+const SEEDS = 10;
+
+interface PartA {
+  seed1: { mode: TestCppMode; ours: TestCppResult; c: TestCppResult; exact: TestCppResult; identical: boolean }[];
+  seeds: { mode: TestCppMode; identicalAll: boolean; oursAvg: number[]; oursMax: number[]; exactAvg: number[]; exactMax: number[] }[];
+}
+
+function partA(): { data: PartA; text: string } {
+  const strip = (r: TestCppResult): TestCppResult => ({ ...r, rtts: [] });
+  const seed1: PartA['seed1'] = [];
+  const seeds: PartA['seeds'] = [];
+  for (const mode of MODES) {
+    let identicalAll = true;
+    const oursAvg: number[] = [];
+    const oursMax: number[] = [];
+    const exactAvg: number[] = [];
+    const exactMax: number[] = [];
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const ours = runTestCpp('ours', mode, { seed });
+      const c = runTestCpp('c', mode, { seed });
+      const exact = mode === 'fast' ? runTestCpp('ours', mode, { seed, exact: true }) : ours;
+      const identical = ours.trace === c.trace && ours.avgRtt === c.avgRtt && ours.maxRtt === c.maxRtt && ours.tx === c.tx && !ours.orderError;
+      if (!identical) identicalAll = false;
+      oursAvg.push(ours.avgRtt);
+      oursMax.push(ours.maxRtt);
+      exactAvg.push(exact.avgRtt);
+      exactMax.push(exact.maxRtt);
+      if (seed === 1) seed1.push({ mode, ours: strip(ours), c: strip(c), exact: strip(exact), identical });
+    }
+    seeds.push({ mode, identicalAll, oursAvg, oursMax, exactAvg, exactMax });
+  }
+  const rows = seed1.map((r) => [
+    r.mode,
+    `${PUBLISHED[r.mode][0]} / ${PUBLISHED[r.mode][1]}`,
+    `${r.ours.avgRtt} / ${r.ours.maxRtt} / ${r.ours.tx}`,
+    `${r.c.avgRtt} / ${r.c.maxRtt} / ${r.c.tx}`,
+    r.identical ? 'yes' : '**NO**',
+    r.mode === 'fast' ? `${r.exact.avgRtt} / ${r.exact.maxRtt} / ${r.exact.tx}` : 'same as ours',
+    `${(r.ours.durationMs / 1000).toFixed(1)} s`,
+  ]);
+  const t1 = table(
+    ['mode', 'published avg / max', 'ours avg / max / tx', 'C (node-kcp) avg / max / tx', 'identical', 'ours, exact test.cpp settings', 'virtual time'],
+    rows,
+    ['---', '---:', '---:', '---:', ':---:', '---:', '---:'],
+  );
+  const rng = (xs: number[]): string => `${Math.min(...xs)}–${Math.max(...xs)}`;
+  const t2 = table(
+    ['mode', `avgrtt over seeds 1..${SEEDS}`, 'maxrtt', 'exact settings: avgrtt', 'maxrtt', 'ours = C on every seed'],
+    seeds.map((s) => [s.mode, rng(s.oursAvg), rng(s.oursMax), rng(s.exactAvg), rng(s.exactMax), s.identicalAll ? 'yes' : '**NO**']),
+    ['---', '---:', '---:', '---:', '---:', ':---:'],
+  );
+  const text = [
+    '### a. KCP test.cpp on the simulator',
+    '',
+    "test.cpp's loop (kcp.md §2.1) on a virtual 1 ms clock: a `kcp-test` link pair (shuffle-bag 5% loss per direction, FIFO",
+    'one-way 30–61 ms, at most 1000 datagrams in flight), an 8-byte message every 20 ms from kcp1, echoed by kcp2, until',
+    '1001 echoes; windows 128/128, interval 10. avg/max in ms (integer mean, as test.cpp prints), tx = datagrams kcp1',
+    'sent (lost ones included). Ours and C run in the same process on the same seeded network and clock; "identical" means',
+    'the SHA-256 over every datagram of both ends (direction, time, bytes) and all three figures are equal.',
+    '',
+    'node-kcp cannot set `rx_minrto`. test.cpp\'s fast mode gives kcp1 `rx_minrto = 10` and `fastresend = 1`: both sides run',
+    'what node-kcp can express (kcp1 `nodelay(2,10,1,1)`, i.e. fastresend 1, with rx_minrto left at 30; kcp2',
+    '`nodelay(2,10,2,1)`), and ours also runs once with the exact settings (last column). Published figures are test.cpp\'s',
+    'comment (2014 code; default mode\'s 740/1507 predates the 2015 cwnd fix and no later code reproduces it, kcp.md §2.4).',
+    '',
+    `Seed 1:`,
+    '',
+    t1,
+    '',
+    t2,
+  ].join('\n');
+  return { data: { seed1, seeds }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+// b. CPU: messages per second through a pair of KCP objects
+
+interface PairEnd {
+  send(b: Uint8Array): void;
+  recvCount(): number;
+  input(b: Uint8Array): void;
+  update(now: number): void;
+  waitSnd(): number;
+  release(): void;
+}
+
+const PAIR = { nodelay: 1, interval: 10, resend: 2, nc: 1, snd: 128, rcv: 128 };
+
+function ourPairEnd(out: (d: Uint8Array) => void): PairEnd {
+  const opts: KcpOptions = { nodelay: PAIR.nodelay, interval: PAIR.interval, resend: PAIR.resend, nc: true, sndWnd: PAIR.snd, rcvWnd: PAIR.rcv };
+  const k = new Kcp(1, out, opts);
+  const buf = new Uint8Array(2048);
+  return {
+    send: (b) => void k.send(b),
+    recvCount: () => {
+      let n = 0;
+      while (k.recv(buf) >= 0) n++;
+      return n;
+    },
+    input: (b) => void k.input(b),
+    update: (now) => k.update(now),
+    waitSnd: () => k.waitSnd(),
+    release: () => {},
+  };
+}
+
+function cPairEnd(out: (d: Uint8Array) => void): PairEnd {
+  const KCP = nodeKcp();
+  const k = new KCP(1);
+  k.output((d: Buffer) => out(d));
+  k.nodelay(PAIR.nodelay, PAIR.interval, PAIR.resend, PAIR.nc);
+  k.wndsize(PAIR.snd, PAIR.rcv);
+  return {
+    send: (b) => void k.send(b as Buffer),
+    recvCount: () => {
+      let n = 0;
+      while (k.recv() !== undefined) n++;
+      return n;
+    },
+    input: (b) => void k.input(b as Buffer),
+    update: (now) => k.update(now),
+    waitSnd: () => k.waitsnd(),
+    release: () => k.release(),
+  };
+}
+
+interface PairRun {
+  msgsPerSec: number;
+  cpuMs: number;
+  datagrams: number;
+  virtualMs: number;
+}
+
+/** A sends `messages` 1 KiB messages to B; datagrams delivered at once, each lost with probability `loss`. */
+function pairRun(impl: 'ours' | 'c', messages: number, loss: number, seed: number): PairRun {
+  const rng = new NonCryptoRng(seed);
+  let datagrams = 0;
+  let a: PairEnd | undefined;
+  let b: PairEnd | undefined;
+  const make = impl === 'ours' ? ourPairEnd : cPairEnd;
+  a = make((d) => {
+    datagrams++;
+    if (!(loss > 0 && rng.nextFloat() < loss)) b!.input(d);
+  });
+  b = make((d) => {
+    datagrams++;
+    if (!(loss > 0 && rng.nextFloat() < loss)) a!.input(d);
+  });
+  const msg = new Uint8Array(1024).fill(0x5a);
+  const msgBuf = impl === 'c' ? Buffer.from(msg) : msg;
+  let sent = 0;
+  let received = 0;
+  let now = 0;
+  const c0 = process.cpuUsage();
+  while (received < messages) {
+    while (sent < messages && a.waitSnd() < 2 * PAIR.snd) {
+      a.send(msgBuf);
+      sent++;
+    }
+    a.update(now);
+    b.update(now);
+    received += b.recvCount();
+    now += PAIR.interval;
+    if (now > 100_000_000) throw new Error('pair run stalled');
+  }
+  const c = process.cpuUsage(c0);
+  a.release();
+  b.release();
+  const cpuMs = (c.user + c.system) / 1000;
+  return { msgsPerSec: messages / (cpuMs / 1000), cpuMs, datagrams, virtualMs: now };
+}
+
+interface PartB {
+  runs: number;
+  cases: { loss: number; messages: number; ours: PairRun[]; c: PairRun[]; oursMedian: number; cMedian: number; ratio: number; sameDatagrams: boolean }[];
+}
+
+function partB(): { data: PartB; text: string } {
+  const RUNS = 7;
+  const cases: PartB['cases'] = [];
+  pairRun('ours', 20_000, 0, 1); // warm up both JITs
+  pairRun('c', 20_000, 0, 1);
+  for (const [loss, messages] of [[0, 200_000], [0.1, 100_000]] as const) {
+    const ours: PairRun[] = [];
+    const c: PairRun[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      // Alternate the order so drift on a shared machine hits both.
+      if (i % 2 === 0) {
+        ours.push(pairRun('ours', messages, loss, 7));
+        c.push(pairRun('c', messages, loss, 7));
+      } else {
+        c.push(pairRun('c', messages, loss, 7));
+        ours.push(pairRun('ours', messages, loss, 7));
+      }
+    }
+    const oursMedian = median(ours.map((r) => r.msgsPerSec));
+    const cMedian = median(c.map((r) => r.msgsPerSec));
+    cases.push({ loss, messages, ours, c, oursMedian, cMedian, ratio: oursMedian / cMedian, sameDatagrams: ours[0]!.datagrams === c[0]!.datagrams });
+  }
+  const t = table(
+    ['1 KiB messages A→B', 'ours msg/s', 'node-kcp msg/s', 'ours / C', 'datagrams (both ways)', 'same datagrams'],
+    cases.map((k) => [
+      `${k.loss * 100}% loss, ${k.messages / 1000}k msgs`,
+      Math.round(k.oursMedian).toLocaleString('en-US'),
+      Math.round(k.cMedian).toLocaleString('en-US'),
+      `${k.ratio.toFixed(2)}×`,
+      k.ours[0]!.datagrams.toLocaleString('en-US'),
+      k.sameDatagrams ? 'yes' : 'no',
+    ]),
+  );
+  const text = [
+    '### b. CPU: messages per second through a pair of KCP objects',
+    '',
+    `Two KCP objects in one process, nodelay(1, 10, 2, 1), windows 128/128, mtu 1400. A keeps 256 messages of 1 KiB`,
+    `queued; each output datagram is handed to the other side's input at once (lost with the given probability, seeded);`,
+    `both are updated every 10 ms of virtual time until B has received every message. msg/s = messages / CPU seconds`,
+    `(\`process.cpuUsage\`, both ends). node-kcp's figures include its N-API crossings and a Buffer per output and per`,
+    `recv, which is what using the C code from Node costs. Medians of ${RUNS} runs, alternating order.`,
+    '',
+    t,
+  ].join('\n');
+  return { data: { runs: RUNS, cases }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+// c. Scale: 5,000 sessions
+
+const N = 5000;
+const TICK = 10;
+const PERIOD_MS = 10_000;
+const SCALE_KCP: KcpOptions = { nodelay: 1, interval: 10, resend: 2, nc: true, sndWnd: 32, rcvWnd: 128 };
+
+type Strategy = 'update-all' | 'check' | 'check+park' | 'KcpServer' | 'KcpServer+keepalive';
+
+interface ScaleRun {
+  strategy: Strategy;
+  traffic: 'idle' | '1 msg/s';
+  serverCpuMs: number;
+  coreShare: number;
+  serverUpdates: number;
+  echoes: number;
+}
+
+/** N client Kcps (not measured) talk to N server-side sessions driven by `strategy` (measured). */
+function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
+  const toServer: Uint8Array[][] = Array.from({ length: N }, () => []);
+  const toClient: Uint8Array[][] = Array.from({ length: N }, () => []);
+  const clients: Kcp[] = [];
+  const cSched = new KcpScheduler<Kcp>();
+  for (let i = 0; i < N; i++) {
+    const k = new Kcp(i + 1, (d) => toServer[i]!.push(d.slice()), SCALE_KCP);
+    clients.push(k);
+    cSched.add(k, 0);
+  }
+  const servers: Kcp[] = [];
+  const sSched = new KcpScheduler<Kcp>({ parkIdle: strategy === 'check+park' });
+  const addrOf = (i: number): string => `10.0.${i >> 8}.${i & 255}:4000`;
+  const indexOf = new Map<string, number>();
+  const addrs = Array.from({ length: N }, (_, i) => addrOf(i));
+  let server: KcpServer | undefined;
+  const out = new Uint8Array(2048);
+  if (strategy === 'KcpServer' || strategy === 'KcpServer+keepalive') {
+    const ka = strategy === 'KcpServer+keepalive';
+    server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: ka ? 1000 : 0, idleTimeoutMs: ka ? 30_000 : 0 });
+    for (let i = 0; i < N; i++) indexOf.set(addrOf(i), i);
+  } else {
+    for (let i = 0; i < N; i++) {
+      const k = new Kcp(i + 1, (d) => toClient[i]!.push(d.slice()), SCALE_KCP);
+      servers.push(k);
+      if (strategy !== 'update-all') sSched.add(k, 0);
+    }
+  }
+  let serverUpdates = 0;
+  let echoes = 0;
+  let cpuUs = 0;
+  const payload = new Uint8Array(32).fill(7);
+  const measureFrom = 1000; // open every session first (one message each), then measure
+  for (let now = 0; now <= measureFrom + PERIOD_MS; now += TICK) {
+    // Clients (not measured): send, update, receive.
+    for (let i = 0; i < N; i++) {
+      const due = now === 0 || (traffic === '1 msg/s' && now > measureFrom && now % 1000 === (i * 10) % 1000);
+      if (due) {
+        clients[i]!.send(payload);
+        cSched.touch(clients[i]!, now);
+      }
+    }
+    cSched.handleTimeout(now);
+    const measured = now > measureFrom;
+    const c0 = measured ? process.cpuUsage() : undefined;
+    // Server side (measured): input, echo, scheduling.
+    if (server !== undefined) {
+      for (let i = 0; i < N; i++) {
+        const q = toServer[i]!;
+        if (q.length === 0) continue;
+        for (const d of q) server.handleDatagram(now, addrs[i]!, d);
+        q.length = 0;
+      }
+      for (let ev = server.pollEvent(); ev !== undefined; ev = server.pollEvent()) {
+        if (ev.type === 'message') {
+          ev.session.send(ev.data);
+          echoes++;
+        }
+      }
+      const t = server.pollTimeout();
+      if (t !== undefined && t <= now) server.handleTimeout(now);
+      for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) toClient[indexOf.get(d.to)!]!.push(d.bytes);
+    } else {
+      for (let i = 0; i < N; i++) {
+        const q = toServer[i]!;
+        if (q.length === 0) continue;
+        const k = servers[i]!;
+        for (const d of q) k.input(d, now);
+        q.length = 0;
+        for (let n = k.recv(out); n >= 0; n = k.recv(out)) {
+          k.send(out.subarray(0, n));
+          echoes++;
+        }
+        if (strategy !== 'update-all') sSched.touch(k, now);
+      }
+      if (strategy === 'update-all') {
+        for (let i = 0; i < N; i++) servers[i]!.update(now);
+        serverUpdates += N;
+      } else {
+        serverUpdates += sSched.handleTimeout(now);
+      }
+    }
+    if (c0 !== undefined) {
+      const c = process.cpuUsage(c0);
+      cpuUs += c.user + c.system;
+    }
+    // Clients receive (not measured).
+    for (let i = 0; i < N; i++) {
+      const q = toClient[i]!;
+      if (q.length === 0) continue;
+      const k = clients[i]!;
+      for (const d of q) k.input(d, now);
+      q.length = 0;
+      while (k.recv(out) >= 0);
+      cSched.touch(k, now);
+    }
+    if (!measured) {
+      serverUpdates = 0;
+      echoes = 0;
+    }
+  }
+  if (server !== undefined && server.sessionCount !== N) throw new Error(`only ${server!.sessionCount} sessions opened`);
+  return { strategy, traffic, serverCpuMs: cpuUs / 1000, coreShare: cpuUs / 1000 / PERIOD_MS, serverUpdates, echoes };
+}
+
+interface MemoryFigure {
+  what: string;
+  bytesPerSession: number;
+}
+
+function heapAfterGc(): number {
+  gc();
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
+/** Heap of N established (one message each way), idle `Kcp`s in a KcpScheduler; returns them to keep them alive. */
+function buildIdleKcps(): unknown {
+  const keep: Kcp[] = [];
+  const sched = new KcpScheduler<Kcp>();
+  for (let i = 0; i < N; i++) {
+    // b is the session kept; a is its temporary peer, unreachable once the exchange is done.
+    const link: { a?: Kcp; b?: Kcp } = {};
+    const a = new Kcp(i, (d) => link.b?.input(d, 0), SCALE_KCP);
+    const b = new Kcp(i, (d) => link.a?.input(d, 0), SCALE_KCP);
+    link.a = a;
+    link.b = b;
+    a.update(0);
+    b.update(0);
+    a.send(new Uint8Array(32));
+    a.update(10);
+    b.update(10);
+    b.recvMessage();
+    a.update(20);
+    link.a = undefined;
+    link.b = undefined;
+    keep.push(b);
+    sched.add(b, 20);
+  }
+  sched.handleTimeout(20);
+  return sched;
+}
+
+/** A KcpServer holding N established idle raw-mode sessions. */
+function buildIdleServer(): unknown {
+  const server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: 0, idleTimeoutMs: 0 });
+  for (let i = 0; i < N; i++) {
+    const c = new Kcp(i, (d) => server.handleDatagram(0, `10.0.${i >> 8}.${i & 255}:4000`, d), SCALE_KCP);
+    c.update(0);
+    c.send(new Uint8Array(32));
+    c.update(10);
+  }
+  server.handleTimeout(10);
+  while (server.pollEvent() !== undefined);
+  server.handleTimeout(20);
+  while (server.pollDatagram(20) !== undefined);
+  server.handleTimeout(40);
+  while (server.pollDatagram(40) !== undefined);
+  if (server.sessionCount !== N) throw new Error('sessions missing');
+  return server;
+}
+
+/** GC'd heap growth per session of what `build` returns (median of 3 builds). */
+function heapPerSession(build: () => unknown): number {
+  const xs: number[] = [];
+  for (let r = 0; r < 3; r++) {
+    const before = heapAfterGc();
+    let kept: unknown = build();
+    const after = heapAfterGc();
+    xs.push((after - before) / N);
+    kept = undefined;
+    void kept;
+  }
+  return median(xs);
+}
+
+function memoryPerSession(): MemoryFigure[] {
+  return [
+    { what: 'Kcp + KcpScheduler entry', bytesPerSession: heapPerSession(buildIdleKcps) },
+    { what: 'KcpServer session (raw mode)', bytesPerSession: heapPerSession(buildIdleServer) },
+  ];
+}
+
+interface PartC {
+  sessions: number;
+  periodMs: number;
+  runs: ScaleRun[];
+  memory: MemoryFigure[];
+}
+
+function partC(): { data: PartC; text: string } {
+  const runs: ScaleRun[] = [];
+  const strategies: Strategy[] = ['update-all', 'check', 'check+park', 'KcpServer', 'KcpServer+keepalive'];
+  for (const traffic of ['idle', '1 msg/s'] as const) {
+    for (const s of strategies) {
+      // Median of 3 by CPU (the machine is shared).
+      const r = [scaleRun(s, traffic), scaleRun(s, traffic), scaleRun(s, traffic)].sort((x, y) => x.serverCpuMs - y.serverCpuMs)[1]!;
+      runs.push(r);
+    }
+  }
+  const memory = memoryPerSession();
+  const base = (t: string): number => runs.find((r) => r.strategy === 'update-all' && r.traffic === t)!.serverCpuMs;
+  const label: Record<Strategy, string> = {
+    'update-all': 'update every session every 10 ms',
+    check: 'KcpScheduler, check() only (parkIdle: false)',
+    'check+park': 'KcpScheduler, check() + park idle (default)',
+    KcpServer: 'KcpServer sessions (raw mode, keep-alive off)',
+    'KcpServer+keepalive': 'KcpServer sessions, keep-alive 1 s, idle timeout 30 s',
+  };
+  const t = table(
+    ['server side, 5,000 sessions', 'traffic', 'CPU ms per 10 s', 'share of one core', 'vs update-all', 'KCP updates', 'echoes'],
+    runs.map((r) => [
+      label[r.strategy],
+      r.traffic,
+      r.serverCpuMs.toFixed(0),
+      `${(r.coreShare * 100).toFixed(2)}%`,
+      `${(r.serverCpuMs / base(r.traffic)).toFixed(2)}×`,
+      r.strategy.startsWith('KcpServer') ? '–' : r.serverUpdates.toLocaleString('en-US'),
+      r.echoes.toLocaleString('en-US'),
+    ]),
+  );
+  const tm = table(
+    ['idle session, after GC', 'heap bytes per session'],
+    memory.map((m) => [m.what, Math.round(m.bytesPerSession).toLocaleString('en-US')]),
+  );
+  const text = [
+    '### c. Scale: 5,000 sessions',
+    '',
+    `${N.toLocaleString('en-US')} client Kcps (not measured) each talk to one server-side session, over instant in-process`,
+    'delivery, on a virtual clock stepped every 10 ms. Sessions are nodelay(1, 10, 2, 1). Every session is opened with one',
+    `message, then ${PERIOD_MS / 1000} s of virtual time are measured. "1 msg/s" = each client sends 32 bytes once a second`,
+    '(staggered) and the server echoes them. CPU = `process.cpuUsage` around the server-side work only (input, echo,',
+    'scheduling/updates); share of one core = CPU time / virtual time, i.e. the load if the clock were real. Medians of 3.',
+    'Memory: heap after GC (`--expose-gc` via v8 flags), before vs after creating 5,000 established idle sessions, / 5,000.',
+    '',
+    t,
+    '',
+    tm,
+  ].join('\n');
+  return { data: { sessions: N, periodMs: PERIOD_MS, runs, memory }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function main(): void {
+  const t0 = Date.now();
+  const only = process.env.KCP_BENCH_PARTS; // e.g. "c" while developing; the README is written only for a full run
+  if (only !== undefined) {
+    if (only.includes('a')) console.log(partA().text + '\n');
+    if (only.includes('b')) console.log(partB().text + '\n');
+    if (only.includes('c')) console.log(partC().text + '\n');
+    return;
+  }
+  const a = partA();
+  console.log(a.text + '\n');
+  const bad = a.data.seeds.filter((s) => !s.identicalAll);
+  if (bad.length > 0) console.error(`NOT IDENTICAL: ${bad.map((s) => s.mode).join(', ')}`);
+  const b = partB();
+  console.log(b.text + '\n');
+  const c = partC();
+  console.log(c.text + '\n');
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const machine =
+    `Machine: ${cpu} × ${cpus().length} logical, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version}; ` +
+    `${new Date(started).toISOString().slice(0, 10)}; load average ${load0.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end; ` +
+    `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
+  console.log(machine);
+  const results = {
+    date: new Date(started).toISOString(),
+    machine: { cpu, logical: cpus().length, totalmem: totalmem(), node: process.version, loadStart: load0, loadEnd: loadavg()[0] },
+    a: a.data,
+    b: b.data,
+    c: c.data,
+  };
+  writeFileSync(join(HERE, 'results', 'kcp.json'), JSON.stringify(results, null, 2) + '\n');
+  const section = [
+    '## kcp',
+    '',
+    '`npm run bench:kcp` (bench/kcp.bench.ts; raw figures in bench/results/kcp.json). The CI guard for part a is',
+    'test/kcp/interop-bench.test.ts (200 round trips per mode, 3 seeds).',
+    '',
+    a.text,
+    '',
+    b.text,
+    '',
+    c.text,
+    '',
+    machine,
+    '(The machine is shared with other work, so CPU figures move from run to run; compare within a table.)',
+    '',
+  ].join('\n');
+  const readme = join(HERE, 'README.md');
+  let text = '';
+  try {
+    text = readFileSync(readme, 'utf8');
+  } catch {
+    text = '# gamewire benchmarks\n';
+  }
+  const start = text.indexOf('\n## kcp\n');
+  if (start >= 0) {
+    const next = text.indexOf('\n## ', start + 1);
+    text = text.slice(0, start + 1) + section + (next >= 0 ? text.slice(next + 1) : '');
+  } else {
+    text = text.replace(/\n*$/, '\n\n') + section;
+  }
+  writeFileSync(readme, text);
+  if (bad.length > 0) process.exitCode = 1;
+}
+
+main();
