@@ -1,2 +1,3 @@
 export * from './controller.js';
 export * from './adaptive.js';
+export * from './fixed.js';
