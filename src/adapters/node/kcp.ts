@@ -285,7 +285,7 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
     this.emit('close');
   }
 
-  /** Throws `closed` after close. */
+  /** The session; throws `invalid-state` before it exists (cookie mode: before ACCEPT). */
   get session(): KcpSession {
     const s = this.client.session;
     if (s === undefined) throw new GamewireError('invalid-state', 'no session yet');
