@@ -1,6 +1,5 @@
 import type { RateController } from '../congestion/controller.js';
 import { PacingBudget } from '../congestion/fixed.js';
-import { ByteWriter } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
@@ -147,7 +146,6 @@ export class ChunkSender implements SansIoPeer {
   private nextChunkId: number;
   private queuedBytesTotal = 0;
   private lastNow = -Infinity;
-  private writer: ByteWriter | undefined;
   private pickChunk: OutChunk | undefined;
   private pickSlice = 0;
   private pickResend = false;
@@ -161,6 +159,10 @@ export class ChunkSender implements SansIoPeer {
   private backoff = 1;
   private lastAckAt = -Infinity;
   private lastProbeAt = -Infinity;
+  // Per-datagram counters as plain fields (hot path); folded into counters().
+  private nSent = 0;
+  private wireSent = 0;
+  private nSlices = 0;
 
   constructor(config: ChunkSenderConfig = {}) {
     this.config = resolveSenderConfig(config);
@@ -224,7 +226,7 @@ export class ChunkSender implements SansIoPeer {
 
   /** A copy of every counter (see `ChunkSenderCounter`). */
   counters(): Readonly<Record<ChunkSenderCounter, number>> {
-    return this.ctr.snapshot();
+    return { ...this.ctr.snapshot(), datagramsSent: this.nSent, wireBytesSent: this.wireSent, slicesSent: this.nSlices };
   }
 
   /** The RTT estimator's current view (ms). */
@@ -367,10 +369,7 @@ export class ChunkSender implements SansIoPeer {
       if (!this.budget.covers(wire)) return undefined;
       this.budget.spend(wire);
     }
-    if (this.writer === undefined || this.writer.bytes !== out) this.writer = new ByteWriter(out);
-    const w = this.writer;
-    w.offset = 0;
-    writeSlice(w, this.config.sessionId, c.chunkId, this.isPipelined(c), u32(Math.floor(now * 1000)),
+    writeSlice(out, 0, this.config.sessionId, c.chunkId, this.isPipelined(c), u32(Math.floor(now * 1000)),
       c.data.length, sliceBytes, s, c.data, offset, len);
     if (this.pickResend) {
       c.fifoHead = (c.fifoHead + 1) % c.sliceCount;
@@ -389,7 +388,7 @@ export class ChunkSender implements SansIoPeer {
     c.sentAt[s] = now;
     c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
     c.fifoLen++;
-    this.ctr.add('slicesSent');
+    this.nSlices++;
     this.noteSent(now, size);
     return size;
   }
@@ -438,8 +437,8 @@ export class ChunkSender implements SansIoPeer {
   }
 
   private noteSent(now: number, size: number): void {
-    this.ctr.add('datagramsSent');
-    this.ctr.add('wireBytesSent', size + UDP_IP_OVERHEAD_BYTES);
+    this.nSent++;
+    this.wireSent += size + UDP_IP_OVERHEAD_BYTES;
     this.controller.onSent(now, size + UDP_IP_OVERHEAD_BYTES);
   }
 

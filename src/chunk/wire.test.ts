@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
+import crc32 from 'crc/calculators/crc32';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NonCryptoRng } from '../core/rng.js';
 import {
   ACK_BASE_BYTES, type AckPacket, CANCEL_BYTES, type ChunkPacket, crc32Of, DEFAULT_SLICE_BYTES, decodeChunkPacket,
-  encodeChunkPacket, MAX_ACK_BYTES, MIN_SLICE_BYTES, REFUSE_BYTES, SLICE_HEADER_BYTES, sliceCountOf, sliceLengthOf,
-  type SlicePacket,
+  encodeChunkPacket, MAX_ACK_BYTES, MIN_SLICE_BYTES, REFUSE_BYTES, SLICE_HEADER_BYTES, SliceDecoder, sliceCountOf,
+  sliceLengthOf, type SlicePacket,
 } from './wire.js';
 
 const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
@@ -179,6 +180,56 @@ describe('chunk wire: codec properties', () => {
       if (decodeChunkPacket(b).ok) accepted++;
     }
     expect(accepted).toBe(0);
+  });
+});
+
+describe('chunk wire: hot-path slice decoder and CRC', () => {
+  /** The SliceDecoder's verdict in decodeChunkPacket's terms (payload as the datagram's tail). */
+  function viaDecoder(d: SliceDecoder, b: Uint8Array): unknown {
+    const r = d.decode(b);
+    if (!r.ok) return r.code;
+    expect(r.bytesRead).toBe(b.length);
+    return { type: 'slice', ...r.value, payload: hex(b.subarray(SLICE_HEADER_BYTES)) };
+  }
+  function viaGeneral(b: Uint8Array): unknown {
+    // Another packet type is never a slice, whatever else is wrong with it.
+    if (b.length >= 2 && b[0] === 0xc1 && b[1] !== 1) return 'bad-type';
+    const r = decodeChunkPacket(b);
+    if (!r.ok) return r.code;
+    return r.value.type === 'slice' ? plain(r.value) : 'bad-type';
+  }
+
+  it('accepts and rejects exactly what decodeChunkPacket does for slices (valid, mutated, truncated, other types)', () => {
+    const d = new SliceDecoder();
+    fc.assert(fc.property(packetArb, fc.nat(), fc.nat(), (p, at, v) => {
+      const bytes = encode(p);
+      expect(viaDecoder(d, bytes)).toEqual(viaGeneral(bytes));
+      const m = bytes.slice();
+      m[at % m.length] = v & 0xff;
+      expect(viaDecoder(d, m)).toEqual(viaGeneral(m));
+      const cut = bytes.subarray(0, at % (bytes.length + 1));
+      expect(viaDecoder(d, cut)).toEqual(viaGeneral(cut));
+    }), { numRuns: 400, seed: 23 });
+  });
+
+  it('reuses its result: no allocation per accepted slice, shared frozen rejections', () => {
+    const d = new SliceDecoder();
+    const a = encode({ type: 'slice', session: 1, chunkId: 2, pipelined: true, sendTimeUs: 3, blockBytes: 100, sliceBytes: 64, sliceId: 1, payload: new Uint8Array(36) });
+    const r1 = d.decode(a);
+    const r2 = d.decode(a);
+    expect(r1).toBe(r2);
+    expect(r1.ok && r1.value).toBe(d.header);
+    expect(d.header).toEqual({ session: 1, chunkId: 2, pipelined: true, sendTimeUs: 3, blockBytes: 100, sliceBytes: 64, sliceId: 1 });
+    expect(d.decode(new Uint8Array([1]))).toBe(d.decode(new Uint8Array([2])));
+  });
+
+  it('crc32Of matches the crc package (zlib CRC-32) on any range', () => {
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 600 }), fc.nat(), fc.nat(), (b, x, y) => {
+      const start = x % (b.length + 1);
+      const end = start + (y % (b.length - start + 1));
+      expect(crc32Of(b, start, end)).toBe(crc32(b.subarray(start, end)) >>> 0);
+    }), { numRuns: 500, seed: 3 });
+    expect(crc32Of(new TextEncoder().encode('123456789'), 0, 9)).toBe(0xcbf43926);
   });
 });
 
