@@ -45,7 +45,7 @@ function datagram(...hs: Partial<KcpSegmentHeader>[]): Uint8Array {
  * Two of our Kcp objects over an in-memory link with a seeded drop decision; returns the messages B
  * received, in order. Ticks every `tick` ms from `start` (u32 wrap allowed).
  */
-function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: Uint8Array[]; seed: number; sn?: number; maxTicks?: number; tick?: number }): { received: Uint8Array[]; a: Kcp; b: Kcp } {
+function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: Uint8Array[]; seed: number; sn?: number; maxTicks?: number; tick?: number; flushAcks?: boolean }): { received: Uint8Array[]; a: Kcp; b: Kcp } {
   const rng = new NonCryptoRng(p.seed);
   const toB: Uint8Array[] = [];
   const toA: Uint8Array[] = [];
@@ -63,8 +63,14 @@ function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: U
     while (next < p.messages.length && a.waitSnd() < 64) expect(a.send(p.messages[next++]!)).toBe(0);
     a.update(now);
     b.update(now);
-    for (const d of toB.splice(0)) expect(b.input(d)).toBe(0);
-    for (const d of toA.splice(0)) expect(a.input(d)).toBe(0);
+    for (const d of toB.splice(0)) {
+      expect(b.input(d)).toBe(0);
+      if (p.flushAcks === true) b.flushAcks(now);
+    }
+    for (const d of toA.splice(0)) {
+      expect(a.input(d)).toBe(0);
+      if (p.flushAcks === true) a.flushAcks(now);
+    }
     for (let m = b.recvMessage(); m !== undefined; m = b.recvMessage()) received.push(m);
   }
   return { received, a, b };
@@ -437,5 +443,139 @@ describe('Kcp: bad input and limits', () => {
     expect(k.current).toBe(160);
     expect(k.rxSrtt).toBe(60);
     expect(k.waitSnd()).toBe(0);
+  });
+});
+
+/** The segments of a datagram, each as its own bytes. WASK/WINS get sn/ts zeroed when `zeroProbeAck`. */
+function segmentBytes(d: Uint8Array, zeroProbeAck = false): string[] {
+  const out: string[] = [];
+  for (let off = 0; off + KCP_OVERHEAD <= d.length;) {
+    const len = d[off + 20]! | (d[off + 21]! << 8) | (d[off + 22]! << 16) | (d[off + 23]! << 24);
+    const seg = d.slice(off, off + KCP_OVERHEAD + len);
+    if (zeroProbeAck && (seg[4] === KcpCommand.WASK || seg[4] === KcpCommand.WINS)) seg.fill(0, 8, 16);
+    out.push(Buffer.from(seg).toString('hex'));
+    off += KCP_OVERHEAD + len;
+  }
+  return out;
+}
+
+/** Everything observable about a Kcp's state, for "touched nothing else" checks. */
+function observable(k: Kcp, now: number): unknown {
+  return {
+    sndUna: k.sndUna, sndNxt: k.sndNxt, rcvNxt: k.rcvNxt, cwnd: k.cwnd, ssthresh: k.ssthresh, rmtWnd: k.rmtWnd,
+    rxRto: k.rxRto, rxSrtt: k.rxSrtt, xmit: k.xmit, waitSnd: k.waitSnd(), sndQueue: k.sndQueueLength,
+    sndBuf: k.sndBufLength, rcvQueue: k.rcvQueueLength, rcvBuf: k.rcvBufLength, peek: k.peekSize(),
+    check: k.check(now), state: k.state,
+  };
+}
+
+describe('Kcp: flushAcks (above C parity)', () => {
+  it('emits exactly the ACK segments the next flush would have, packed the same way, and nothing else', () => {
+    const seen = { acks: 0, multiDatagram: 0, probeAfterAcks: 0, dataAfterAcks: 0 };
+    fc.assert(
+      fc.property(
+        fc.record({
+          seed: fc.integer({ min: 1, max: 2 ** 30 }),
+          mtu: fc.integer({ min: 50, max: 1500 }),
+          preset: fc.constantFrom<KcpOptions>({}, { nodelay: 1, interval: 10, resend: 2, nc: true }, { nodelay: 2, interval: 20, resend: 1 }),
+          stream: fc.boolean(),
+          loss: fc.constantFrom(0, 0.2, 0.5),
+          wask: fc.boolean(),
+          start: fc.constantFrom(0, 0x7fffff00, 0xffffff00),
+        }),
+        (c) => {
+          const opts: KcpOptions = { ...c.preset, mtu: c.mtu, stream: c.stream, sndWnd: 64 };
+          const rng = new NonCryptoRng(c.seed);
+          const fromA: Uint8Array[] = [];
+          const a = new Kcp(7, (d) => fromA.push(d.slice()), opts);
+          // x calls flushAcks first, y is its twin that only flushes; both see the same calls otherwise.
+          const x = capture(opts, 7);
+          const y = capture(opts, 7);
+          let now: number = c.start;
+          for (const k of [a, x.k, y.k]) k.update(now);
+          for (const m of messages(c.seed, 40, 3 * c.mtu)) a.send(m);
+          for (const m of messages(c.seed + 1, 5, 2 * c.mtu)) {
+            x.k.send(m);
+            y.k.send(m);
+          }
+          for (let step = 0; step < 12; step++) {
+            now = u32(now + rng.nextRange(1, 40));
+            a.update(now);
+            const batch = fromA.splice(0).filter(() => !rng.chance(c.loss));
+            if (c.wask && step === 5) batch.push(datagram({ conv: 7, cmd: KcpCommand.WASK, una: 0 }));
+            for (let i = batch.length - 1; i > 0; i--) {
+              const j = rng.nextInt(i + 1);
+              [batch[i], batch[j]] = [batch[j]!, batch[i]!];
+            }
+            for (const d of batch) {
+              expect(x.k.input(d, now)).toBe(y.k.input(d, now));
+            }
+            if (rng.chance(0.3)) {
+              x.k.recvMessage();
+              y.k.recvMessage();
+            }
+            const acks = x.k.pendingAckCount;
+            expect(acks).toBe(y.k.pendingAckCount);
+            x.out.length = 0;
+            y.out.length = 0;
+            const before = observable(y.k, now);
+            x.k.flushAcks(now);
+            expect(observable(x.k, now)).toEqual(before);
+            expect(x.k.pendingAckCount).toBe(0);
+            const early = x.out.splice(0);
+            y.k.flush(now);
+            const ySegs = y.out.flatMap((d) => segments(d));
+            seen.acks += acks;
+            if (early.length > 1) seen.multiDatagram++;
+            if (acks > 0 && ySegs.some((h) => h.cmd === KcpCommand.WINS)) seen.probeAfterAcks++;
+            if (acks > 0 && ySegs.some((h) => h.cmd === KcpCommand.PUSH)) seen.dataAfterAcks++;
+            // Same ACK segments, same datagram boundaries: all but the last are equal, the last is a prefix.
+            expect(early.flatMap((d) => segmentBytes(d))).toEqual(y.out.flatMap((d) => segmentBytes(d)).slice(0, acks));
+            expect(early.every((d) => segments(d).every((h) => h.cmd === KcpCommand.ACK))).toBe(true);
+            early.forEach((d, i) => {
+              const full = y.out[i]!;
+              if (i < early.length - 1) expect(d).toEqual(full);
+              else expect(full.subarray(0, d.length)).toEqual(d);
+            });
+            // Nothing else moved: the flush that follows sends what y's flush sent after its ACKs.
+            x.k.flush(now);
+            expect(x.out.flatMap((d) => segmentBytes(d, true))).toEqual(y.out.flatMap((d) => segmentBytes(d, true)).slice(acks));
+            expect(observable(x.k, now)).toEqual(observable(y.k, now));
+          }
+        },
+      ),
+      { numRuns: 80 },
+    );
+    for (const v of Object.values(seen)) expect(v).toBeGreaterThan(0);
+  });
+
+  it('sends no data or probes even when they are due, and nothing before the first update', () => {
+    const { k, out } = capture({ nc: true, nodelay: 1, interval: 10 });
+    k.input(datagram({ cmd: KcpCommand.PUSH, sn: 0, ts: 5 }));
+    k.flushAcks(0);
+    expect(out).toHaveLength(0);
+    expect(k.pendingAckCount).toBe(1); // kept for the first flush, as C would
+    k.update(0);
+    expect(allSegments(out).map((h) => h.cmd)).toEqual([KcpCommand.ACK]);
+    out.length = 0;
+    k.send(new Uint8Array(100));
+    k.input(datagram({ cmd: KcpCommand.PUSH, sn: 1, ts: 6, una: 0 }, { cmd: KcpCommand.WASK }), 3);
+    expect(k.pendingAckCount).toBe(1);
+    k.flushAcks(3);
+    expect(allSegments(out).map((h) => [h.cmd, h.sn, h.ts])).toEqual([[KcpCommand.ACK, 1, 6]]);
+    expect(k.counters.get('outputDatagrams')).toBe(2);
+    expect(k.sndQueueLength).toBe(1);
+    k.flushAcks(3); // nothing pending: nothing sent
+    expect(out).toHaveLength(1);
+    k.flush(3);
+    expect(allSegments(out.slice(1)).map((h) => h.cmd)).toEqual([KcpCommand.WINS, KcpCommand.PUSH]);
+  });
+
+  it('a pair that sends every ACK at once still delivers everything in order, with loss', () => {
+    const msgs = messages(21, 300, 3000);
+    for (const opts of [{ nodelay: 1, interval: 10, resend: 2, nc: true }, { interval: 40 }] as KcpOptions[]) {
+      const r = runPair(opts, { start: 0, loss: 0.1, messages: msgs, seed: 4, flushAcks: true });
+      expect(sameMessages(r.received, msgs)).toBe(true);
+    }
   });
 });

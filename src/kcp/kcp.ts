@@ -493,6 +493,11 @@ export class Kcp {
     return this.nrcvBuf;
   }
 
+  /** ACKs received PUSHes are owed, waiting for the next flush (or `flushAcks`). */
+  get pendingAckCount(): number {
+    return this.ackCount;
+  }
+
   /** Segments waiting to be sent or acknowledged (`ikcp_waitsnd`). */
   waitSnd(): number {
     return this.nsndBuf + this.sndQueue.length;
@@ -883,6 +888,38 @@ export class Kcp {
     return n < this.rcvWnd_ ? this.rcvWnd_ - n : 0;
   }
 
+  // The ACK part of ikcp_flush: writes the pending ACKs from offset 0, emitting each full datagram,
+  // clears the list and returns the bytes left in `buffer`.
+  private writeAcks(buffer: Uint8Array, wnd: number, una: number): number {
+    const conv = this.conv;
+    const mtu = this.mtu_;
+    const acks = this.acks;
+    let ptr = 0;
+    for (let i = 0, n = this.ackCount; i < n; i++) {
+      if (ptr + KCP_OVERHEAD > mtu) {
+        this.emit(ptr);
+        ptr = 0;
+      }
+      writeHeader(buffer, ptr, conv, KcpCommand.ACK, 0, wnd, acks[2 * i + 1]!, acks[2 * i]!, una, 0);
+      ptr += KCP_OVERHEAD;
+    }
+    this.ackCount = 0;
+    return ptr;
+  }
+
+  /**
+   * Send only the pending ACKs, now (above C parity: ikcp has no such call). The ACK segments are
+   * byte for byte those the next `flush` would have written first, packed into datagrams the same
+   * way, except that the last datagram ends after the last ACK instead of carrying probes or data.
+   * Nothing else changes: no data, probe or window segment is sent, no timer or window moves.
+   * Does nothing before the first `update` (like `flush`); `now`, if given, becomes the clock.
+   */
+  flushAcks(now?: number): void {
+    if (now !== undefined) this.current_ = clockArg(now);
+    if (!this.updated || this.ackCount === 0) return;
+    this.emit(this.writeAcks(this.buffer, this.wndUnused(), this.rcvNxt_));
+  }
+
   /**
    * Send pending ACKs, window probes and every data segment that is due (`ikcp_flush`); does
    * nothing before the first `update`. `now`, if given, first becomes the current clock (C's
@@ -902,18 +939,12 @@ export class Kcp {
     // C encodes WASK/WINS from the same scratch segment as the ACKs, so they carry the last ACK's sn/ts.
     let lastSn = 0;
     let lastTs = 0;
-    const acks = this.acks;
-    for (let i = 0, n = this.ackCount; i < n; i++) {
-      if (ptr + KCP_OVERHEAD > mtu) {
-        this.emit(ptr);
-        ptr = 0;
-      }
-      lastSn = acks[2 * i]!;
-      lastTs = acks[2 * i + 1]!;
-      writeHeader(buffer, ptr, conv, KcpCommand.ACK, 0, wnd, lastTs, lastSn, una, 0);
-      ptr += KCP_OVERHEAD;
+    const nAcks = this.ackCount;
+    if (nAcks > 0) {
+      lastSn = this.acks[2 * nAcks - 2]!;
+      lastTs = this.acks[2 * nAcks - 1]!;
+      ptr = this.writeAcks(buffer, wnd, una);
     }
-    this.ackCount = 0;
 
     if (this.rmtWnd_ === 0) {
       if (this.probeWait === 0) {

@@ -132,17 +132,6 @@ export function isWellFormedKcp(b: Uint8Array, offset: number, conv?: number): b
   return true;
 }
 
-/** True if the raw KCP datagram at `b[offset..]` carries a PUSH segment (its receiver will owe an ACK). */
-export function hasPush(b: Uint8Array, offset: number): boolean {
-  const size = b.length;
-  let off = offset;
-  while (size - off >= KCP_OVERHEAD) {
-    if (b[off + 4] === KcpCommand.PUSH) return true;
-    off += KCP_OVERHEAD + readU32LE(b, off + 20);
-  }
-  return false;
-}
-
 /**
  * Write the keep-alive probe at `offset`: a standard KCP WASK segment (cmd 83, ts 0, sn 0, len 0)
  * carrying our free window and `una`, exactly what ikcp would send. Any KCP peer answers it with a

@@ -278,6 +278,33 @@ describe('KcpServer / KcpClient, raw mode', () => {
     }
   });
 
+  it('immediateAck lowers the RTT both ends measure, at the cost of separate ACK datagrams', () => {
+    const srtt = (immediateAck: boolean): { client: number; server: number; serverDatagrams: number } => {
+      const opts = { kcp: { interval: 50 }, immediateAck, keepAliveMs: 0, idleTimeoutMs: 0 };
+      const net = new Net(opts, { latencyMs: 30, jitterMs: 4 });
+      const p = net.add('c1', { conv: 11, ...opts });
+      net.runFor(1);
+      for (let i = 0; i < 40; i++) {
+        p.client.send(new Uint8Array(64).fill(i));
+        net.runFor(80 + ((i * 37) % 50));
+      }
+      net.runFor(500);
+      expect(messages(p)).toHaveLength(40);
+      const server = net.server.session(11, 'c1')!;
+      const serverDatagrams = net.wire.filter(([from]) => from === 'server').length;
+      return { client: p.client.session!.kcp.rxSrtt, server: server.kcp.rxSrtt, serverDatagrams };
+    };
+    const off = srtt(false);
+    const on = srtt(true);
+    // One-way 30±4 ms: ACKs sent at once see ~60 ms; ACKs waiting for the next flush up to 50 ms more.
+    expect(on.client).toBeLessThan(70);
+    expect(on.server).toBeLessThan(70);
+    expect(off.client).toBeGreaterThan(on.client + 20);
+    expect(off.server).toBeGreaterThan(on.server + 20);
+    // Off, an ACK rides with the echo in the next flush; on, it leaves alone first.
+    expect(on.serverDatagrams).toBeGreaterThan(off.serverDatagrams);
+  });
+
   it('close with linger waits until everything is acknowledged', () => {
     const net = new Net({ kcp: FAST }, { latencyMs: 30, loss: 0.2 });
     const p = net.add('c1', { conv: 8, kcp: FAST });

@@ -5,7 +5,7 @@ import { deadlineOf, DeadlineHeap } from './scheduler.js';
 import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
-  hasPush, isWellFormedKcp, KCP_COOKIE_PREFIX, KcpRefuseReason, writeKeepAlive, type CookieKey,
+  isWellFormedKcp, KCP_COOKIE_PREFIX, KcpRefuseReason, writeKeepAlive, type CookieKey,
 } from './session-wire.js';
 
 /**
@@ -44,7 +44,7 @@ export interface KcpSessionOptions {
   mtu?: number;
   /** Tuning of every session's `Kcp` (windows, nodelay, interval, resend, nc, stream, minRto…). */
   kcp?: Omit<KcpOptions, 'mtu'>;
-  /** Flush right after an input that carried data, so ACKs don't wait for the next interval (default false). */
+  /** Send the ACKs an input owes at once (`Kcp.flushAcks`), not at the next interval; data still waits (default false). */
   immediateAck?: boolean;
   /** Send a keep-alive probe (a KCP WASK) after this long without receiving anything (default 1000; 0 off). */
   keepAliveMs?: number;
@@ -243,7 +243,7 @@ export class KcpSession {
     this.lastRecvAt = now;
     this.kcp.input(view, now);
     this.parked = false;
-    if (this.opts.immediateAck && hasPush(view, 0)) this.kcp.flush(now);
+    if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
     this.host.touch(this);
     this.host.markReadable(this);
   }
