@@ -6,7 +6,7 @@
  *    our Kcp and the C ikcp.c (node-kcp) in the same harness, asserted identical.
  * b. CPU: messages per second through a pair of KCP objects in one process, ours vs node-kcp.
  * c. Scale: 5,000 sessions, check()-driven scheduling vs updating every session every tick.
- * KCP_BENCH_PARTS=ac (any of a, b, c) runs only those parts and writes nothing.
+ * KCP_BENCH_PARTS=ac (any of a, b, c; m = only c's memory table) runs only those parts and writes nothing.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -394,13 +394,19 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
 
 interface MemoryFigure {
   what: string;
+  /** JS heap (`heapUsed`) per session, bytes. */
+  heapPerSession: number;
+  /** ArrayBuffer backing stores (`arrayBuffers`, outside the JS heap) per session, bytes. */
+  arrayBuffersPerSession: number;
+  /** Sum of both. */
   bytesPerSession: number;
 }
 
-function heapAfterGc(): number {
+function memoryAfterGc(): { heap: number; arrayBuffers: number } {
   gc();
   gc();
-  return process.memoryUsage().heapUsed;
+  const m = process.memoryUsage();
+  return { heap: m.heapUsed, arrayBuffers: m.arrayBuffers };
 }
 
 /** Heap of N established (one message each way), idle `Kcp`s in a KcpScheduler; returns them to keep them alive. */
@@ -430,44 +436,75 @@ function buildIdleKcps(): unknown {
   return sched;
 }
 
-/** A KcpServer holding N established idle raw-mode sessions. */
-function buildIdleServer(): unknown {
+/**
+ * A KcpServer holding N established idle raw-mode sessions: each received one message and, with
+ * `echo`, sent it back and had it acknowledged. The clients are dropped afterwards.
+ */
+function buildIdleServer(echo = false): unknown {
   const server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: 0, idleTimeoutMs: 0 });
+  const clients = new Map<string, Kcp>();
   for (let i = 0; i < N; i++) {
-    const c = new Kcp(i, (d) => server.handleDatagram(0, `10.0.${i >> 8}.${i & 255}:4000`, d), SCALE_KCP);
+    const addr = `10.0.${i >> 8}.${i & 255}:4000`;
+    const c = new Kcp(i, (d) => server.handleDatagram(c.current, addr, d), SCALE_KCP);
+    clients.set(addr, c);
     c.update(0);
     c.send(new Uint8Array(32));
     c.update(10);
   }
-  server.handleTimeout(10);
-  while (server.pollEvent() !== undefined);
-  server.handleTimeout(20);
-  while (server.pollDatagram(20) !== undefined);
-  server.handleTimeout(40);
-  while (server.pollDatagram(40) !== undefined);
+  for (let now = 10; now <= 60; now += 10) {
+    server.handleTimeout(now);
+    for (let ev = server.pollEvent(); ev !== undefined; ev = server.pollEvent()) {
+      if (echo && ev.type === 'message') ev.session.send(ev.data);
+    }
+    server.handleTimeout(now);
+    for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) clients.get(d.to)!.input(d.bytes, now);
+    for (const c of clients.values()) {
+      while (c.recvMessage() !== undefined);
+      c.update(now);
+    }
+  }
+  server.handleTimeout(100);
+  while (server.pollDatagram(100) !== undefined);
+  clients.clear();
   if (server.sessionCount !== N) throw new Error('sessions missing');
+  for (const s of server.sessions()) {
+    if (s.kcp.waitSnd() !== 0 || s.kcp.rcvQueueLength !== 0) throw new Error('session not idle');
+  }
   return server;
 }
 
-/** GC'd heap growth per session of what `build` returns (median of 3 builds). */
-function heapPerSession(build: () => unknown): number {
-  const xs: number[] = [];
+/** GC'd growth per session of what `build` returns: JS heap and ArrayBuffer stores (medians of 3 builds). */
+function memoryOf(what: string, build: () => unknown): MemoryFigure {
+  const heap: number[] = [];
+  const ab: number[] = [];
   for (let r = 0; r < 3; r++) {
-    const before = heapAfterGc();
+    const before = memoryAfterGc();
     let kept: unknown = build();
-    const after = heapAfterGc();
-    xs.push((after - before) / N);
+    const after = memoryAfterGc();
+    heap.push((after.heap - before.heap) / N);
+    ab.push((after.arrayBuffers - before.arrayBuffers) / N);
     kept = undefined;
     void kept;
   }
-  return median(xs);
+  const h = median(heap);
+  const a = median(ab);
+  return { what, heapPerSession: h, arrayBuffersPerSession: a, bytesPerSession: h + a };
 }
 
 function memoryPerSession(): MemoryFigure[] {
   return [
-    { what: 'Kcp + KcpScheduler entry', bytesPerSession: heapPerSession(buildIdleKcps) },
-    { what: 'KcpServer session (raw mode)', bytesPerSession: heapPerSession(buildIdleServer) },
+    memoryOf('Kcp + KcpScheduler entry (received one message)', buildIdleKcps),
+    memoryOf('KcpServer session, raw mode (received one message)', () => buildIdleServer(false)),
+    memoryOf('KcpServer session, raw mode (received one, echoed it)', () => buildIdleServer(true)),
   ];
+}
+
+function memoryTable(memory: MemoryFigure[]): string {
+  const fmt = (x: number): string => Math.round(x).toLocaleString('en-US');
+  return table(
+    ['idle session, after GC', 'JS heap B/session', 'ArrayBuffer stores B/session', 'total B/session'],
+    memory.map((m) => [m.what, fmt(m.heapPerSession), fmt(m.arrayBuffersPerSession), fmt(m.bytesPerSession)]),
+  );
 }
 
 interface PartC {
@@ -508,10 +545,7 @@ function partC(): { data: PartC; text: string } {
       r.echoes.toLocaleString('en-US'),
     ]),
   );
-  const tm = table(
-    ['idle session, after GC', 'heap bytes per session'],
-    memory.map((m) => [m.what, Math.round(m.bytesPerSession).toLocaleString('en-US')]),
-  );
+  const tm = memoryTable(memory);
   const text = [
     '### c. Scale: 5,000 sessions',
     '',
@@ -520,7 +554,8 @@ function partC(): { data: PartC; text: string } {
     `message, then ${PERIOD_MS / 1000} s of virtual time are measured. "1 msg/s" = each client sends 32 bytes once a second`,
     '(staggered) and the server echoes them. CPU = `process.cpuUsage` around the server-side work only (input, echo,',
     'scheduling/updates); share of one core = CPU time / virtual time, i.e. the load if the clock were real. Medians of 3.',
-    'Memory: heap after GC (`--expose-gc` via v8 flags), before vs after creating 5,000 established idle sessions, / 5,000.',
+    'Memory: after GC (`--expose-gc` via v8 flags), before vs after creating 5,000 established idle sessions, / 5,000;',
+    '`heapUsed` (JS objects) and `arrayBuffers` (typed-array backing stores, which `heapUsed` does not count) separately.',
     '',
     t,
     '',
@@ -538,6 +573,7 @@ function main(): void {
     if (only.includes('a')) console.log(partA().text + '\n');
     if (only.includes('b')) console.log(partB().text + '\n');
     if (only.includes('c')) console.log(partC().text + '\n');
+    else if (only.includes('m')) console.log(memoryTable(memoryPerSession()) + '\n');
     return;
   }
   const a = partA();

@@ -579,3 +579,53 @@ describe('Kcp: flushAcks (above C parity)', () => {
     }
   });
 });
+
+describe('Kcp: shared scratch buffers', () => {
+  it('an output callback may flush other Kcps: every datagram view stays intact during its call', () => {
+    const opts: KcpOptions = { nc: true, mtu: 200 };
+    // Twins flushed one at a time give the expected datagrams.
+    const expected: Uint8Array[][] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = capture(opts, 10 + i);
+      t.k.update(0);
+      for (const m of messages(30 + i, 4, 500)) t.k.send(m);
+      t.k.flush();
+      expected.push(t.out);
+    }
+    const got: Uint8Array[][] = [[], [], []];
+    const ks: Kcp[] = [];
+    let clobbered = 0;
+    for (let i = 0; i < 3; i++) {
+      ks.push(new Kcp(10 + i, (d) => {
+        const copy = d.slice();
+        got[i]!.push(copy);
+        // Nested: A's callback flushes B, whose callback flushes C.
+        if (i < 2) ks[i + 1]!.flush();
+        if (d.some((x, j) => x !== copy[j])) clobbered++;
+      }, opts));
+    }
+    ks.forEach((k, i) => {
+      k.update(0);
+      for (const m of messages(30 + i, 4, 500)) k.send(m);
+    });
+    ks[0]!.flush();
+    expect(clobbered).toBe(0);
+    expect(got).toEqual(expected);
+    expect(got.map((g) => g.length).every((n) => n > 3)).toBe(true);
+  });
+
+  it('a larger MTU and an oversize segment get a larger buffer; later small flushes are unaffected', () => {
+    const big = capture({ nc: true, mtu: 9000 });
+    big.k.update(0);
+    big.k.send(new Uint8Array(8000).fill(3));
+    big.k.setMtu(100); // the queued 8000-byte segment now exceeds the MTU: it goes out alone
+    big.k.flush();
+    expect(big.out.map((d) => d.length)).toEqual([8024]);
+    expect(big.out[0]!.subarray(24).every((x) => x === 3)).toBe(true);
+    const small = capture({ nc: true });
+    small.k.update(0);
+    small.k.send(new Uint8Array(10).fill(9));
+    small.k.flush();
+    expect(small.out.map((d) => d.length)).toEqual([34]);
+  });
+});

@@ -48,6 +48,27 @@ const THRESH_MIN = 2;
 const ASK_SEND = 1;
 const ASK_TELL = 2;
 const EMPTY = new Uint8Array(0);
+const NO_ACKS = new Uint32Array(0);
+
+// Small payload copies of every Kcp share slabs (a slab lives while any segment in it does, so an idle
+// Kcp pins none); send and receive data have different lifetimes, hence two.
+const sendSlab = new ByteSlab();
+const recvSlab = new ByteSlab();
+
+// Datagram scratch buffers shared by every Kcp, one per nesting level of flushes: an output callback
+// may flush another Kcp while the view it was handed is still live, so that flush takes the next level.
+// C gives each control block its own (mtu + 24) * 3 bytes; here a level holds at least the largest
+// datagram (or oversize segment) written at that level so far.
+const scratch: Uint8Array[] = [];
+let scratchDepth = 0;
+
+function scratchAt(depth: number, min: number): Uint8Array {
+  const b = scratch[depth];
+  if (b !== undefined && b.length >= min) return b;
+  const grown = new Uint8Array(Math.max(min, (KCP_MTU_DEFAULT + KCP_OVERHEAD) * 3));
+  scratch[depth] = grown;
+  return grown;
+}
 
 /** `input()` result: 0 accepted; -1 shorter than 24 bytes or conv mismatch; -2 `len` past the end; -3 unknown cmd. */
 export type KcpInputResult = 0 | -1 | -2 | -3;
@@ -84,9 +105,9 @@ const COUNTER_NAMES: readonly KcpCounterName[] = [
 ];
 
 /**
- * Receives each datagram KCP wants sent (C's `output` callback). `datagram` is a view of KCP's
- * scratch buffer, valid only during the call: copy it to keep it. Must not throw or call back
- * into the same `Kcp`.
+ * Receives each datagram KCP wants sent (C's `output` callback). `datagram` is a view of a shared
+ * scratch buffer, valid only during the call: copy it to keep it. Must not throw or call back into
+ * the same `Kcp`; flushing other `Kcp`s is fine (nested flushes write to other buffers).
  */
 export type KcpOutput = (datagram: Uint8Array) => void;
 
@@ -215,24 +236,18 @@ export class Kcp {
   private nocwnd = false;
   private stream_ = false;
 
-  private readonly sndQueue = new Deque<Segment>(64);
-  private readonly rcvQueue = new Deque<Segment>(KCP_WND_RCV);
-  private readonly sndBuf = new SnRing<Segment>(KCP_WND_SND);
-  private readonly rcvBuf = new SnRing<Segment>(KCP_WND_RCV);
+  // Queues and rings start small and grow to what the traffic needs (bounded by the windows and
+  // maxSendQueueSegments), so an idle Kcp stays small.
+  private readonly sndQueue = new Deque<Segment>(4);
+  private readonly rcvQueue = new Deque<Segment>(4);
+  private readonly sndBuf = new SnRing<Segment>(4);
+  private readonly rcvBuf = new SnRing<Segment>(4);
   private nsndBuf = 0;
   private nrcvBuf = 0;
-  private maxRcvWnd = KCP_WND_RCV;
 
-  // Small payload copies share slabs; send and receive data have different lifetimes.
-  private readonly sendSlab = new ByteSlab();
-  private readonly recvSlab = new ByteSlab();
-
-  // Pending ACKs as (sn, ts) pairs.
-  private acks = new Uint32Array(16);
+  // Pending ACKs as (sn, ts) pairs; allocated on the first one.
+  private acks = NO_ACKS;
   private ackCount = 0;
-
-  // Scratch datagram buffer, (mtu + 24) * 3 bytes as in C; grows for oversize segments.
-  private buffer = new Uint8Array((KCP_MTU_DEFAULT + KCP_OVERHEAD) * 3);
 
   /**
    * @param conv conversation id, u32, equal on both ends.
@@ -289,7 +304,6 @@ export class Kcp {
     if (mtu < KCP_MTU_MIN) return -1;
     this.mtu_ = mtu;
     this.mss_ = mtu - KCP_OVERHEAD;
-    this.buffer = new Uint8Array((mtu + KCP_OVERHEAD) * 3);
     return 0;
   }
 
@@ -301,13 +315,7 @@ export class Kcp {
     intArg('sndWnd', sndWnd, -(2 ** 31), KCP_WND_MAX);
     intArg('rcvWnd', rcvWnd, -(2 ** 31), KCP_WND_MAX);
     if (sndWnd > 0) this.sndWnd_ = sndWnd;
-    if (rcvWnd > 0) {
-      this.rcvWnd_ = Math.max(rcvWnd, KCP_WND_RCV);
-      if (this.rcvWnd_ > this.maxRcvWnd) {
-        this.maxRcvWnd = this.rcvWnd_;
-        this.rcvBuf.reserve(this.maxRcvWnd);
-      }
-    }
+    if (rcvWnd > 0) this.rcvWnd_ = Math.max(rcvWnd, KCP_WND_RCV);
     return 0;
   }
 
@@ -538,9 +546,9 @@ export class Kcp {
     }
 
     if (count === 1) {
-      this.sndQueue.push(new Segment(this.sendSlab.copy(data, pos, pos + len), len, 0));
+      this.sndQueue.push(new Segment(sendSlab.copy(data, pos, pos + len), len, 0));
     } else {
-      const copy = this.sendSlab.copy(data, pos, pos + len);
+      const copy = sendSlab.copy(data, pos, pos + len);
       for (let i = 0, off = 0; i < count; i++) {
         const size = Math.min(mss, len - off);
         const frg = this.stream_ ? 0 : count - i - 1;
@@ -726,9 +734,11 @@ export class Kcp {
       this.counters.add('pushDuplicate');
       return;
     }
-    const seg = new Segment(len === 0 ? EMPTY : this.recvSlab.copy(data, off, off + len), len, frg);
+    const seg = new Segment(len === 0 ? EMPTY : recvSlab.copy(data, off, off + len), len, frg);
     seg.sn = sn;
     seg.ts = ts;
+    // Every sn held lies in [rcvNxt, sn]; rcvNxt only grows, so this keeps them in distinct slots.
+    this.rcvBuf.reserve(u32(sn - this.rcvNxt_) + 1);
     this.rcvBuf.set(seg);
     this.nrcvBuf++;
     this.moveRcvBuf();
@@ -741,7 +751,7 @@ export class Kcp {
       return;
     }
     if (2 * n + 2 > this.acks.length) {
-      const grown = new Uint32Array(Math.min(this.acks.length * 2, 2 * this.maxPendingAcks));
+      const grown = new Uint32Array(Math.min(Math.max(this.acks.length * 2, 16), 2 * this.maxPendingAcks));
       grown.set(this.acks);
       this.acks = grown;
     }
@@ -876,11 +886,11 @@ export class Kcp {
 
   // ---- flush --------------------------------------------------------------------------------
 
-  private emit(size: number): void {
+  private emit(buffer: Uint8Array, size: number): void {
     if (size === 0) return;
     this.counters.add('outputDatagrams');
     this.counters.add('outputBytes', size);
-    this.output(this.buffer.subarray(0, size));
+    this.output(buffer.subarray(0, size));
   }
 
   private wndUnused(): number {
@@ -897,7 +907,7 @@ export class Kcp {
     let ptr = 0;
     for (let i = 0, n = this.ackCount; i < n; i++) {
       if (ptr + KCP_OVERHEAD > mtu) {
-        this.emit(ptr);
+        this.emit(buffer, ptr);
         ptr = 0;
       }
       writeHeader(buffer, ptr, conv, KcpCommand.ACK, 0, wnd, acks[2 * i + 1]!, acks[2 * i]!, una, 0);
@@ -917,7 +927,13 @@ export class Kcp {
   flushAcks(now?: number): void {
     if (now !== undefined) this.current_ = clockArg(now);
     if (!this.updated || this.ackCount === 0) return;
-    this.emit(this.writeAcks(this.buffer, this.wndUnused(), this.rcvNxt_));
+    const depth = scratchDepth++;
+    try {
+      const buffer = scratchAt(depth, this.mtu_);
+      this.emit(buffer, this.writeAcks(buffer, this.wndUnused(), this.rcvNxt_));
+    } finally {
+      scratchDepth = depth;
+    }
   }
 
   /**
@@ -928,10 +944,19 @@ export class Kcp {
   flush(now?: number): void {
     if (now !== undefined) this.current_ = clockArg(now);
     if (!this.updated) return;
+    const depth = scratchDepth++;
+    try {
+      this.flushWith(depth);
+    } finally {
+      scratchDepth = depth;
+    }
+  }
+
+  private flushWith(depth: number): void {
     const current = this.current_;
     const conv = this.conv;
     const mtu = this.mtu_;
-    let buffer = this.buffer;
+    let buffer = scratchAt(depth, mtu);
     let ptr = 0;
     const wnd = this.wndUnused();
     const una = this.rcvNxt_;
@@ -962,7 +987,7 @@ export class Kcp {
     }
     if (this.probe & ASK_SEND) {
       if (ptr + KCP_OVERHEAD > mtu) {
-        this.emit(ptr);
+        this.emit(buffer, ptr);
         ptr = 0;
       }
       writeHeader(buffer, ptr, conv, KcpCommand.WASK, 0, wnd, lastTs, lastSn, una, 0);
@@ -970,7 +995,7 @@ export class Kcp {
     }
     if (this.probe & ASK_TELL) {
       if (ptr + KCP_OVERHEAD > mtu) {
-        this.emit(ptr);
+        this.emit(buffer, ptr);
         ptr = 0;
       }
       writeHeader(buffer, ptr, conv, KcpCommand.WINS, 0, wnd, lastTs, lastSn, una, 0);
@@ -1038,12 +1063,9 @@ export class Kcp {
       seg.ts = current;
       const need = KCP_OVERHEAD + seg.len;
       if (ptr + need > mtu) {
-        this.emit(ptr);
+        this.emit(buffer, ptr);
         ptr = 0;
-        if (need > buffer.length) {
-          buffer = new Uint8Array(need);
-          this.buffer = buffer;
-        }
+        if (need > buffer.length) buffer = scratchAt(depth, need);
       }
       writeHeader(buffer, ptr, conv, KcpCommand.PUSH, seg.frg, wnd, current, seg.sn, una, seg.len);
       ptr += KCP_OVERHEAD;
@@ -1053,7 +1075,7 @@ export class Kcp {
       }
       if (seg.xmit >= this.deadLink_) this.state_ = KCP_STATE_DEAD;
     }
-    this.emit(ptr);
+    this.emit(buffer, ptr);
 
     if (change) {
       const inflight = u32(this.sndNxt_ - this.sndUna_);
