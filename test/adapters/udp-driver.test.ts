@@ -92,7 +92,47 @@ class OneShot implements DrivablePeer<{ due: number; ranAt: number }> {
   }
 }
 
+/** Counts datagrams in and the drains (first pollTransmit after new input) that followed them. */
+class DrainCounter implements DrivablePeer {
+  received = 0;
+  drains = 0;
+  private fresh = false;
+  handleDatagram(): void {
+    this.received++;
+    this.fresh = true;
+  }
+  handleTimeout(): void {}
+  pollTransmit(): number | undefined {
+    if (this.fresh) this.drains++;
+    this.fresh = false;
+    return undefined;
+  }
+  pollTimeout(): number | undefined {
+    return undefined;
+  }
+}
+
 describe('UdpDriver over real loopback', () => {
+  it('feeds a burst of datagrams to the peer before draining once (so a receiver acks the batch)', async () => {
+    const peer = new DrainCounter();
+    const driver = await UdpDriver.open(peer, { host: '127.0.0.1' });
+    const s = createSocket('udp4');
+    await new Promise<void>((r) => s.bind(0, '127.0.0.1', () => r()));
+    const payload = Buffer.alloc(100, 1);
+    let acked = 0;
+    const allSent = new Promise<void>((r) => {
+      for (let i = 0; i < 24; i++) s.send(payload, driver.local.port, '127.0.0.1', () => ++acked === 24 && r());
+    });
+    await allSent;
+    for (let i = 0; i < 50 && peer.received < 24; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(peer.received).toBe(24);
+    // All 24 were queued before the driver's socket was read: libuv hands over up to 32 per turn.
+    expect(peer.drains).toBeGreaterThanOrEqual(1);
+    expect(peer.drains).toBeLessThanOrEqual(3);
+    s.close();
+    await driver.close();
+  });
+
   it('drains bursts larger than one turn, latches the remote and echoes every datagram', async () => {
     const echo = new Echo();
     const server = await UdpDriver.open(echo, { host: '127.0.0.1', maxSendsPerTick: 16 });

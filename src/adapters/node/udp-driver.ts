@@ -101,8 +101,10 @@ const DEFAULT_BUFFER_BYTES = 4 * 1024 * 1024;
 
 /**
  * Runs one point-to-point {@link SansIoPeer} over a Node `dgram` (udp4) socket with a monotonic
- * clock and ONE timer aimed at `peer.pollTimeout()`. Every datagram, timer wake-up and `flush()`
- * feeds the peer, then drains `pollTransmit` into pooled buffers and `pollEvent` into `'event'`.
+ * clock and ONE timer aimed at `peer.pollTimeout()`. Each datagram is fed to the peer as it arrives;
+ * after all datagrams of one event-loop turn (libuv reads up to 32 per socket), after a timer
+ * wake-up and on `flush()`, the driver drains `pollTransmit` into pooled buffers and `pollEvent` into
+ * `'event'` — so a peer that acks lazily answers a burst with one datagram.
  * Create with {@link UdpDriver.open}; call `kick()` after commands such as `sendBlock`.
  */
 export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
@@ -126,6 +128,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private readonly pool: Buffer[];
   private readonly free: number[];
   private readonly releasers: ((err: Error | null) => void)[];
+  private readonly views: (Buffer | undefined)[];
   private remoteAddr: UdpAddress | undefined;
   private timer: NodeJS.Timeout | undefined;
   private timerDue = Infinity;
@@ -165,6 +168,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.pool = [];
     this.free = [];
     this.releasers = [];
+    this.views = new Array<Buffer | undefined>(slots).fill(undefined);
     for (let i = 0; i < slots; i++) {
       this.pool.push(slab.subarray(i * size, (i + 1) * size));
       this.free.push(slots - 1 - i);
@@ -299,7 +303,9 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     const now = this.clock();
     this.lastIn = now;
     this.peer.handleDatagram(now, msg);
-    this.service(now, false);
+    // libuv reads up to 32 datagrams per socket per loop turn; drain once after all of them (check
+    // phase), so a receiver answers a whole batch with one ack instead of one per few datagrams.
+    if (this.immediate === undefined) this.immediate = setImmediate(this.onImmediateBound);
   }
 
   /**
@@ -376,12 +382,25 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       }
       this.nOut++;
       this.bOut += n;
-      if (this.connected) this.socket.send(buf, 0, n, this.releasers[slot]);
+      if (this.connected) this.socket.send(this.viewOf(slot, n), this.releasers[slot]);
       else this.socket.send(buf, 0, n, this.remoteAddr.port, this.remoteAddr.host, this.releasers[slot]);
       sent++;
     }
     // The turn's budget is spent; continue after pending I/O (acks) has had a chance to run.
     if (this.immediate === undefined) this.immediate = setImmediate(this.onImmediateBound);
+  }
+
+  /**
+   * The first `n` bytes of send buffer `slot` as a Buffer, cached per slot: dgram's (buf, offset,
+   * length) form builds and validates a new view on every send; most datagrams repeat the last size.
+   */
+  private viewOf(slot: number, n: number): Buffer {
+    let v = this.views[slot];
+    if (v === undefined || v.length !== n) {
+      v = this.pool[slot].subarray(0, n);
+      this.views[slot] = v;
+    }
+    return v;
   }
 
   private release(slot: number, err: Error | null): void {
