@@ -1,7 +1,6 @@
-import { Counters } from '../core/counters.js';
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { ByteSlab, Deque, SnRing } from './queues.js';
+import { ByteSlab, Deque, SnRing, type Slab } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
 /** Default MTU in bytes (`IKCP_MTU_DEF`); mss = mtu - 24. */
@@ -50,8 +49,9 @@ const ASK_TELL = 2;
 const EMPTY = new Uint8Array(0);
 const NO_ACKS = new Uint32Array(0);
 
-// Small payload copies of every Kcp share slabs (a slab lives while any segment in it does, so an idle
-// Kcp pins none); send and receive data have different lifetimes, hence two.
+// Payload copies of every Kcp share slabs; a segment holds one reference to its slab until it is
+// acknowledged (send) or read (receive), so an idle Kcp pins none and dead slabs are reused. Send and
+// receive data have different lifetimes, hence two.
 const sendSlab = new ByteSlab();
 const recvSlab = new ByteSlab();
 
@@ -103,6 +103,60 @@ const COUNTER_NAMES: readonly KcpCounterName[] = [
   'inputTrailingBytes', 'pushOutsideWindow', 'pushDuplicate', 'ackListFull', 'sendTooLarge', 'sendQueueFull',
   'retransmitTimeout', 'retransmitFast', 'outputDatagrams', 'outputBytes',
 ];
+
+/**
+ * `Kcp.counters`: one plain numeric field per counter, so bumping one on the hot path is a field
+ * increment rather than a keyed lookup. Read it like any `Counters` (`get`, `snapshot`) or by field.
+ */
+export class KcpCounters {
+  /** Datagrams passed to `input`. */
+  inputDatagrams = 0;
+  /** `input` -1: shorter than one header. */
+  inputRejectedShort = 0;
+  /** `input` -1: a segment with another conv. */
+  inputRejectedConv = 0;
+  /** `input` -2: a `len` past the end of the datagram. */
+  inputRejectedLength = 0;
+  /** `input` -3: an unknown cmd. */
+  inputRejectedCommand = 0;
+  /** Datagrams ending in a tail shorter than a header (ignored, as in C). */
+  inputTrailingBytes = 0;
+  /** PUSH beyond the receive window (dropped without ACK). */
+  pushOutsideWindow = 0;
+  /** PUSH already received (ACKed again, data dropped). */
+  pushDuplicate = 0;
+  /** ACKs dropped at `maxPendingAcks`. */
+  ackListFull = 0;
+  /** `send` -2: more than 127 fragments. */
+  sendTooLarge = 0;
+  /** `send` -4: `maxSendQueueSegments` reached. */
+  sendQueueFull = 0;
+  /** Segments resent after their RTO expired. */
+  retransmitTimeout = 0;
+  /** Segments resent by fast retransmit. */
+  retransmitFast = 0;
+  /** Datagrams handed to `output`. */
+  outputDatagrams = 0;
+  /** Bytes handed to `output`. */
+  outputBytes = 0;
+
+  /** Add `by` (default 1) to counter `name`. */
+  add(name: KcpCounterName, by = 1): void {
+    this[name] += by;
+  }
+
+  /** Current value of `name`. */
+  get(name: KcpCounterName): number {
+    return this[name];
+  }
+
+  /** A copy of every counter. */
+  snapshot(): Readonly<Record<KcpCounterName, number>> {
+    const out = {} as Record<KcpCounterName, number>;
+    for (const n of COUNTER_NAMES) out[n] = this[n];
+    return out;
+  }
+}
 
 /**
  * Receives each datagram KCP wants sent (C's `output` callback). `datagram` is a view of a shared
@@ -157,12 +211,21 @@ class Segment {
   len: number;
   /** Payload; on the send queue it may be longer than `len` (stream-mode spare room). */
   data: Uint8Array;
+  /** The slab `data` lies in (one reference, released once), or undefined for its own buffer. */
+  slab: Slab | undefined;
 
-  constructor(data: Uint8Array, len: number, frg: number) {
+  constructor(data: Uint8Array, len: number, frg: number, slab: Slab | undefined) {
     this.data = data;
     this.len = len;
     this.frg = frg;
+    this.slab = slab;
   }
+}
+
+function releaseSend(seg: Segment): void {
+  if (seg.slab === undefined) return;
+  sendSlab.release(seg.slab);
+  seg.slab = undefined;
 }
 
 function intArg(name: string, v: number, lo: number, hi: number): number {
@@ -193,7 +256,7 @@ export class Kcp {
   /** Conversation id (u32); datagrams with another conv are refused by `input`. */
   readonly conv: number;
   /** Named event counts (bad input, drops at limits, retransmissions, output). */
-  readonly counters = new Counters<KcpCounterName>(COUNTER_NAMES);
+  readonly counters = new KcpCounters();
   /** Upstream 2024-04 conservative fast-ack (see `KcpOptions.fastAckConserve`). */
   readonly fastAckConserve: boolean;
   /** Upstream 2023-05 byte-count `send` (see `KcpOptions.sendReturnsBytes`). */
@@ -528,7 +591,7 @@ export class Kcp {
     const rest = len - extend;
     const count = this.stream_ && rest <= 0 ? 0 : rest <= mss ? 1 : Math.ceil(rest / mss);
     if (count < KCP_WND_RCV && this.sndQueue.length + count > this.maxSendQueueSegments) {
-      this.counters.add('sendQueueFull');
+      this.counters.sendQueueFull++;
       return -4;
     }
 
@@ -541,20 +604,17 @@ export class Kcp {
       if (len <= 0) return this.sendReturnsBytes ? extend : 0;
     }
     if (count >= KCP_WND_RCV) {
-      this.counters.add('sendTooLarge');
+      this.counters.sendTooLarge++;
       return this.sendReturnsBytes && this.stream_ && extend > 0 ? extend : -2;
     }
 
-    if (count === 1) {
-      this.sndQueue.push(new Segment(sendSlab.copy(data, pos, pos + len), len, 0));
-    } else {
-      const copy = sendSlab.copy(data, pos, pos + len);
-      for (let i = 0, off = 0; i < count; i++) {
-        const size = Math.min(mss, len - off);
-        const frg = this.stream_ ? 0 : count - i - 1;
-        this.sndQueue.push(new Segment(copy.subarray(off, off + size), size, frg));
-        off += size;
-      }
+    // One slab copy per segment, so a long message needs no buffer of its own.
+    for (let i = 0, off = pos; i < count; i++) {
+      const size = Math.min(mss, len - (off - pos));
+      const frg = this.stream_ ? 0 : count - i - 1;
+      const copy = sendSlab.copy(data, off, off + size);
+      this.sndQueue.push(new Segment(copy, size, frg, sendSlab.last));
+      off += size;
     }
     return this.sendReturnsBytes ? data.length : 0;
   }
@@ -565,6 +625,10 @@ export class Kcp {
       const grown = new Uint8Array(Math.min(this.mss_, Math.max(need, tail.data.length * 2, 64)));
       grown.set(tail.len === tail.data.length ? tail.data : tail.data.subarray(0, tail.len));
       tail.data = grown;
+      if (tail.slab !== undefined) {
+        sendSlab.release(tail.slab);
+        tail.slab = undefined;
+      }
     }
     tail.data.set(extend === data.length ? data : data.subarray(0, extend), tail.len);
     tail.len = need;
@@ -612,17 +676,14 @@ export class Kcp {
     const size = this.peekSize();
     if (size < 0) return undefined;
     const head = this.rcvQueue.at(0);
-    if (head.frg === 0) {
-      const data = this.consume(undefined);
-      // A slab-backed copy is copied again so the caller never pins a whole slab.
-      return data.byteLength === data.buffer.byteLength ? data : data.slice();
-    }
+    if (head.frg === 0) return this.consume(undefined);
     const out = new Uint8Array(size);
     this.consume(out);
     return out;
   }
 
-  // Remove one message from rcv_queue (into `out` if given), refill from rcv_buf, maybe tell our window.
+  // Remove one message from rcv_queue (into `out` if given, else the caller gets the single segment's
+  // bytes to own), refill from rcv_buf, maybe tell our window.
   private consume(out: Uint8Array | undefined): Uint8Array {
     const q = this.rcvQueue;
     const recover = q.length >= this.rcvWnd_;
@@ -631,7 +692,12 @@ export class Kcp {
     while (q.length > 0) {
       const seg = q.shift()!;
       if (out !== undefined) out.set(seg.data, len);
-      else first = seg.data;
+      // A slab view is copied: the slab is reused once its references are gone.
+      else first = seg.slab === undefined ? seg.data : seg.data.slice();
+      if (seg.slab !== undefined) {
+        recvSlab.release(seg.slab);
+        seg.slab = undefined;
+      }
       len += seg.len;
       if (seg.frg === 0) break;
     }
@@ -664,10 +730,10 @@ export class Kcp {
     if (!(data instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'input() takes a Uint8Array');
     if (now !== undefined) this.current_ = clockArg(now);
     const c = this.counters;
-    c.add('inputDatagrams');
+    c.inputDatagrams++;
     const size = data.length;
     if (size < KCP_OVERHEAD) {
-      c.add('inputRejectedShort');
+      c.inputRejectedShort++;
       return -1;
     }
     const prevUna = this.sndUna_;
@@ -677,7 +743,7 @@ export class Kcp {
     let off = 0;
     while (size - off >= KCP_OVERHEAD) {
       if (readU32LE(data, off) !== this.conv) {
-        c.add('inputRejectedConv');
+        c.inputRejectedConv++;
         return -1;
       }
       const cmd = data[off + 4]!;
@@ -689,11 +755,11 @@ export class Kcp {
       const len = readU32LE(data, off + 20);
       off += KCP_OVERHEAD;
       if (len > size - off) {
-        c.add('inputRejectedLength');
+        c.inputRejectedLength++;
         return -2;
       }
       if (cmd < KcpCommand.PUSH || cmd > KcpCommand.WINS) {
-        c.add('inputRejectedCommand');
+        c.inputRejectedCommand++;
         return -3;
       }
       this.rmtWnd_ = wnd;
@@ -718,7 +784,7 @@ export class Kcp {
       }
       off += len;
     }
-    if (off < size) c.add('inputTrailingBytes');
+    if (off < size) c.inputTrailingBytes++;
     if (flag) this.parseFastack(maxack, latestTs);
     if (timeDiff32(this.sndUna_, prevUna) > 0) this.growCwnd();
     return 0;
@@ -726,15 +792,16 @@ export class Kcp {
 
   private parsePush(data: Uint8Array, off: number, frg: number, ts: number, sn: number, len: number): void {
     if (timeDiff32(sn, u32Add(this.rcvNxt_, this.rcvWnd_)) >= 0) {
-      this.counters.add('pushOutsideWindow');
+      this.counters.pushOutsideWindow++;
       return;
     }
     this.pushAck(sn, ts);
     if (timeDiff32(sn, this.rcvNxt_) < 0 || this.rcvBuf.get(sn) !== undefined) {
-      this.counters.add('pushDuplicate');
+      this.counters.pushDuplicate++;
       return;
     }
-    const seg = new Segment(len === 0 ? EMPTY : recvSlab.copy(data, off, off + len), len, frg);
+    const copy = len === 0 ? EMPTY : recvSlab.copy(data, off, off + len);
+    const seg = new Segment(copy, len, frg, len === 0 ? undefined : recvSlab.last);
     seg.sn = sn;
     seg.ts = ts;
     // Every sn held lies in [rcvNxt, sn]; rcvNxt only grows, so this keeps them in distinct slots.
@@ -747,7 +814,7 @@ export class Kcp {
   private pushAck(sn: number, ts: number): void {
     const n = this.ackCount;
     if (n >= this.maxPendingAcks) {
-      this.counters.add('ackListFull');
+      this.counters.ackListFull++;
       return;
     }
     if (2 * n + 2 > this.acks.length) {
@@ -788,6 +855,8 @@ export class Kcp {
   private parseUna(una: number): void {
     const buf = this.sndBuf;
     while (this.nsndBuf > 0 && timeDiff32(una, this.sndUna_) > 0) {
+      const seg = buf.slot(this.sndUna_);
+      if (seg !== undefined) releaseSend(seg);
       buf.clear(this.sndUna_);
       this.nsndBuf--;
       this.sndUna_ = u32Add(this.sndUna_, 1);
@@ -797,7 +866,9 @@ export class Kcp {
 
   private parseAck(sn: number): void {
     if (timeDiff32(sn, this.sndUna_) < 0 || timeDiff32(sn, this.sndNxt_) >= 0) return;
-    if (this.sndBuf.slot(sn) === undefined) return;
+    const seg = this.sndBuf.slot(sn);
+    if (seg === undefined) return;
+    releaseSend(seg);
     this.sndBuf.clear(sn);
     this.nsndBuf--;
     if (sn === this.sndUna_) this.advanceUna();
@@ -888,8 +959,8 @@ export class Kcp {
 
   private emit(buffer: Uint8Array, size: number): void {
     if (size === 0) return;
-    this.counters.add('outputDatagrams');
-    this.counters.add('outputBytes', size);
+    this.counters.outputDatagrams++;
+    this.counters.outputBytes += size;
     this.output(buffer.subarray(0, size));
   }
 
@@ -1049,13 +1120,13 @@ export class Kcp {
         }
         seg.resendts = u32Add(current, seg.rto);
         lost = true;
-        this.counters.add('retransmitTimeout');
+        this.counters.retransmitTimeout++;
       } else if (seg.fastack >= resent && ((seg.xmit | 0) <= fastlimit || fastlimit <= 0)) {
         seg.xmit = u32Add(seg.xmit, 1);
         seg.fastack = 0;
         seg.resendts = u32Add(current, seg.rto);
         change = true;
-        this.counters.add('retransmitFast');
+        this.counters.retransmitFast++;
       } else {
         continue;
       }

@@ -44,6 +44,60 @@ describe('SnRing', () => {
 });
 
 describe('ByteSlab', () => {
+  it('reuses a slab only once every copy in it is released; live copies are never overwritten', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: 0, max: 40 }), fc.constant(-1)), { maxLength: 400 }),
+        fc.integer({ min: 0, max: 2 ** 30 }),
+        (ops, seed) => {
+          const slab = new ByteSlab(64, 24, 2);
+          const live: { view: Uint8Array; want: number[]; slab: ByteSlab['last'] }[] = [];
+          let fill = seed;
+          for (const op of ops) {
+            if (op < 0) {
+              const i = live.length === 0 ? -1 : (fill = (fill * 1103515245 + 12345) >>> 0) % live.length;
+              if (i >= 0) {
+                const [c] = live.splice(i, 1);
+                if (c!.slab !== undefined) slab.release(c!.slab);
+              }
+            } else {
+              const src = Uint8Array.from({ length: op + 3 }, () => (fill = (fill * 1103515245 + 12345) >>> 0) & 0xff);
+              const view = slab.copy(src, 3, src.length);
+              live.push({ view, want: [...src.subarray(3)], slab: slab.last });
+            }
+            for (const c of live) expect([...c.view]).toEqual(c.want);
+          }
+          expect(slab.freeSlabs).toBeLessThanOrEqual(2);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('rewinds the current slab and keeps emptied ones, so steady traffic allocates nothing', () => {
+    const slab = new ByteSlab(64, 32, 4);
+    const src = new Uint8Array(32).fill(5);
+    const a = slab.copy(src, 0, 32);
+    const sa = slab.last!;
+    slab.release(sa);
+    const b = slab.copy(src, 0, 32);
+    expect(b.buffer).toBe(a.buffer); // rewound: same bytes reused
+    expect(b.byteOffset).toBe(0);
+    const c = slab.copy(src, 0, 32);
+    const d = slab.copy(src, 0, 32); // does not fit: a second slab
+    expect(d.buffer).not.toBe(c.buffer);
+    slab.release(sa);
+    slab.release(sa); // b and c released: the first slab is now free
+    expect(slab.freeSlabs).toBe(1);
+    slab.copy(src, 0, 32);
+    const f = slab.copy(src, 0, 32); // the second slab is full: the free one is taken
+    expect(f.buffer).toBe(a.buffer);
+    expect(slab.freeSlabs).toBe(0);
+    const big = slab.copy(new Uint8Array(40), 0, 40);
+    expect(slab.last).toBeUndefined();
+    expect(big.buffer.byteLength).toBe(40);
+  });
+
   it('returns independent copies, sharing slabs only below maxPiece', () => {
     const slab = new ByteSlab(64, 16);
     const src = Uint8Array.from({ length: 40 }, (_, i) => i);

@@ -119,37 +119,79 @@ export class SnRing<T extends HasSn> {
   }
 }
 
+/** One slab of a `ByteSlab`: its bytes and the number of live copies that point into it. */
+export class Slab {
+  /** Live copies in this slab; the owner releases each exactly once. */
+  refs = 0;
+  /** The slab's storage. */
+  readonly buffer: ArrayBuffer;
+
+  constructor(bytes: number) {
+    this.buffer = new ArrayBuffer(bytes);
+  }
+}
+
 /**
- * Copies small byte ranges into shared slabs (one `new Uint8Array` per slab instead of one per
- * copy, which is what makes small typed arrays expensive). A slab lives as long as any copy in it,
- * so pieces are capped at `maxPiece` bytes and larger ranges get their own buffer.
+ * Copies small byte ranges into shared slabs (one allocation per slab instead of one per copy,
+ * which is what makes typed arrays above 64 bytes expensive). Each copy counts as a reference to its
+ * slab until the owner calls `release`; a slab without references is rewound (the one being filled)
+ * or kept for reuse (up to `maxFree` slabs), so steady traffic allocates nothing. A copy never
+ * released (its owner was dropped) only keeps its slab from being reused; GC frees it as usual.
  */
 export class ByteSlab {
-  private buf = new Uint8Array(0);
+  /** The slab the last `copy` used, or `undefined` if that copy got its own buffer. */
+  last: Slab | undefined;
+  private cur: Slab | undefined;
   private pos = 0;
+  private readonly free: Slab[] = [];
 
   /**
    * @param slabBytes size of each slab.
-   * @param maxPiece largest range copied into a slab, bytes.
+   * @param maxPiece largest range copied into a slab, bytes; larger ones get their own buffer.
+   * @param maxFree most slabs without references kept for reuse.
    */
   constructor(
     private readonly slabBytes = 16384,
     private readonly maxPiece = 2048,
+    private readonly maxFree = 16,
   ) {}
 
-  /** A private copy of `src[from, to)`. */
-  copy(src: Uint8Array, from: number, to: number): Uint8Array {
+  /** Slabs without references currently kept for reuse. */
+  get freeSlabs(): number {
+    return this.free.length;
+  }
+
+  /**
+   * A private copy of `src[from, to)`, counted as `refs` references to its slab (see `last`;
+   * `release` each one once it is dead). Ranges above `maxPiece` get their own buffer.
+   */
+  copy(src: Uint8Array, from: number, to: number, refs = 1): Uint8Array {
     const len = to - from;
-    if (len > this.maxPiece) return src.slice(from, to);
-    if (this.pos + len > this.buf.length) {
-      this.buf = new Uint8Array(this.slabBytes);
+    if (len > this.maxPiece) {
+      this.last = undefined;
+      return src.slice(from, to);
+    }
+    let slab = this.cur;
+    if (slab === undefined || this.pos + len > this.slabBytes) {
+      slab = this.free.pop() ?? new Slab(this.slabBytes);
+      this.cur = slab;
       this.pos = 0;
     }
     const at = this.pos;
-    const buf = this.buf;
-    if (len <= 16) for (let i = 0; i < len; i++) buf[at + i] = src[from + i]!;
-    else buf.set(src.subarray(from, to), at);
+    const view = new Uint8Array(slab.buffer, at, len);
+    // Short copies by hand: a temporary source view costs more than the loop.
+    if (len <= 32) for (let i = 0; i < len; i++) view[i] = src[from + i]!;
+    else view.set(from === 0 && to === src.length ? src : new Uint8Array(src.buffer, src.byteOffset + from, len));
     this.pos = (at + len + 7) & ~7;
-    return buf.subarray(at, at + len);
+    slab.refs += refs;
+    this.last = slab;
+    return view;
+  }
+
+  /** Drop one reference to `slab`; at zero it is rewound (if current) or kept for reuse. */
+  release(slab: Slab): void {
+    if (--slab.refs > 0) return;
+    if (slab === this.cur) this.pos = 0;
+    else if (this.free.length < this.maxFree) this.free.push(slab);
   }
 }
