@@ -613,6 +613,7 @@ function main(): void {
     machine,
     '(The machine is shared with other work, so CPU figures move from run to run; compare within a table.)',
     '',
+    '',
   ].join('\n');
   const readme = join(HERE, 'README.md');
   let text = '';

@@ -70,7 +70,7 @@ describe('ByteSlab', () => {
           expect(slab.freeSlabs).toBeLessThanOrEqual(2);
         },
       ),
-      { numRuns: 200 },
+      { numRuns: 200, seed: 31 },
     );
   });
 
