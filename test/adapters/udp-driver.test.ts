@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GamewireError } from '../../src/core/errors.js';
 import { UdpDriver, type DrivablePeer } from '../../src/adapters/node/udp-driver.js';
@@ -218,6 +220,27 @@ describe('UdpDriver over real loopback', () => {
     expect(errors.length).toBe(c.sendErrors + c.recvErrors);
     expect(errors.every((e) => e === 'ECONNREFUSED')).toBe(true);
     await driver.close();
+  });
+
+  it('holds send buffers while the send queue is backed up (every send asynchronous) and still moves a block byte-exact', async () => {
+    const child = fileURLToPath(new URL('./fixtures/queued-sends.ts', import.meta.url));
+    const out = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--test-udp-no-try-send', '--import', 'tsx', child], { timeout: 60_000 }, (err, stdout, stderr) => {
+        if (err !== null) reject(new Error(`${err.message}\n${stderr}`));
+        else resolve(stdout);
+      });
+    });
+    const r = JSON.parse(out) as {
+      exact: boolean; done: string; tx: Record<string, number>; rx: Record<string, number>; slices: number; resent: number;
+    };
+    expect(r.exact).toBe(true);
+    expect(r.done).toBe('delivered');
+    // A buffer reused before its queued send left goes out as a copy of a later datagram: the lost
+    // slices then cost resends (4x the block when buffers were freed at once).
+    expect(r.resent).toBeLessThan(r.slices / 2);
+    // Callback-less sends found the queue non-empty and their buffers were held, never reused early.
+    expect(r.tx.sendsQueued).toBeGreaterThan(10);
+    expect(r.tx.sendErrors).toBe(0);
   });
 
   it('refuses bad options with invalid-config', async () => {

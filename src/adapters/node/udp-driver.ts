@@ -53,7 +53,11 @@ export interface UdpDriverOptions {
   clock?: () => number;
 }
 
-/** Names of the driver's own counters (the peer keeps its own). */
+/**
+ * Names of the driver's own counters (the peer keeps its own). `sendsQueued`: datagrams sent without
+ * a completion callback that libuv had to queue (socket send buffer backed up); their buffers are held
+ * until the queue drains.
+ */
 export type UdpDriverCounter =
   | 'datagramsIn'
   | 'bytesIn'
@@ -63,6 +67,7 @@ export type UdpDriverCounter =
   | 'sendErrors'
   | 'recvErrors'
   | 'sendPoolExhausted'
+  | 'sendsQueued'
   | 'timerWakeups';
 
 const COUNTER_NAMES: readonly UdpDriverCounter[] = [
@@ -74,6 +79,7 @@ const COUNTER_NAMES: readonly UdpDriverCounter[] = [
   'sendErrors',
   'recvErrors',
   'sendPoolExhausted',
+  'sendsQueued',
   'timerWakeups',
 ];
 
@@ -91,7 +97,11 @@ export interface UdpDriverEvents<E> {
   event: [event: E];
   /** The remote was latched from the first accepted datagram (unconnected mode). */
   remote: [remote: UdpAddress];
-  /** A send or receive failed (`ENOBUFS`, `ECONNREFUSED`, …); counted, and the protocol resends. */
+  /**
+   * A send or receive failed (`ENOBUFS`, `ECONNREFUSED`, …); counted, and the protocol resends. Only
+   * the first datagram of each drain (and sends while the socket's queue is backed up) carries a
+   * completion callback, so an error condition is reported at least once per drain, not per datagram.
+   */
   'socket-error': [error: NodeJS.ErrnoException];
   /** The socket is closed; no more events follow. */
   close: [];
@@ -129,6 +139,14 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private readonly free: number[];
   private readonly releasers: ((err: Error | null) => void)[];
   private readonly views: (Buffer | undefined)[];
+  // Slots sent without a callback while the send queue was backed up: freed once it is empty.
+  private readonly held: number[] = [];
+  private heldCheck: NodeJS.Immediate | undefined;
+  private readonly onHeldCheckBound = (): void => {
+    this.heldCheck = undefined;
+    this.releaseHeld();
+    if (this.held.length > 0) this.watchHeld();
+  };
   private remoteAddr: UdpAddress | undefined;
   private timer: NodeJS.Timeout | undefined;
   private timerDue = Infinity;
@@ -272,6 +290,8 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.clearTimer();
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.immediate = undefined;
+    if (this.heldCheck !== undefined) clearImmediate(this.heldCheck);
+    this.heldCheck = undefined;
     return new Promise((resolve) => {
       this.socket.close(() => {
         this.emit('close');
@@ -382,8 +402,26 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       }
       this.nOut++;
       this.bOut += n;
-      if (this.connected) this.socket.send(this.viewOf(slot, n), this.releasers[slot]);
-      else this.socket.send(buf, 0, n, this.remoteAddr.port, this.remoteAddr.host, this.releasers[slot]);
+      if (!this.connected) {
+        this.socket.send(buf, 0, n, this.remoteAddr.port, this.remoteAddr.host, this.releasers[slot]);
+      } else if (sent === 0 || this.held.length > 0) {
+        // The first datagram of a drain carries a completion callback, so a socket error (an ICMP
+        // refusal pending on the socket, ENOBUFS) is reported at least once per drain; so does
+        // everything sent while the socket's send queue is backed up (those sends are asynchronous).
+        this.socket.send(this.viewOf(slot, n), this.releasers[slot]);
+      } else {
+        // No callback: it costs a process.nextTick per datagram. An empty send queue right after
+        // the call means libuv sent it synchronously and the buffer is free; otherwise it is queued
+        // and the buffer is held until the queue drains.
+        this.socket.send(this.viewOf(slot, n));
+        if (this.socket.getSendQueueCount() === 0) {
+          this.free.push(slot);
+        } else {
+          this.stats.add('sendsQueued');
+          this.held.push(slot);
+          this.watchHeld();
+        }
+      }
       sent++;
     }
     // The turn's budget is spent; continue after pending I/O (acks) has had a chance to run.
@@ -403,8 +441,25 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     return v;
   }
 
+  /** Poll once per loop turn until the send queue is empty, then free the held buffers. */
+  private watchHeld(): void {
+    if (this.heldCheck !== undefined || this.closed) return;
+    this.heldCheck = setImmediate(this.onHeldCheckBound);
+  }
+
+  private releaseHeld(): void {
+    if (this.held.length === 0 || this.closed || this.socket.getSendQueueCount() !== 0) return;
+    for (const slot of this.held) this.free.push(slot);
+    this.held.length = 0;
+    if (this.starved && this.immediate === undefined) {
+      this.starved = false;
+      this.immediate = setImmediate(this.onImmediateBound);
+    }
+  }
+
   private release(slot: number, err: Error | null): void {
     this.free.push(slot);
+    if (this.held.length > 0) this.releaseHeld();
     if (err !== null) {
       this.stats.add('sendErrors');
       if (this.listenerCount('socket-error') > 0) this.emit('socket-error', err as NodeJS.ErrnoException);
