@@ -214,6 +214,10 @@ export class ChunkReceiver implements SansIoPeer {
    * time syncs the expected chunk id from its first packet.
    */
   private admitSession(now: number, session: number, chunkId: number, pipelined: boolean): boolean {
+    if (this.session === session && this.synced) {
+      this.lastActivity = now;
+      return true;
+    }
     if (this.session !== session) {
       if (this.session !== undefined &&
         (this.config.sessionId !== undefined || now - this.lastActivity < this.config.sessionIdleMs)) {
@@ -273,6 +277,12 @@ export class ChunkReceiver implements SansIoPeer {
   }
 
   private onSlice(now: number, p: SliceHeader, bytes: Uint8Array): void {
+    // Hot path first: a slice of the current chunk while it is being received.
+    const cur = this.cur;
+    if (cur !== undefined && cur.kind === 'receiving' && p.chunkId === cur.chunkId) {
+      this.onCurrentSlice(now, cur, p, bytes);
+      return;
+    }
     const { rec, slot } = this.lookup(p.chunkId);
     if (slot === -2 || slot === 2) {
       this.ctr.add(slot < 0 ? 'oldChunk' : 'futureChunk');
@@ -295,6 +305,11 @@ export class ChunkReceiver implements SansIoPeer {
       this.deliver();
       return;
     }
+    this.onCurrentSlice(now, c, p, bytes);
+  }
+
+  /** A slice of chunk `c`, which is receiving: check the layout, copy if new, ack per Ack pacing. */
+  private onCurrentSlice(now: number, c: InChunk, p: SliceHeader, bytes: Uint8Array): void {
     if (p.blockBytes !== c.blockBytes || p.sliceBytes !== c.sliceBytes) {
       this.ctr.add('inconsistentSlices');
       return;
