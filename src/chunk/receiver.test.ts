@@ -192,6 +192,21 @@ describe('ChunkReceiver: acks', () => {
     expect(r.pollTimeout()).toBeUndefined();
   });
 
+  it('answers a burst fed before one drain (a UdpDriver loop turn) with one ack that reports all of it', () => {
+    const r = receiver();
+    const data = block(64 * 100);
+    const burst = [...Array(32).keys()].filter((i) => i !== 7).concat([40, 3]);
+    for (const [k, i] of burst.entries()) r.handleDatagram(10 + k * 0.01, slice(0, data, i, { sendTimeUs: 1000 + k }));
+    const a = acks(drain(r, 11));
+    expect(a).toHaveLength(1);
+    expect(a[0].cumAck).toBe(7);
+    expect(ackedSet(a[0], 100)).toEqual(new Set(burst));
+    // The echo is the newest prompting slice (the duplicate of 3), held from its arrival until the drain.
+    expect(a[0]).toMatchObject({ hasEcho: true, echoTimeUs: 1000 + burst.length - 1 });
+    expect(a[0].ackDelayUs).toBe(Math.round((11 - (10 + (burst.length - 1) * 0.01)) * 1000));
+    expect(drain(r, 12)).toEqual([]);
+  });
+
   it('acks at once on a gap, and reports slices past the gap in a window', () => {
     const r = receiver();
     const data = block(64 * 40);

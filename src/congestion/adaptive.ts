@@ -260,7 +260,9 @@ export class AdaptiveRate implements RateController {
     this.srtt = this.srtt === 0 ? rtt : this.srtt + (rtt - this.srtt) / 8;
     if (this.lastRtt >= 0) this.jit += (Math.abs(rtt - this.lastRtt) - this.jit) / Math.min(16, ++this.jitN);
     this.lastRtt = rtt;
-    if (this.jit > this.jitPeak) this.jitPeak = this.jit;
+    // While the mean is still a plain average (first 16 samples) the peak follows it down: one
+    // outlier among the first samples (an event-loop stall, a slow first ack) must fade as 1/n, not 2 % per round.
+    if (this.jitN < 16 || this.jit > this.jitPeak) this.jitPeak = this.jit;
     // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
     const dq = this.dqR;
     while (this.dqLen > 0 && dq[(this.dqHead + this.dqLen - 1) % DEQUE] >= rtt) this.dqLen--;
