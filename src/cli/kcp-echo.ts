@@ -1,9 +1,9 @@
-import { type Command, InvalidArgumentError } from 'commander';
+import type { Command } from 'commander';
 import { performance } from 'node:perf_hooks';
 import { KcpUdpClient, KcpUdpServer } from '../adapters/node/kcp.js';
 import type { KcpOptions } from '../kcp/kcp.js';
 import type { KcpSession } from '../kcp/session.js';
-import { parseDuration, parseHostPort, parsePort, parseUint, UsageError, type HostPort } from './units.js';
+import { arg, parseDuration, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
 
 /** KCP settings of test.cpp's modes (kcp.md §2.1). */
 export type KcpEchoMode = 'default' | 'normal' | 'fast';
@@ -93,15 +93,7 @@ export async function runKcpEchoServer(o: KcpEchoServerOptions): Promise<number>
     `kcp-echo listening on ${server.local.host}:${server.local.port} (raw KCP, mode ${o.mode}${o.stream ? ', stream' : ''}, mtu ${o.mtu}` +
       `${o.conv === undefined ? '' : `, conv ${o.conv}`})\n`,
   );
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopSignal();
   const c = server.server.counters.snapshot();
   process.stderr.write(`kcp-echo: ${c.sessionsOpened} sessions, ${c.datagramsIn} datagrams in, ${c.datagramsOut} out, ${c.droppedMalformed} malformed, ${dropped} echoes dropped\n`);
   await server.close();
@@ -230,20 +222,9 @@ export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number>
   return 0;
 }
 
-function arg<T>(parse: (text: string) => T): (text: string) => T {
-  return (text) => {
-    try {
-      return parse(text);
-    } catch (err) {
-      if (err instanceof UsageError) throw new InvalidArgumentError(err.message.replace(/^--[a-z-]+: /, ''));
-      throw err;
-    }
-  };
-}
-
 function parseMode(text: string): KcpEchoMode {
   if (text === 'default' || text === 'normal' || text === 'fast') return text;
-  throw new InvalidArgumentError('must be default, normal or fast');
+  throw new UsageError('--mode: must be default, normal or fast');
 }
 
 function parseConv(text: string): number {
@@ -277,7 +258,7 @@ export function registerKcpEcho(program: Command, setExit: (code: number) => voi
     .option('--connect <host:port>', 'send to a kcp-echo (or any KCP echo) server', arg((v) => parseHostPort(v, '--connect')))
     .option('--host <addr>', 'local IPv4 address to listen on', '0.0.0.0')
     .option('--conv <n>', 'conversation id (listen: accept only this conv; connect: default random)', arg(parseConv))
-    .option('--mode <mode>', 'KCP settings of test.cpp: default, normal or fast', parseMode, 'fast' as KcpEchoMode)
+    .option('--mode <mode>', 'KCP settings of test.cpp: default, normal or fast', arg(parseMode), 'fast' as KcpEchoMode)
     .option('--mtu <bytes>', 'KCP mtu (50..65535)', arg((v) => parseUint(v, '--mtu')), 1400)
     .option('--stream', 'KCP stream mode (no message boundaries)')
     .option('--count <n>', 'connect: messages to send', arg((v) => parseUint(v, '--count')), 100)

@@ -1,8 +1,9 @@
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError } from 'commander';
 import { registerKcpEcho } from './kcp-echo.js';
-import { runProxy } from './proxy.js';
+import { runProxy, type ProxyCommandOptions } from './proxy.js';
 import { runRecv, runSend } from './transfer.js';
 import {
+  arg,
   parseDuration,
   parseHostPort,
   parsePort,
@@ -18,17 +19,6 @@ export const EXIT_USAGE = 2;
 /** Exit code for a run that started but failed (timeout, I/O error, corrupt data). */
 export const EXIT_FAILURE = 1;
 
-/** Wrap a units parser so commander reports its message as an invalid argument (exit 2). */
-function arg<T>(parse: (text: string) => T): (text: string) => T {
-  return (text) => {
-    try {
-      return parse(text);
-    } catch (err) {
-      if (err instanceof UsageError) throw new InvalidArgumentError(err.message.replace(/^--[a-z-]+: /, ''));
-      throw err;
-    }
-  };
-}
 
 /** Build the `gamewire` command tree. Actions resolve to an exit code; errors are thrown, never exit. */
 export function buildProgram(setExit: (code: number) => void): Command {
@@ -102,23 +92,9 @@ export function buildProgram(setExit: (code: number) => void): Command {
     .option('--queue <datagrams>', 'bottleneck queue limit in datagrams (needs --rate; default 1000)', arg((v) => parseUint(v, '--queue')))
     .option('--seed <n>', 'seed of the links (same seed, same loss pattern)', arg((v) => parseUint(v, '--seed')), 1)
     .option('--stats-every <duration>', 'print counters to stderr this often (bare number = s)', arg((v) => parseDuration(v, '--stats-every', 's')))
-    .action(async (o: ProxyFlags) => {
+    .action(async (o: ProxyCommandOptions) => {
       if (o.queue !== undefined && o.queue < 1) throw new UsageError('--queue must be at least 1');
-      setExit(
-        await runProxy({
-          listen: o.listen,
-          host: o.host,
-          to: o.to,
-          preset: o.preset,
-          delay: o.delay,
-          jitter: o.jitter,
-          loss: o.loss,
-          rate: o.rate,
-          queue: o.queue,
-          seed: o.seed,
-          statsEvery: o.statsEvery,
-        }),
-      );
+      setExit(await runProxy(o));
     });
 
   registerKcpEcho(program, setExit);
@@ -146,19 +122,6 @@ interface SendFlags {
   quiet?: boolean;
 }
 
-interface ProxyFlags {
-  listen: number;
-  to: { host: string; port: number };
-  host: string;
-  preset?: string;
-  delay?: number;
-  jitter?: number;
-  loss?: number;
-  rate?: number;
-  queue?: number;
-  seed: number;
-  statsEvery?: number;
-}
 
 /**
  * Parse `argv` (as `process.argv`) and run the command. Resolves to the process exit code: 0 on

@@ -1,8 +1,7 @@
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
 import type { LinkConfig } from '../sim/config.js';
 import { preset } from '../sim/presets.js';
-import type { HostPort } from './units.js';
-import { UsageError } from './units.js';
+import { type HostPort, untilStopSignal, UsageError } from './units.js';
 
 /** Parsed options of `gamewire proxy`. Times in ms, rate in bytes/s. */
 export interface ProxyCommandOptions {
@@ -70,15 +69,7 @@ export async function runProxy(o: ProxyCommandOptions): Promise<number> {
     );
   };
   const timer = o.statsEvery !== undefined ? setInterval(() => process.stderr.write(line() + '\n'), o.statsEvery) : undefined;
-  await new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
-      resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
+  await untilStopSignal();
   if (timer !== undefined) clearInterval(timer);
   process.stdout.write(line() + '\n');
   await proxy.close();

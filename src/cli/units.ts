@@ -3,6 +3,33 @@
  * `UsageError` with a message naming the flag, which the CLI turns into exit code 2.
  */
 
+import { InvalidArgumentError } from 'commander';
+
+/** Wrap a units parser so commander reports its message as an invalid argument (exit 2). */
+export function arg<T>(parse: (text: string) => T): (text: string) => T {
+  return (text) => {
+    try {
+      return parse(text);
+    } catch (err) {
+      if (err instanceof UsageError) throw new InvalidArgumentError(err.message.replace(/^--[a-z-]+: /, ''));
+      throw err;
+    }
+  };
+}
+
+/** Resolve on the first SIGINT or SIGTERM (long-running commands stop cleanly on Ctrl-C). */
+export function untilStopSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+      resolve();
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
+}
+
 /** A bad command-line value; the CLI prints `message` and exits with code 2. */
 export class UsageError extends Error {
   constructor(message: string) {
