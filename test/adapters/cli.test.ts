@@ -1,59 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
+import { gamewire, waitForStderr } from './helpers.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const dir = mkdtempSync(join(tmpdir(), 'gamewire-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-/** Run the CLI from source (tsx), so the test does not depend on a fresh `npm run build`. */
-function gamewire(...args: string[]): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/gamewire.ts', ...args], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-  return { child, stdout: () => out, stderr: () => err, exit };
-}
-
-/** Resolve with the first match of `re` on the run's stderr (e.g. the bound port). */
-function waitForStderr(run: Run, re: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-  return new Promise((resolvePromise, reject) => {
-    const check = (): boolean => {
-      const m = re.exec(run.stderr());
-      if (m !== null) {
-        resolvePromise(m);
-        return true;
-      }
-      return false;
-    };
-    if (check()) return;
-    const onData = (): void => {
-      if (check()) {
-        run.child.stderr!.off('data', onData);
-        clearTimeout(t);
-      }
-    };
-    run.child.stderr!.on('data', onData);
-    const t = setTimeout(() => reject(new Error(`timed out waiting for ${re} in: ${run.stderr()}`)), timeoutMs);
-  });
-}
 
 describe('gamewire CLI (spawned, real loopback)', () => {
   it('bad arguments exit 2 with a message naming the problem (spawned)', async () => {

@@ -1,41 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { once } from 'node:events';
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { echoPayload, formatEchoSummary, kcpModeOptions } from '../../src/cli/kcp-echo.js';
 import { runCli } from '../../src/cli/program.js';
 import { nodeKcp } from '../kcp/oracle.js';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-
-interface Run {
-  child: ChildProcess;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<number | null>;
-}
-
-function gamewire(...args: string[]): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/gamewire.ts', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
-  return { child, stdout: () => out, stderr: () => err, exit };
-}
-
-async function waitForStderr(run: Run, re: RegExp, ms = 15_000): Promise<RegExpMatchArray> {
-  const end = performance.now() + ms;
-  for (;;) {
-    const m = re.exec(run.stderr());
-    if (m !== null) return m;
-    if (performance.now() > end) throw new Error(`timed out waiting for ${re}: ${run.stderr()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { gamewire, waitForStderr } from './helpers.js';
 
 const SUMMARY = /^rtt_ms avg=(\d+\.\d\d) p50=(\d+\.\d\d) p99=(\d+\.\d\d) max=(\d+\.\d\d) bytes_per_msg=(\d+\.\d) datagrams_per_msg=(\d+\.\d\d)$/m;
 

@@ -6,6 +6,7 @@ import { KcpUdpClient, KcpUdpServer } from '../../src/adapters/node/kcp.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import type { KcpOptions } from '../../src/kcp/kcp.js';
 import { nodeKcp, type NodeKcp } from '../kcp/oracle.js';
+import { waitFor } from './helpers.js';
 
 // Live interop over real loopback UDP: our KCP (session layer in raw mode, Node adapter) against the
 // C ikcp.c inside node-kcp, both directions, message and stream mode.
@@ -59,15 +60,6 @@ function cEndpoint(socket: Socket, conv: number, to: { host: string; port: numbe
     kcp.release();
   });
   return { kcp, received };
-}
-
-async function waitFor(pred: () => boolean, ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (!pred()) {
-    if (performance.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return true;
 }
 
 describe('KCP live interop over loopback UDP: ours <-> C (node-kcp)', () => {

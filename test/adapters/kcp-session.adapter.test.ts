@@ -1,9 +1,9 @@
 import { once } from 'node:events';
-import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KcpUdpClient, KcpUdpServer } from '../../src/adapters/node/kcp.js';
 import { UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { KcpClient, type KcpSession, type KcpSessionEvent } from '../../src/kcp/session.js';
+import { waitFor } from './helpers.js';
 
 // Cookie mode between two gamewire ends over real loopback UDP: handshake, echo, the session
 // following the client to a new source port (migration), and CLOSE reaching the server.
@@ -13,15 +13,6 @@ const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   while (cleanups.length > 0) await cleanups.pop()!();
 });
-
-async function waitFor(pred: () => boolean, ms: number): Promise<boolean> {
-  const end = performance.now() + ms;
-  while (!pred()) {
-    if (performance.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return true;
-}
 
 describe('KCP cookie mode over loopback UDP', () => {
   it('handshakes, echoes, follows the client to a new port, and closes', async () => {
