@@ -163,6 +163,8 @@ export class ChunkSender implements SansIoPeer {
   private nSent = 0;
   private wireSent = 0;
   private nSlices = 0;
+  // Blocks in the 'cancelling' state: pollTransmit only scans for due cancels while there are any.
+  private cancelling = 0;
 
   constructor(config: ChunkSenderConfig = {}) {
     this.config = resolveSenderConfig(config);
@@ -337,6 +339,11 @@ export class ChunkSender implements SansIoPeer {
    */
   pollTransmit(now: number, out: Uint8Array): number | undefined {
     this.advance(now);
+    if (this.cancelling > 0) return this.pollCancelOrSlice(now, out);
+    return this.pollSlice(now, out);
+  }
+
+  private pollCancelOrSlice(now: number, out: Uint8Array): number | undefined {
     for (const c of this.inflight) {
       if (c.state === 'cancelling' && now >= c.cancelSentAt + this.resendDelayMs()) {
         if (out.length < CANCEL_BYTES) {
@@ -351,6 +358,11 @@ export class ChunkSender implements SansIoPeer {
         return n;
       }
     }
+    return this.pollSlice(now, out);
+  }
+
+  /** The slice part of `pollTransmit` (after `advance` and any due cancel). */
+  private pollSlice(now: number, out: Uint8Array): number | undefined {
     if (!this.pick(now)) return undefined;
     const c = this.pickChunk!;
     const s = this.pickSlice;
@@ -361,7 +373,7 @@ export class ChunkSender implements SansIoPeer {
     if (size > out.length) {
       this.ctr.add('outTooSmall');
       this.beginCancel(c, 'datagram-too-large');
-      return this.pollTransmit(now, out);
+      return this.pollCancelOrSlice(now, out);
     }
     const wire = size + UDP_IP_OVERHEAD_BYTES;
     const unpaced = c.burst && !this.pickResend;
@@ -511,6 +523,7 @@ export class ChunkSender implements SansIoPeer {
   /** Stop sending slices of `c`; the receiver is told with cancel packets until it answers. */
   private beginCancel(c: OutChunk, reason: CancelReason): void {
     c.state = 'cancelling';
+    this.cancelling++;
     c.cancelReason = reason;
     c.burst = false;
     c.cancelSentAt = -Infinity;
@@ -528,6 +541,7 @@ export class ChunkSender implements SansIoPeer {
   }
 
   private finish(c: OutChunk, outcome: ChunkSenderEvent): void {
+    if (c.state === 'cancelling') this.cancelling--;
     c.state = 'done';
     c.outcome = outcome;
     if (outcome.type === 'delivered') this.ctr.add('blocksDelivered');
