@@ -321,7 +321,8 @@ export class ChunkReceiver implements SansIoPeer {
       return;
     }
     setBit(c.bits!, s);
-    c.data!.set(bytes.subarray(SLICE_HEADER_BYTES), s * c.sliceBytes);
+    // A plain view, not bytes.subarray(): on a Node Buffer that goes through Buffer's own subarray.
+    c.data!.set(new Uint8Array(bytes.buffer, bytes.byteOffset + SLICE_HEADER_BYTES, bytes.length - SLICE_HEADER_BYTES), s * c.sliceBytes);
     c.received++;
     this.nAccepted++;
     while (c.cum < c.sliceCount && testBit(c.bits!, c.cum)) c.cum++;
