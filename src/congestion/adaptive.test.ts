@@ -516,6 +516,58 @@ describe('AdaptiveRate unit behaviour', () => {
     expect(s.targetQueueMs).toBeLessThan(4.5);
   });
 
+  it('does not end start-up on acks that rise by chance or arrive in a burst (reordering), but on a dispersed train', () => {
+    // Regression: with 0–20 ms reordering jitter two acks 0.15 ms apart, the second 0.15 ms "later",
+    // passed the dispersion test: 262 Mbit/s on a 10 Mbit/s path, and 50 % queue drops followed.
+    const pair = new AdaptiveRate();
+    for (let i = 0; i < 10; i++) pair.onSent(0, DATAGRAM);
+    pair.onAck(50, 2 * DATAGRAM, 50);
+    pair.onAck(50.15, 4 * DATAGRAM, 50.15);
+    expect(pair.state).toBe('startup');
+
+    // Nor may a compressed burst of acks (7 datagrams within 0.62 ms, reordered) raise the start-up
+    // estimate as a lower bound: it once read 111 Mbit/s on a 10 Mbit/s path and paced at 222 Mbit/s.
+    const burst = new AdaptiveRate();
+    for (let i = 0; i < 10; i++) burst.onSent(0, DATAGRAM);
+    burst.onAck(54, DATAGRAM, 54);
+    burst.onAck(54.62, 7 * DATAGRAM, 54);
+    expect(burst.state).toBe('startup');
+    expect((burst.pacingRate(55) * 8) / 1e6).toBeLessThan(5);
+
+    // The same train through a 10 Mbit/s bottleneck: five acks 1.96 ms apart, each 1.96 ms later.
+    const train = new AdaptiveRate();
+    for (let i = 0; i < 10; i++) train.onSent(0, DATAGRAM);
+    const gap = (2 * DATAGRAM * 8) / 10e3;
+    for (let k = 0; k < 5; k++) train.onAck(50 + k * gap, 2 * DATAGRAM, 50 + k * gap);
+    expect(train.state).toBe('steady');
+    expect((train.stats(60).bandwidth * 8) / 1e6).toBeCloseTo(10, 0);
+  });
+
+  it('does not learn loss that comes with a queue that never drains as baseline (it would sustain its own overflow)', () => {
+    // 1000 datagrams/s, acks arrive one RTT later; from 300 ms every 5th is reported lost instead.
+    const feed = (queueMs: number): AdaptiveRate => {
+      const c = new AdaptiveRate({ initialBurstBytes: 0 });
+      const due: [number, number, boolean][] = [];
+      for (let t = 0; t < 4000; t++) {
+        c.onSent(t, DATAGRAM);
+        const rtt = t < 300 ? 40 : 40 + queueMs;
+        due.push([t + rtt, rtt, t >= 300 && t % 5 === 0]);
+        while (due.length > 0 && due[0][0] <= t) {
+          const [at, r, lost] = due.shift()!;
+          if (lost) c.onLoss(t, DATAGRAM);
+          else c.onAck(at, DATAGRAM, r);
+        }
+      }
+      return c;
+    };
+    // Random loss on a drained path is the baseline (and compensated)…
+    expect(feed(0).stats(4000).baselineLoss).toBeGreaterThan(0.15);
+    // …but the same loss with a standing 30 ms queue is overflow (measured 0.196 before the fix).
+    const standing = feed(30).stats(4000);
+    expect(standing.baselineLoss).toBeLessThan(0.06);
+    expect(standing.lossBackoffs).toBeGreaterThan(0);
+  });
+
   it('keeps the rate within min..max whatever the feedback', () => {
     fc.assert(fc.property(
       fc.array(fc.tuple(fc.integer({ min: 0, max: 3 }), fc.double({ min: -10, max: 1e6, noNaN: false }), fc.double({ min: 0, max: 50 })), { maxLength: 300 }),
