@@ -61,22 +61,8 @@ export function sliceLengthOf(blockBytes: number, sliceBytes: number, sliceId: n
 }
 
 /** One slice of a block, sender → receiver. */
-export interface SlicePacket {
+export interface SlicePacket extends SliceHeader {
   type: 'slice';
-  /** Sender-chosen 32-bit session id (u32). */
-  session: number;
-  /** 16-bit wrapping chunk id (u16). */
-  chunkId: number;
-  /** True when the previous chunk (chunkId − 1) was still unacked when this was sent. */
-  pipelined: boolean;
-  /** Sender clock at transmission, µs modulo 2^32; echoed by acks for RTT. */
-  sendTimeUs: number;
-  /** Total size of the block in bytes (0..2^32−1). */
-  blockBytes: number;
-  /** Payload size of every slice but the last, bytes (MIN_SLICE_BYTES..MAX_SLICE_BYTES). */
-  sliceBytes: number;
-  /** Index of this slice, 0..sliceCount−1. */
-  sliceId: number;
   /** Exactly `sliceLengthOf(blockBytes, sliceBytes, sliceId)` bytes (a view, not a copy, when decoded). */
   payload: Uint8Array;
 }
@@ -272,12 +258,19 @@ export function encodeChunkPacket(out: Uint8Array, p: ChunkPacket, offset = 0): 
 
 /** A slice's fields without its payload (which is `bytes[SLICE_HEADER_BYTES..]` of the datagram). */
 export interface SliceHeader {
+  /** Sender-chosen 32-bit session id (u32). */
   session: number;
+  /** 16-bit wrapping chunk id (u16). */
   chunkId: number;
+  /** True when the previous chunk (chunkId − 1) was still unacked when this was sent. */
   pipelined: boolean;
+  /** Sender clock at transmission, µs modulo 2^32; echoed by acks for RTT. */
   sendTimeUs: number;
+  /** Total size of the block in bytes (0..2^32−1). */
   blockBytes: number;
+  /** Payload size of every slice but the last, bytes (MIN_SLICE_BYTES..MAX_SLICE_BYTES). */
   sliceBytes: number;
+  /** Index of this slice, 0..sliceCount−1. */
   sliceId: number;
 }
 
