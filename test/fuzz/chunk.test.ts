@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChunkReceiver, ChunkSender, decodeChunkPacket } from '../../src/chunk/index.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
-import { type Direction, World } from '../harness/index.js';
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
+import { type Direction, World, sameBytes } from '../harness/index.js';
 
 /** Mutate one real datagram: flip bits, truncate, extend, duplicate, or replace it with noise. */
 function mutate(rng: NonCryptoRng, bytes: Uint8Array): Uint8Array[] {

@@ -1,1 +1,2 @@
 export * from './world.js';
+export * from './bytes.js';

@@ -3,7 +3,7 @@ import { ChunkReceiver, ChunkSender } from '../../src/chunk/index.js';
 import { AdaptiveRate } from '../../src/congestion/adaptive.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import type { LinkConfig } from '../../src/sim/index.js';
-import { World, type WorldStats } from '../harness/index.js';
+import { World, type WorldStats, sameBytes, randomBlocks } from '../harness/index.js';
 
 // The chunk sender with its DEFAULT rate controller (AdaptiveRate: no rateBytesPerSec given) over
 // paths with a real bottleneck. Bounds were set from measurements over 10–40 seeds per scenario, with
@@ -104,18 +104,6 @@ function run(sc: Scenario): Outcome {
   return { ok, now: start, received, deliveredIds, sender, receiver, stats, peakRx, peakTx, trace };
 }
 
-function blocks(seed: number, sizes: number[]): Uint8Array[] {
-  const rng = new NonCryptoRng(seed);
-  return sizes.map((n) => rng.fill(new Uint8Array(n)));
-}
-
-/** Byte-exact comparison (deep equality is far too slow for megabytes). */
-function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (a === undefined || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** Wire bytes of the blocks (datagram payload + UDP/IPv4 overhead, one transmission of every slice). */
 function wireBytes(sent: Uint8Array[]): number {
   let n = 0;
@@ -205,7 +193,7 @@ describe('chunk + default AdaptiveRate: random loss both ways, 100-datagram bott
   ];
   for (const [name, path, loss, seed, mib, factor] of cases) {
     it(`${name}, ${loss * 100}% loss (seed ${seed}): fills the bottleneck (≤ ${factor} × floor), ≤ 2% queue drops`, () => {
-      const sent = blocks(seed, [mib * MiB]);
+      const sent = randomBlocks(seed, [mib * MiB]);
       const o = run({ seed, phases: [{ aToB: { ...path, loss } }], blocks: sent, maxTimeMs: 30_000 });
       expectEfficient(o, sent, path, factor);
       // Resends follow real losses: few duplicates reach the receiver.
@@ -217,7 +205,7 @@ describe('chunk + default AdaptiveRate: random loss both ways, 100-datagram bott
 
 describe('chunk + default AdaptiveRate: impairments', () => {
   it('ack loss only (seed 111): 50% of acks lost on 10 Mbit/s, no slice lost, rate not mistaken for congestion', () => {
-    const sent = blocks(111, [4 * MiB]);
+    const sent = randomBlocks(111, [4 * MiB]);
     const o = run({ seed: 111, phases: [{ aToB: P10, bToA: { ...P10, loss: 0.5 } }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P10, 1.1);
     expect(o.stats[0].aToB.droppedLoss).toBe(0);
@@ -225,14 +213,14 @@ describe('chunk + default AdaptiveRate: impairments', () => {
   });
 
   it('ack loss only (seed 112): 50% of acks lost on 50 Mbit/s', () => {
-    const sent = blocks(112, [8 * MiB]);
+    const sent = randomBlocks(112, [8 * MiB]);
     const o = run({ seed: 112, phases: [{ aToB: P50, bToA: { ...P50, loss: 0.5 } }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P50, 1.2);
   });
 
   it('Gilbert-Elliott bursts both ways (seed 113, ~9% loss in bursts of ~7): ≤ 1.2 × floor at 50 Mbit/s', () => {
     const ge = { pGoodToBad: 0.02, pBadToGood: 0.15, lossGood: 0.005, lossBad: 0.7 };
-    const sent = blocks(113, [8 * MiB]);
+    const sent = randomBlocks(113, [8 * MiB]);
     const o = run({ seed: 113, phases: [{ aToB: { ...P50, gilbertElliott: ge } }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P50, 1.2);
     expect(o.stats[0].aToB.droppedLoss).toBeGreaterThan(400);
@@ -240,13 +228,13 @@ describe('chunk + default AdaptiveRate: impairments', () => {
 
   it('Gilbert-Elliott bursts both ways (seed 114) on 10 Mbit/s', () => {
     const ge = { pGoodToBad: 0.02, pBadToGood: 0.15, lossGood: 0.005, lossBad: 0.7 };
-    const sent = blocks(114, [4 * MiB]);
+    const sent = randomBlocks(114, [4 * MiB]);
     const o = run({ seed: 114, phases: [{ aToB: { ...P10, gilbertElliott: ge } }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P10, 1.2);
   });
 
   it('duplication (seed 115): 20% duplicates both ways are neither counted twice nor slow it down', () => {
-    const sent = blocks(115, [8 * MiB]);
+    const sent = randomBlocks(115, [8 * MiB]);
     const o = run({ seed: 115, phases: [{ aToB: { ...P50, duplicate: 0.2 } }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P50, 1.06);
     const rc = o.receiver.counters();
@@ -258,7 +246,7 @@ describe('chunk + default AdaptiveRate: impairments', () => {
     // Regression (src/congestion/adaptive.ts): before the fix this seed dropped 27.7% at the queue: a burst
     // of reordered acks read as a 100+ Mbit/s start-up sample, and the overflow was then learnt as random loss.
     const path = { ...P10, jitterMs: 10, reorder: true };
-    const sent = blocks(5, [4 * MiB]);
+    const sent = randomBlocks(5, [4 * MiB]);
     const o = run({ seed: 5, phases: [{ aToB: path }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P10, 1.1);
   });
@@ -266,14 +254,14 @@ describe('chunk + default AdaptiveRate: impairments', () => {
   it('FIFO jitter (seed 11): 0–10 ms head-of-line jitter both ways on 10 Mbit/s, ≥ 80% of the link', () => {
     // Regression: before the fix this seed dropped 54% at the queue (bunched acks faked a start-up sample).
     const path = { ...P10, jitterMs: 10, reorder: false };
-    const sent = blocks(11, [4 * MiB]);
+    const sent = randomBlocks(11, [4 * MiB]);
     const o = run({ seed: 11, phases: [{ aToB: path }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P10, 1.25);
   });
 
   it('MTU 1200 (seed 117): a 1200-byte path and transmit buffer, every default slice fits, 50 Mbit/s filled', () => {
     const path = { ...P50, mtu: 1200 };
-    const sent = blocks(117, [8 * MiB]);
+    const sent = randomBlocks(117, [8 * MiB]);
     const o = run({ seed: 117, phases: [{ aToB: path }], blocks: sent, maxTimeMs: 30_000, mtu: 1200 });
     expectEfficient(o, sent, P50, 1.06);
     expect(o.stats[0].aToB.droppedMtu).toBe(0);
@@ -284,7 +272,7 @@ describe('chunk + default AdaptiveRate: impairments', () => {
 describe('chunk + default AdaptiveRate: outage and path changes', () => {
   it('outage (seed 121): 10 Mbit/s goes silent both ways for 10 s mid-block, then the rate recovers in full', () => {
     const outage = [{ startMs: 1000, endMs: 11_000 }];
-    const sent = blocks(121, [6 * MiB]);
+    const sent = randomBlocks(121, [6 * MiB]);
     const o = run({ seed: 121, phases: [{ aToB: { ...P10, outage } }], blocks: sent, maxTimeMs: 40_000 });
     expectSound(o, sent);
     expect(queueDropShare(o)).toBeLessThanOrEqual(0.02);
@@ -301,7 +289,7 @@ describe('chunk + default AdaptiveRate: outage and path changes', () => {
   // src/sim links have a fixed rate, so a rate change is a second World taking over the same two peers
   // (datagrams in flight at the switch are lost, as in a handover). Same one-way delay on both paths.
   it('rate change to a 5× slower bottleneck mid-block (seed 122): 50 → 10 Mbit/s, the rate follows it down', () => {
-    const sent = blocks(122, [8 * MiB]);
+    const sent = randomBlocks(122, [8 * MiB]);
     const o = run({ seed: 122, phases: [{ aToB: P50, untilMs: 800 }, { aToB: P10_SHORT }], blocks: sent, maxTimeMs: 30_000 });
     expectSound(o, sent);
     expect(o.stats.length).toBe(2);
@@ -312,7 +300,7 @@ describe('chunk + default AdaptiveRate: outage and path changes', () => {
   });
 
   it('rate change to a 5× faster bottleneck mid-block (seed 123): 10 → 50 Mbit/s, the rate finds the new capacity', () => {
-    const sent = blocks(123, [12 * MiB]);
+    const sent = randomBlocks(123, [12 * MiB]);
     const o = run({ seed: 123, phases: [{ aToB: P10_SHORT, untilMs: 2000 }, { aToB: P50 }], blocks: sent, maxTimeMs: 30_000 });
     expectSound(o, sent);
     expect(queueDropShare(o)).toBeLessThanOrEqual(0.02);
@@ -324,7 +312,7 @@ describe('chunk + default AdaptiveRate: sizes', () => {
   for (const [path, name, seed] of [[P10, '10 Mbit/s', 131], [P50, '50 Mbit/s', 132]] as const) {
     it(`200 small blocks in a row (seed ${seed}, 0–30 KB each, ${name}): paced by the pipeline, not by a collapsed rate`, () => {
       const rng = new NonCryptoRng(seed);
-      const sent = blocks(seed, Array.from({ length: 200 }, () => rng.nextInt(30_001)));
+      const sent = randomBlocks(seed, Array.from({ length: 200 }, () => rng.nextInt(30_001)));
       const o = run({ seed, phases: [{ aToB: path }], blocks: sent, maxTimeMs: 30_000 });
       expectSound(o, sent);
       expect(queueDropShare(o)).toBeLessThanOrEqual(0.02);
@@ -337,14 +325,14 @@ describe('chunk + default AdaptiveRate: sizes', () => {
   }
 
   it('16 MiB on 100 Mbit/s, 20 ms RTT (seed 141): ≤ 1.06 × floor, no queue drops', () => {
-    const sent = blocks(141, [16 * MiB]);
+    const sent = randomBlocks(141, [16 * MiB]);
     const o = run({ seed: 141, phases: [{ aToB: P100 }], blocks: sent, maxTimeMs: 30_000 });
     expectEfficient(o, sent, P100, 1.06, 0);
     expect(o.peakRx).toBe(16 * MiB + Math.ceil(Math.ceil((16 * MiB) / SLICE) / 8));
   });
 
   it('is deterministic: same (scenario, seed), same outcome', () => {
-    const make = (): Outcome => run({ seed: 151, phases: [{ aToB: { ...P10, loss: 0.05, jitterMs: 3 } }], blocks: blocks(151, [MiB]), maxTimeMs: 30_000 });
+    const make = (): Outcome => run({ seed: 151, phases: [{ aToB: { ...P10, loss: 0.05, jitterMs: 3 } }], blocks: randomBlocks(151, [MiB]), maxTimeMs: 30_000 });
     const a = make();
     const b = make();
     expect(a.now).toBe(b.now);

@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ChunkReceiver, ChunkSender } from '../../src/chunk/index.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
-import { World } from '../harness/index.js';
+import { World, sameBytes } from '../harness/index.js';
 
 const MiB = 1024 * 1024;
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
 
 describe('chunk scenarios: size and count extremes', () => {
   it('chunk-64mib (seed 41): a 64 MiB block (57 212 slices, windowed acks) over a fast clean path', () => {

@@ -3,9 +3,8 @@ import {
   ChunkReceiver, type ChunkReceiverConfig, type ChunkReceiverEvent, ChunkSender, type ChunkSenderConfig,
   type ChunkSenderEvent,
 } from '../../src/chunk/index.js';
-import { NonCryptoRng } from '../../src/core/rng.js';
 import type { LinkConfig } from '../../src/sim/index.js';
-import { World, type WorldStats } from '../harness/index.js';
+import { World, type WorldStats, sameBytes, randomBlocks } from '../harness/index.js';
 
 /** One chunk transfer scenario: blocks from A (sender) to B (receiver) over seeded links. */
 interface Scenario {
@@ -77,18 +76,6 @@ function run(sc: Scenario): Outcome {
   };
 }
 
-function blocks(seed: number, sizes: number[]): Uint8Array[] {
-  const rng = new NonCryptoRng(seed);
-  return sizes.map((n) => rng.fill(new Uint8Array(n)));
-}
-
-/** Byte-exact comparison (vitest's deep equality is far too slow for megabytes). */
-function sameBytes(a: Uint8Array | undefined, b: Uint8Array): boolean {
-  if (a === undefined || a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** Every block arrived intact and in order, the sender saw every delivery, nothing leaked. */
 function expectDelivered(o: Outcome, sent: Uint8Array[]): void {
   expect(o.ok).toBe(true);
@@ -116,7 +103,7 @@ describe('chunk scenarios: random loss (both directions)', () => {
   ];
   for (const [name, loss, seed, limit] of cases) {
     it(`${name} (seed ${seed}): 1 MiB + 3 small blocks arrive intact and in order`, () => {
-      const sent = blocks(seed, [MiB, 1, 5000, 0]);
+      const sent = randomBlocks(seed, [MiB, 1, 5000, 0]);
       const o = run({ seed, aToB: { ...LINK, loss }, blocks: sent, maxTimeMs: limit });
       expectDelivered(o, sent);
       const c = o.sender.counters();
@@ -134,7 +121,7 @@ describe('chunk scenarios: random loss (both directions)', () => {
 
 describe('chunk scenarios: impairments', () => {
   it('chunk-ack-loss-only (seed 11): 60% of acks lost, no slice lost', () => {
-    const sent = blocks(11, [2 * MiB, 777]);
+    const sent = randomBlocks(11, [2 * MiB, 777]);
     const o = run({ seed: 11, aToB: LINK, bToA: { ...LINK, loss: 0.6 }, blocks: sent, maxTimeMs: 20_000 });
     expectDelivered(o, sent);
     expect(o.stats.aToB.droppedLoss).toBe(0);
@@ -143,7 +130,7 @@ describe('chunk scenarios: impairments', () => {
   });
 
   it('chunk-burst-loss (seed 12): Gilbert-Elliott bursts both ways', () => {
-    const sent = blocks(12, [MiB, 3000]);
+    const sent = randomBlocks(12, [MiB, 3000]);
     const ge = { pGoodToBad: 0.02, pBadToGood: 0.15, lossGood: 0.005, lossBad: 0.7 };
     const o = run({ seed: 12, aToB: { ...LINK, gilbertElliott: ge }, blocks: sent, maxTimeMs: 20_000 });
     expectDelivered(o, sent);
@@ -151,7 +138,7 @@ describe('chunk scenarios: impairments', () => {
   });
 
   it('chunk-duplication (seed 13): 40% duplicates both ways, never counted twice', () => {
-    const sent = blocks(13, [MiB, 10]);
+    const sent = randomBlocks(13, [MiB, 10]);
     const o = run({ seed: 13, aToB: { ...LINK, duplicate: 0.4 }, blocks: sent, maxTimeMs: 10_000 });
     expectDelivered(o, sent);
     const rc = o.receiver.counters();
@@ -160,20 +147,20 @@ describe('chunk scenarios: impairments', () => {
   });
 
   it('chunk-reorder-and-jitter (seed 14): 0–60 ms jitter with reordering plus 5% loss', () => {
-    const sent = blocks(14, [MiB, 2 * 1173, 1]);
+    const sent = randomBlocks(14, [MiB, 2 * 1173, 1]);
     const o = run({ seed: 14, aToB: { ...LINK, jitterMs: 60, reorder: true, loss: 0.05 }, blocks: sent, maxTimeMs: 20_000 });
     expectDelivered(o, sent);
   });
 
   it('chunk-fifo-jitter (seed 15): 0–80 ms FIFO jitter, the RTT filter avoids spurious resends', () => {
-    const sent = blocks(15, [MiB]);
+    const sent = randomBlocks(15, [MiB]);
     const o = run({ seed: 15, aToB: { ...LINK, jitterMs: 80, reorder: false }, blocks: sent, maxTimeMs: 20_000 });
     expectDelivered(o, sent);
     expect(o.receiver.counters().duplicateSlices).toBeLessThan(0.05 * o.sender.counters().slicesSent);
   });
 
   it('chunk-outage-10s (seed 16): the link goes silent for 10 s mid-block, then the block completes', () => {
-    const sent = blocks(16, [3 * MiB, 100]);
+    const sent = randomBlocks(16, [3 * MiB, 100]);
     const outage = [{ startMs: 1000, endMs: 11_000 }];
     const o = run({ seed: 16, aToB: { ...LINK, outage }, blocks: sent, maxTimeMs: 30_000 });
     expectDelivered(o, sent);
@@ -182,20 +169,20 @@ describe('chunk scenarios: impairments', () => {
   });
 
   it('chunk-congested-preset (seed 17): 2 Mbit/s thin path with its own loss, sender paced under it', () => {
-    const sent = blocks(17, [256 * 1024, 256 * 1024]);
+    const sent = randomBlocks(17, [256 * 1024, 256 * 1024]);
     const o = run({ seed: 17, aToB: 'congested' as never, sender: { rateBytesPerSec: 200_000 }, blocks: sent, maxTimeMs: 20_000 });
     expectDelivered(o, sent);
   });
 
   it('chunk-burst-start (seed 18): burst mode over a fast path finishes a 200 KiB block in about one RTT', () => {
-    const sent = blocks(18, [200 * 1024]);
+    const sent = randomBlocks(18, [200 * 1024]);
     const o = run({ seed: 18, aToB: { latencyMs: 50 }, sender: { burst: true, rateBytesPerSec: 10_000 }, blocks: sent, maxTimeMs: 5000 });
     expectDelivered(o, sent);
     expect(o.now).toBeLessThan(110);
   });
 
   it('chunk-long-rtt (seed 20): a 300 ms RTT against the 100 ms initial guess costs probes, not a second copy', () => {
-    const sent = blocks(20, [256 * 1024]);
+    const sent = randomBlocks(20, [256 * 1024]);
     const o = run({ seed: 20, aToB: { latencyMs: 150 }, blocks: sent, maxTimeMs: 5000 });
     expectDelivered(o, sent);
     expect(o.sender.counters().slicesResent).toBeLessThanOrEqual(3);
@@ -203,7 +190,7 @@ describe('chunk scenarios: impairments', () => {
   });
 
   it('is deterministic: same (scenario, seed), same counters', () => {
-    const make = (): Outcome => run({ seed: 19, aToB: { ...LINK, loss: 0.2, jitterMs: 10 }, blocks: blocks(19, [300_000]), maxTimeMs: 10_000 });
+    const make = (): Outcome => run({ seed: 19, aToB: { ...LINK, loss: 0.2, jitterMs: 10 }, blocks: randomBlocks(19, [300_000]), maxTimeMs: 10_000 });
     const a = make();
     const b = make();
     expect(a.sender.counters()).toEqual(b.sender.counters());
@@ -214,7 +201,7 @@ describe('chunk scenarios: impairments', () => {
 
 describe('chunk scenarios: MTU', () => {
   it('chunk-mtu-1200 (seed 21): every slice fits a 1200-byte datagram buffer and a 1200-byte path', () => {
-    const sent = blocks(21, [500_000]);
+    const sent = randomBlocks(21, [500_000]);
     let biggest = 0;
     const o = run({ seed: 21, aToB: { ...LINK, mtu: 1200 }, mtu: 1200, blocks: sent, maxTimeMs: 10_000 });
     biggest = o.stats.a.bytesSent / o.stats.a.datagramsSent;
@@ -224,7 +211,7 @@ describe('chunk scenarios: MTU', () => {
   });
 
   it('chunk-mtu-buffer-too-small (seed 22): a 1000-byte transmit buffer fails the block with a clear reason', () => {
-    const sent = blocks(22, [100_000, 500]);
+    const sent = randomBlocks(22, [100_000, 500]);
     const o = run({
       seed: 22, aToB: LINK, mtu: 1000, sender: { sliceBytes: 1173 }, blocks: sent, maxTimeMs: 5000,
     });
@@ -239,7 +226,7 @@ describe('chunk scenarios: MTU', () => {
   });
 
   it('chunk-mtu-path-drops-big (seed 23): a path that drops datagrams over 1000 bytes raises stalled with suspectMtu', () => {
-    const sent = blocks(23, [10 * 1173 + 100]);
+    const sent = randomBlocks(23, [10 * 1173 + 100]);
     const o = run({ seed: 23, aToB: { ...LINK, mtu: 1000 }, sender: { stallTimeoutMs: 2000 }, blocks: sent, maxTimeMs: 6000 });
     expect(o.ok).toBe(false);
     expect(o.txEvents).toContainEqual({ type: 'stalled', id: 1, sinceMs: expect.any(Number), suspectMtu: true });
@@ -253,7 +240,7 @@ describe('chunk scenarios: MTU', () => {
 
 describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
   it('chunk-pipeline (seed 31): the next block does not wait an idle RTT (2 blocks per RTT, in order)', () => {
-    const sent = blocks(31, Array.from({ length: 10 }, () => 20_000));
+    const sent = randomBlocks(31, Array.from({ length: 10 }, () => 20_000));
     const link = { latencyMs: 100 };
     const piped = run({ seed: 31, aToB: link, sender: { rateBytesPerSec: 50e6 }, blocks: sent, maxTimeMs: 10_000 });
     const serial = run({ seed: 31, aToB: link, sender: { rateBytesPerSec: 50e6, pipeline: false }, blocks: sent, maxTimeMs: 10_000 });
@@ -266,7 +253,7 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
   });
 
   it('chunk-cancel-mid-block (seed 32): the receiver frees the partial block, later blocks still arrive', () => {
-    const sent = blocks(32, [4 * MiB, 70_000]);
+    const sent = randomBlocks(32, [4 * MiB, 70_000]);
     let cancelled = false;
     const o = run({
       seed: 32, aToB: { ...LINK, loss: 0.1 }, blocks: sent, maxTimeMs: 20_000,
@@ -284,7 +271,7 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
   });
 
   it('chunk-refused-too-large (seed 33): an oversize block is refused with an event, the next one delivered', () => {
-    const sent = blocks(33, [300_000, 20_000]);
+    const sent = randomBlocks(33, [300_000, 20_000]);
     const o = run({ seed: 33, aToB: { ...LINK, loss: 0.1 }, receiver: { maxBlockBytes: 100_000 }, blocks: sent, maxTimeMs: 10_000 });
     expect(o.ok).toBe(true);
     expect(o.txEvents.filter((e) => e.type !== 'stalled')).toEqual([
@@ -297,7 +284,7 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
   });
 
   it('chunk-memory-backpressure (seed 34): a receiver with room for one block still gets ten, in order', () => {
-    const sent = blocks(34, Array.from({ length: 10 }, () => 100_000));
+    const sent = randomBlocks(34, Array.from({ length: 10 }, () => 100_000));
     const o = run({
       seed: 34, aToB: { ...LINK, loss: 0.05 }, receiver: { maxBlockBytes: 100_000, maxMemoryBytes: 100_300 },
       blocks: sent, maxTimeMs: 30_000,
@@ -314,13 +301,13 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
     w1.onTransmit = (dir, bytes) => {
       if (dir === 'aToB' && stale.length < 50) stale.push(bytes.slice());
     };
-    old.sendBlock(blocks(35, [500_000])[0]);
+    old.sendBlock(randomBlocks(35, [500_000])[0]);
     w1.runFor(200);
     expect(rx.memoryBytes()).toBeGreaterThan(0);
     // The old process dies; a new one (new session, chunk ids from 0 again) starts later.
     const fresh = new ChunkSender({ sessionId: 2, rateBytesPerSec: 1e6 });
     const w2 = new World({ seed: 36, aToB: LINK, a: fresh, b: rx, startMs: 2000 });
-    const data = blocks(36, [300_000, 10]);
+    const data = randomBlocks(36, [300_000, 10]);
     fresh.sendBlock(data[0]);
     fresh.sendBlock(data[1]);
     const got: Uint8Array[] = [];
