@@ -6,10 +6,11 @@
  *   npm run bench:chunk            full matrix (a few minutes at most)
  *   npm run bench:chunk -- --quick 1 seed per scenario, no 64 MiB baselines (smoke run)
  */
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeReadmeSection } from './readme.js';
 import { ChunkReceiver, ChunkSender, type ChunkSenderConfig, DEFAULT_SLICE_BYTES, SLICE_HEADER_BYTES } from '../src/chunk/index.js';
 import { FixedRate } from '../src/congestion/fixed.js';
 import { Link, type LinkConfig } from '../src/sim/index.js';
@@ -404,15 +405,5 @@ if (!QUICK) {
       : `Targets missed:\n- ${misses.join('\n- ')}`,
     '',
   ].join('\n');
-  const readme = join(HERE, 'README.md');
-  let text = existsSync(readme) ? readFileSync(readme, 'utf8') : '# Benchmarks\n\n';
-  const start = text.search(/^## chunk\s*$/m);
-  if (start < 0) {
-    text = `${text.trimEnd()}\n\n${section}`;
-  } else {
-    const rest = text.slice(start + 1);
-    const next = rest.search(/^## /m);
-    text = text.slice(0, start) + section + (next < 0 ? '' : `\n${rest.slice(next)}`);
-  }
-  writeFileSync(readme, text.endsWith('\n') ? text : `${text}\n`);
+  writeReadmeSection('## chunk', section);
 }

@@ -15,6 +15,7 @@ import { cpus, loadavg, release, totalmem, type } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { writeReadmeSection } from './readme.js';
 import { UdpDriver } from '../src/adapters/node/udp-driver.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from '../src/chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../src/chunk/sender.js';
@@ -322,21 +323,7 @@ async function main(): Promise<void> {
     '',
   ].join('\n');
   if (process.env.BENCH_WRITE === '0') return;
-  const readme = join(HERE, 'README.md');
-  let text = '';
-  try {
-    text = readFileSync(readme, 'utf8');
-  } catch {
-    text = '# gamewire benchmarks\n\n';
-  }
-  const start = text.indexOf('## cpu (real loopback)\n');
-  if (start >= 0) {
-    const next = text.indexOf('\n## ', start + 1);
-    text = text.slice(0, start) + section + (next >= 0 ? text.slice(next + 1) : '');
-  } else {
-    text = text.replace(/\n*$/, '\n\n') + section;
-  }
-  writeFileSync(readme, text);
+  writeReadmeSection('## cpu (real loopback)', section);
 }
 
 await main();

@@ -8,12 +8,13 @@
  * c. Scale: 5,000 sessions, check()-driven scheduling vs updating every session every tick.
  * KCP_BENCH_PARTS=ac (any of a, b, c; m = only c's memory table) runs only those parts and writes nothing.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { writeReadmeSection } from './readme.js';
 import { NonCryptoRng } from '../src/core/rng.js';
 import { Kcp, type KcpOptions } from '../src/kcp/kcp.js';
 import { KcpScheduler } from '../src/kcp/scheduler.js';
@@ -617,21 +618,7 @@ function main(): void {
     '',
     '',
   ].join('\n');
-  const readme = join(HERE, 'README.md');
-  let text = '';
-  try {
-    text = readFileSync(readme, 'utf8');
-  } catch {
-    text = '# gamewire benchmarks\n';
-  }
-  const start = text.indexOf('\n## kcp\n');
-  if (start >= 0) {
-    const next = text.indexOf('\n## ', start + 1);
-    text = text.slice(0, start + 1) + section + (next >= 0 ? text.slice(next + 1) : '');
-  } else {
-    text = text.replace(/\n*$/, '\n\n') + section;
-  }
-  writeFileSync(readme, text);
+  writeReadmeSection('## kcp', section);
   if (bad.length > 0) process.exitCode = 1;
 }
 
