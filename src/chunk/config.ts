@@ -39,6 +39,13 @@ export interface ChunkSenderConfig {
   pacingBurstMs?: number;
   /** Most undrained events kept; beyond it the oldest is dropped and counted. Default 4096. */
   maxEvents?: number;
+  /**
+   * Unacked-data cap when feedback stops: no fresh slice goes out while the wire bytes of fresh slices sent
+   * since the last ack exceed max(this × pacing rate × srtt, `unackedFloorBytes`). 0 disables. Default 2 (BDPs).
+   */
+  unackedBdpMultiple?: number;
+  /** Floor of that cap, wire bytes. Default 65 536 (64 KiB). */
+  unackedFloorBytes?: number;
 }
 
 /** A `ChunkSenderConfig` with every default filled in. */
@@ -57,6 +64,8 @@ export interface ResolvedChunkSenderConfig {
   stallTimeoutMs: number;
   pacingBurstMs: number;
   maxEvents: number;
+  unackedBdpMultiple: number;
+  unackedFloorBytes: number;
 }
 
 /** Options of a `ChunkReceiver`; every field is optional. */
@@ -97,7 +106,7 @@ export interface ResolvedChunkReceiverConfig {
 const SENDER_KEYS: ReadonlySet<string> = new Set([
   'rateBytesPerSec', 'rateController', 'minResendMs', 'initialRttMs', 'sliceBytes', 'burst', 'burstMaxBlockBytes',
   'maxQueuedBlocks', 'maxQueuedBytes', 'pipeline', 'sessionId', 'firstChunkId', 'stallTimeoutMs', 'pacingBurstMs',
-  'maxEvents',
+  'maxEvents', 'unackedBdpMultiple', 'unackedFloorBytes',
 ]);
 
 const RECEIVER_KEYS: ReadonlySet<string> = new Set([
@@ -148,6 +157,8 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
     firstChunkId: c.firstChunkId ?? 0,
     stallTimeoutMs: c.stallTimeoutMs ?? 5000,
     pacingBurstMs: c.pacingBurstMs ?? 10,
+    unackedBdpMultiple: c.unackedBdpMultiple ?? 2,
+    unackedFloorBytes: c.unackedFloorBytes ?? 64 * 1024,
     maxEvents: c.maxEvents ?? 4096,
   };
   checkConfig(isNum(r.minResendMs, 0, 600_000), 'minResendMs must be a number in 0..600000');
@@ -162,6 +173,8 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
   checkConfig(isInt(r.firstChunkId, 0, 0xffff), 'firstChunkId must be an integer in 0..65535');
   checkConfig(isNum(r.stallTimeoutMs, 1, Number.MAX_SAFE_INTEGER), 'stallTimeoutMs must be a number ≥ 1');
   checkConfig(isNum(r.pacingBurstMs, 0, 10_000), 'pacingBurstMs must be a number in 0..10000');
+  checkConfig(isNum(r.unackedBdpMultiple, 0, 1000), 'unackedBdpMultiple must be a number in 0..1000');
+  checkConfig(isInt(r.unackedFloorBytes, 0, Number.MAX_SAFE_INTEGER), 'unackedFloorBytes must be an integer ≥ 0');
   checkConfig(isInt(r.maxEvents, 1, 1_000_000), 'maxEvents must be an integer in 1..1000000');
   return r;
 }

@@ -125,7 +125,8 @@ describe('ChunkSender: slices on the wire', () => {
   });
 
   it('paces with the budget: rate × dt wire bytes, 28 bytes of UDP/IP overhead per datagram', () => {
-    const s = sender({ rateBytesPerSec: 122_800, sliceBytes: 1173 });
+    // No acks for 1 s: the unacked cap (64 KiB floor) would stop this at ~53 slices, so it is off here.
+    const s = sender({ rateBytesPerSec: 122_800, sliceBytes: 1173, unackedBdpMultiple: 0 });
     s.sendBlock(block(1173 * 200));
     let sent = 0;
     for (let t = 0; t <= 1000; t += 1) sent += slices(drain(s, t)).length;
@@ -431,5 +432,68 @@ describe('ChunkSender: rate controller and progress', () => {
     expect(p.etaMs).toBeGreaterThan(800);
     expect(p.etaMs).toBeLessThan(1100);
     expect(s.memoryBytes()).toBeLessThanOrEqual(s.memoryLimitBytes());
+  });
+});
+
+describe('ChunkSender: unacked cap when the peer goes silent', () => {
+  const RATE = 1_250_000; // 10 Mbit/s, wire bytes/s
+  const WIRE = 1200 + 28;
+
+  /** Run the sender on its own timers until `until` (ms) with no acks; every wake-up must send. */
+  function runSilent(s: ChunkSender, from: number, until: number, freshSeen: Set<number>): { fresh: number; resent: number; now: number } {
+    let now = from;
+    s.handleTimeout(now);
+    let fresh = 0;
+    let resent = 0;
+    for (;;) {
+      const t = s.pollTimeout();
+      if (t === undefined || t > until) break;
+      now = Math.max(now, t);
+      const sent = slices(drain(s, now));
+      // pollTimeout said "now": something must go out (no busy loop on a capped sender).
+      expect(sent.length).toBeGreaterThan(0);
+      for (const p of sent) {
+        if (freshSeen.has(p.sliceId)) resent++;
+        else {
+          freshSeen.add(p.sliceId);
+          fresh++;
+        }
+      }
+    }
+    return { fresh, resent, now };
+  }
+
+  it('stops fresh slices at max(2 × rate × srtt, 64 KiB) into a silent link, keeps probing, resumes after an ack', () => {
+    const s = sender({ rateBytesPerSec: RATE, initialRttMs: 100 });
+    const data = block(4 * 1024 * 1024);
+    s.sendBlock(data);
+    const seen = new Set<number>();
+    const silent = runSilent(s, 0, 3000, seen);
+    const cap = 2 * RATE * 0.1;
+    // Fresh wire bytes stop within one slice past the cap (the check is before each send).
+    expect(silent.fresh * WIRE).toBeGreaterThan(cap - WIRE);
+    expect(silent.fresh * WIRE).toBeLessThanOrEqual(cap + WIRE);
+    // Uncapped, 3 s at 10 Mbit/s would have pushed ~3.7 MB; resends still probe (backed off).
+    expect(silent.resent).toBeGreaterThan(0);
+    expect(silent.resent).toBeLessThan(20);
+    // The peer comes back and acks everything sent so far: fresh slices flow again at the pacing rate.
+    s.handleDatagram(silent.now + 1, ack(0, { cumAck: silent.fresh }));
+    const after = runSilent(s, silent.now + 1, silent.now + 101, seen);
+    expect(after.fresh).toBeGreaterThan(50);
+    expect(Math.min(...[...seen].filter((i) => i >= silent.fresh))).toBe(silent.fresh);
+  });
+
+  it('a larger floor or multiple raises the cap; multiple 0 disables it; bad values are rejected', () => {
+    const fresh = (cfg: ChunkSenderConfig): number => {
+      const s = sender({ rateBytesPerSec: RATE, initialRttMs: 100, ...cfg });
+      s.sendBlock(block(4 * 1024 * 1024));
+      return runSilent(s, 0, 1000, new Set()).fresh;
+    };
+    const base = fresh({});
+    expect(fresh({ unackedFloorBytes: 1_000_000 })).toBeGreaterThan(2 * base);
+    expect(fresh({ unackedBdpMultiple: 4 })).toBeGreaterThan(1.9 * base);
+    expect(fresh({ unackedBdpMultiple: 0 }) * WIRE).toBeGreaterThan(0.9 * RATE);
+    expect(() => sender({ unackedBdpMultiple: -1 })).toThrow(GamewireError);
+    expect(() => sender({ unackedFloorBytes: 1.5 })).toThrow(GamewireError);
   });
 });

@@ -129,8 +129,10 @@ const OVERHEAD_PER_SLICE = 13;
  * when `now ≥ pollTimeout()`, and after any input or command drain `pollTransmit(now, out)` until it
  * returns undefined, then `pollEvent()` likewise. Slices are paced by the `RateController` through a
  * byte budget; each unacked slice is resent no sooner than max(RTT × 1.25, minResendMs) after its
- * last send, oldest first. `sendBlock` keeps a reference to the caller's bytes (no copy): do not
- * modify a block until its outcome event.
+ * last send, oldest first. When the peer goes silent, fresh slices stop once the wire bytes of fresh
+ * slices sent since it last spoke exceed max(`unackedBdpMultiple` × rate × srtt, `unackedFloorBytes`);
+ * due resends (backed off) still go out and the first ack lifts the cap. `sendBlock` keeps a
+ * reference to the caller's bytes (no copy): do not modify a block until its outcome event.
  */
 export class ChunkSender implements SansIoPeer {
   /** The validated configuration. */
@@ -159,6 +161,9 @@ export class ChunkSender implements SansIoPeer {
   private backoff = 1;
   private lastAckAt = -Infinity;
   private lastProbeAt = -Infinity;
+  // Wire bytes of fresh slices sent since the peer last spoke, and the cap on them (set in `advance`).
+  private freshUnacked = 0;
+  private freshCap = Infinity;
   // Per-datagram counters as plain fields (hot path); folded into counters().
   private nSent = 0;
   private wireSent = 0;
@@ -322,6 +327,7 @@ export class ChunkSender implements SansIoPeer {
     }
     this.lastAckAt = now;
     this.backoff = 1;
+    this.freshUnacked = 0;
     if (p.type === 'ack') this.onAck(now, p);
     else this.onRefuse(p);
     this.advance(now);
@@ -392,6 +398,7 @@ export class ChunkSender implements SansIoPeer {
     } else {
       c.nextFresh++;
       c.sentBytes += len;
+      this.freshUnacked += wire;
       if (c.burst && c.nextFresh === c.sliceCount) {
         c.burst = false;
         this.budget.clear();
@@ -408,7 +415,8 @@ export class ChunkSender implements SansIoPeer {
   /**
    * When `handleTimeout` is next needed (ms), or undefined when idle. Mirrors `pick`: a block with
    * fresh slices is always the one picked (its due resend first); an earlier block's resend that
-   * becomes due takes priority over any later block from then on.
+   * becomes due takes priority over any later block from then on. While the unacked cap holds fresh
+   * slices back, only due resends, cancels and the stall timer count.
    */
   pollTimeout(): number | undefined {
     const now = this.lastNow;
@@ -424,8 +432,8 @@ export class ChunkSender implements SansIoPeer {
         continue;
       }
       while (c.nextFresh < c.sliceCount && testBit(c.acked, c.nextFresh)) c.nextFresh++;
-      const fresh = c.nextFresh < c.sliceCount;
-      if (c.burst && fresh) return now;
+      if (c.burst && c.nextFresh < c.sliceCount) return now;
+      const fresh = c.nextFresh < c.sliceCount && this.freshUnacked <= this.freshCap;
       this.dropAckedHead(c);
       const due = c.fifoLen > 0 ? this.headEligibleAt(c, delay) : Infinity;
       const headAt = due === Infinity ? Infinity : Math.max(due, this.budgetReadyAt(c, c.fifo[c.fifoHead]));
@@ -467,7 +475,7 @@ export class ChunkSender implements SansIoPeer {
       if (c.burst && c.nextFresh < c.sliceCount) return this.setPick(c, c.nextFresh, false);
       this.dropAckedHead(c);
       if (c.fifoLen > 0 && this.headEligibleAt(c, delay) <= now) return this.setPick(c, c.fifo[c.fifoHead], true);
-      if (c.nextFresh < c.sliceCount) return this.setPick(c, c.nextFresh, false);
+      if (c.nextFresh < c.sliceCount && this.freshUnacked <= this.freshCap) return this.setPick(c, c.nextFresh, false);
     }
     return false;
   }
@@ -489,7 +497,10 @@ export class ChunkSender implements SansIoPeer {
   /** Refill the budget, retire finished blocks, start queued ones, raise stall notices. */
   private advance(now: number): void {
     if (now > this.lastNow) this.lastNow = now;
-    this.budget.refill(now, this.controller.pacingRate(now));
+    const rate = this.controller.pacingRate(now);
+    this.budget.refill(now, rate);
+    const m = this.config.unackedBdpMultiple;
+    this.freshCap = m > 0 ? Math.max(m * rate * this.rtt.srttMs * 0.001, this.config.unackedFloorBytes) : Infinity;
     this.retire();
     while (this.canStartNext()) this.startNext(now);
     for (const c of this.inflight) {
