@@ -269,6 +269,13 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
   }
 }
 
+/** Report a failed transfer on stderr and give exit code 1; anything else is a bug and is rethrown. */
+function failureExitCode(err: unknown): number {
+  if (!(err instanceof TransferError)) throw err;
+  process.stderr.write(`error: ${err.message}\n`);
+  return 1;
+}
+
 function fmtSecs(ms: number): string {
   return `${+(ms / 1000).toFixed(3)} s`;
 }
@@ -307,11 +314,7 @@ export async function runRecv(o: RecvCommandOptions): Promise<number> {
     });
     return 0;
   } catch (err) {
-    if (err instanceof TransferError) {
-      process.stderr.write(`error: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
+    return failureExitCode(err);
   }
 }
 
@@ -347,10 +350,6 @@ export async function runSend(o: {
     process.stdout.write(formatSummary({ verb: 'sent', ...r }) + '\n');
     return 0;
   } catch (err) {
-    if (err instanceof TransferError) {
-      process.stderr.write(`error: ${err.message}\n`);
-      return 1;
-    }
-    throw err;
+    return failureExitCode(err);
   }
 }
