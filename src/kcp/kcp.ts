@@ -46,6 +46,8 @@ const THRESH_INIT = 2;
 const THRESH_MIN = 2;
 const ASK_SEND = 1;
 const ASK_TELL = 2;
+/** Probe flags and the segment each one sends, in the order a flush writes them (WASK before WINS). */
+const PROBE_SEGMENTS: readonly (readonly [number, KcpCommand])[] = [[ASK_SEND, KcpCommand.WASK], [ASK_TELL, KcpCommand.WINS]];
 const EMPTY = new Uint8Array(0);
 const NO_ACKS = new Uint32Array(0);
 
@@ -1056,20 +1058,13 @@ export class Kcp {
       this.tsProbe = 0;
       this.probeWait = 0;
     }
-    if (this.probe & ASK_SEND) {
+    for (const [bit, cmd] of PROBE_SEGMENTS) {
+      if ((this.probe & bit) === 0) continue;
       if (ptr + KCP_OVERHEAD > mtu) {
         this.emit(buffer, ptr);
         ptr = 0;
       }
-      writeHeader(buffer, ptr, conv, KcpCommand.WASK, 0, wnd, lastTs, lastSn, una, 0);
-      ptr += KCP_OVERHEAD;
-    }
-    if (this.probe & ASK_TELL) {
-      if (ptr + KCP_OVERHEAD > mtu) {
-        this.emit(buffer, ptr);
-        ptr = 0;
-      }
-      writeHeader(buffer, ptr, conv, KcpCommand.WINS, 0, wnd, lastTs, lastSn, una, 0);
+      writeHeader(buffer, ptr, conv, cmd, 0, wnd, lastTs, lastSn, una, 0);
       ptr += KCP_OVERHEAD;
     }
     this.probe = 0;
