@@ -1,8 +1,13 @@
 import type { SansIoPeer } from '../core/peer.js';
 import type { ChunkReceiverConfig, ChunkSenderConfig } from './config.js';
-import { ChunkReceiver } from './receiver.js';
-import { ChunkSender } from './sender.js';
+import { ChunkReceiver, type ChunkReceiverEvent } from './receiver.js';
+import { ChunkSender, type ChunkSenderEvent } from './sender.js';
 import { PacketType, peekPacketType } from './wire.js';
+
+/** An event of either direction of a `ChunkEndpoint`, tagged with the part that raised it. */
+export type ChunkEndpointEvent =
+  | { readonly from: 'sender'; readonly event: ChunkSenderEvent }
+  | { readonly from: 'receiver'; readonly event: ChunkReceiverEvent };
 
 /** Options of a `ChunkEndpoint`: one config per direction. */
 export interface ChunkEndpointConfig {
@@ -16,9 +21,9 @@ export interface ChunkEndpointConfig {
  * Both ends of the chunk protocol on one datagram path, for bidirectional block transfer: slices
  * and cancels go to `receiver`, acks and refusals to `sender` (demuxed by the type byte). Same
  * drive contract as its parts; `pollTransmit` gives the receiver's small acks priority over slices.
- * Use `sender.sendBlock` / `sender.pollEvent` and `receiver.pollEvent` directly.
+ * Send with `sender.sendBlock`; `pollEvent` drains the receiver's events, then the sender's.
  */
-export class ChunkEndpoint implements SansIoPeer {
+export class ChunkEndpoint implements SansIoPeer<ChunkEndpointEvent> {
   /** Sends this side's blocks. */
   readonly sender: ChunkSender;
   /** Reassembles the peer's blocks. */
@@ -54,6 +59,15 @@ export class ChunkEndpoint implements SansIoPeer {
     if (a === undefined) return b;
     if (b === undefined) return a;
     return Math.min(a, b);
+  }
+
+  /** Next event of either part (the receiver's first), tagged with its origin, or undefined. */
+  pollEvent(): ChunkEndpointEvent | undefined {
+    const r = this.receiver.pollEvent();
+    if (r !== undefined) return { from: 'receiver', event: r };
+    const s = this.sender.pollEvent();
+    if (s !== undefined) return { from: 'sender', event: s };
+    return undefined;
   }
 
   /** Bytes held by both parts. */

@@ -5,4 +5,5 @@ export * from './bytes.js';
 export * from './rng.js';
 export * from './counters.js';
 export * from './sequence-buffer.js';
+export * from './endpoint.js';
 export * from './peer.js';

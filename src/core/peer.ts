@@ -1,11 +1,13 @@
+import type { Address, Endpoint, Transmit } from './endpoint.js';
+
 /**
- * The drive contract shared by every point-to-point sans-IO protocol object (chunk sender/receiver,
- * KCP session, …). The caller owns the clock and the socket:
+ * The single-remote special case of `Endpoint` (chunk sender/receiver, KCP session, …): no addresses,
+ * because there is only one remote. The caller owns the clock and the socket:
  * - feed inputs with `handleDatagram(now, bytes)` and `handleTimeout(now)` (when `now ≥ pollTimeout()`);
- * - after any input or command, drain `pollTransmit(now, out)` until it returns `undefined`;
+ * - after any input or command, drain `pollTransmit(now, out)` and `pollEvent()` until they return `undefined`;
  * - `now` is monotonic milliseconds chosen by the caller (any origin; fractions allowed).
  */
-export interface SansIoPeer {
+export interface SansIoPeer<E = unknown> {
   /**
    * Process one datagram received from the peer at `now` (ms). Never throws on bad bytes. `bytes` is
    * only valid during the call (callers reuse receive buffers): copy whatever must be kept.
@@ -20,4 +22,54 @@ export interface SansIoPeer {
   pollTransmit(now: number, out: Uint8Array): number | undefined;
   /** Absolute time (ms) at which `handleTimeout` must next be called, or `undefined` if none. */
   pollTimeout(): number | undefined;
+  /** The next event for the user, or `undefined`. */
+  pollEvent(): E | undefined;
+}
+
+/**
+ * A `SansIoPeer` seen as an `Endpoint` with one fixed remote: its datagrams go to `remote`, and
+ * datagrams from any other address are dropped and counted in `foreignDatagrams`.
+ */
+export class PeerEndpoint<E = unknown> implements Endpoint<E> {
+  /** Datagrams dropped because they came from an address other than `remote`. */
+  foreignDatagrams = 0;
+  private readonly transmit: Transmit;
+
+  /**
+   * @param peer the single-remote object to wrap
+   * @param remote the only address it talks to
+   */
+  constructor(
+    readonly peer: SansIoPeer<E>,
+    readonly remote: Address,
+  ) {
+    this.transmit = { length: 0, to: remote };
+  }
+
+  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    if (from !== this.remote) {
+      this.foreignDatagrams++;
+      return;
+    }
+    this.peer.handleDatagram(now, bytes);
+  }
+
+  handleTimeout(now: number): void {
+    this.peer.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    const length = this.peer.pollTransmit(now, out);
+    if (length === undefined) return undefined;
+    this.transmit.length = length;
+    return this.transmit;
+  }
+
+  pollTimeout(): number | undefined {
+    return this.peer.pollTimeout();
+  }
+
+  pollEvent(): E | undefined {
+    return this.peer.pollEvent();
+  }
 }

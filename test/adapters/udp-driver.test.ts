@@ -46,6 +46,9 @@ class Blaster implements DrivablePeer<{ type: 'all-echoed'; at: number }> {
 
 /** Echoes every datagram that starts with 0x47 ('G'), from a bounded queue. */
 class Echo implements DrivablePeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   private readonly queue: Uint8Array[] = [];
   dropped = 0;
   handleDatagram(_now: number, bytes: Uint8Array): void {
@@ -96,6 +99,9 @@ class OneShot implements DrivablePeer<{ due: number; ranAt: number }> {
 
 /** Counts datagrams in and the drains (first pollTransmit after new input) that followed them. */
 class DrainCounter implements DrivablePeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   received = 0;
   drains = 0;
   private fresh = false;

@@ -8,6 +8,9 @@ type LogEntry = [who: string, what: 'recv' | 'timeout', now: number];
 
 /** Echoes every datagram back, unchanged, on the next drain. */
 class EchoPeer implements SansIoPeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   readonly queue: Uint8Array[] = [];
   received = 0;
   outSizes: number[] = [];
@@ -32,6 +35,9 @@ class EchoPeer implements SansIoPeer {
 
 /** Sends `count` pings (u32 seq + f64 send time) every `intervalMs` from t=0 and records RTTs of echoes. */
 class Pinger implements SansIoPeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   readonly rtts: number[] = [];
   readonly echoes: [now: number, seq: number][] = [];
   private next = 0;
@@ -67,6 +73,9 @@ class Pinger implements SansIoPeer {
 
 /** A broken peer whose timer is always overdue and whose handleTimeout does nothing. */
 class StuckPeer implements SansIoPeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   fired = 0;
   handleDatagram(): void {}
   handleTimeout(): void {
@@ -82,6 +91,9 @@ class StuckPeer implements SansIoPeer {
 
 /** A peer that, whenever its (always overdue) timer fires, sends one datagram: progress, but forever at one instant. */
 class BusyPeer implements SansIoPeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   private pending = 0;
   handleDatagram(): void {}
   handleTimeout(): void {
@@ -100,6 +112,9 @@ class BusyPeer implements SansIoPeer {
 
 /** A peer that always has something to transmit. */
 class FloodPeer implements SansIoPeer {
+  pollEvent(): undefined {
+    return undefined;
+  }
   handleDatagram(): void {}
   handleTimeout(): void {}
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
@@ -266,12 +281,12 @@ describe('World: misbehaving peers cannot spin forever', () => {
 
   it('throws invalid-state on a pollTransmit length that does not fit, or a NaN timeout', () => {
     const liar: SansIoPeer = {
-      handleDatagram() {}, handleTimeout() {}, pollTimeout: () => undefined,
+      pollEvent: () => undefined, handleDatagram() {}, handleTimeout() {}, pollTimeout: () => undefined,
       pollTransmit: (_now, out) => out.length + 1,
     };
     const world = new World({ seed: 1, a: liar, b: new EchoPeer() });
     expect(() => world.step()).toThrow(expect.objectContaining({ code: 'invalid-state' }));
-    const nan: SansIoPeer = { handleDatagram() {}, handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => Number.NaN };
+    const nan: SansIoPeer = { pollEvent: () => undefined, handleDatagram() {}, handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => Number.NaN };
     const w2 = new World({ seed: 1, a: new EchoPeer(), b: nan });
     expect(() => w2.step()).toThrow(expect.objectContaining({ code: 'invalid-state' }));
   });
@@ -357,7 +372,7 @@ describe('World: reused receive buffer', () => {
     const seen: number[] = [];
     const sink: SansIoPeer = {
       handleDatagram: (_now, bytes) => { seen.push(bytes.length); },
-      handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => undefined,
+      pollEvent: () => undefined, handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => undefined,
     };
     const world = new World({ seed: 1, a: new EchoPeer(), b: sink, mtu: 16, reuseReceiveBuffer: true });
     world.links.aToB.send(0, new Uint8Array(100));

@@ -7,11 +7,8 @@ import { Counters } from '../../core/counters.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { SansIoPeer } from '../../core/peer.js';
 
-/** A sans-IO peer the driver can run; `pollEvent` is drained after every input when present. */
-export interface DrivablePeer<E = unknown> extends SansIoPeer {
-  /** Next event for the user, or `undefined` when there is none. */
-  pollEvent?(): E | undefined;
-}
+/** A sans-IO peer the driver can run; `pollEvent` is drained after every input. */
+export type DrivablePeer<E = unknown> = SansIoPeer<E>;
 
 /** A UDP endpoint: IPv4 address (or host name when given to the driver) and port. */
 export interface UdpAddress {
@@ -471,9 +468,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   }
 
   private deliverEvents(): void {
-    const poll = this.peer.pollEvent;
-    if (poll === undefined) return;
-    for (let ev = poll.call(this.peer); ev !== undefined; ev = poll.call(this.peer)) {
+    for (let ev = this.peer.pollEvent(); ev !== undefined; ev = this.peer.pollEvent()) {
       this.emit('event', ev);
       if (this.closed) return;
     }
