@@ -482,3 +482,26 @@ describe('docs/kcp-session.md wire vectors', () => {
     expect(decodeControl(new Uint8Array(3))).toEqual({ ok: false, code: 'truncated' });
   });
 });
+
+describe('KcpServer.pollTransmit', () => {
+  it('addresses a datagram to its own peer after skipping an oversized one (regression)', () => {
+    const s = new KcpServer({ kcp: FAST, keepAliveMs: 0, idleTimeoutMs: 0 });
+    const out = new Uint8Array(2048);
+    for (const [addr, conv] of [['a', 1], ['b', 2]] as const) {
+      const k = new Kcp(conv, (d) => s.handleDatagram(0, addr, d), FAST);
+      k.send(new Uint8Array([conv]));
+      k.update(0);
+    }
+    s.handleTimeout(0);
+    while (s.pollTransmit(0, out) !== undefined);
+    while (s.pollEvent() !== undefined);
+    s.session(1, 'a')!.send(new Uint8Array(1000));
+    s.session(2, 'b')!.send(new Uint8Array(10));
+    s.handleTimeout(100);
+    const small = new Uint8Array(200);
+    const tx = s.pollTransmit(100, small);
+    expect(s.counters.get('transmitTooLarge')).toBe(1);
+    expect(tx?.to).toBe('b');
+    expect(readU32LE(small, 0)).toBe(2);
+  });
+});

@@ -573,7 +573,6 @@ export class KcpServer extends SessionHost {
   private readonly byConv = new Map<number, KcpSession>();
   private readonly acceptConv: ((conv: number) => boolean) | undefined;
   private readonly cookieKey: CookieKey | undefined;
-  private lastTo = '';
 
   constructor(options: KcpServerOptions = {}) {
     super(options);
@@ -737,9 +736,19 @@ export class KcpServer extends SessionHost {
    */
   pollTransmit(now: number, out: Uint8Array): { length: number; to: string } | undefined {
     void now;
-    if (this.outbox.length > 0) this.lastTo = this.outbox.peekTo();
-    const n = this.takeOutbox(out);
-    return n === undefined ? undefined : { length: n, to: this.lastTo };
+    const ob = this.outbox;
+    while (ob.length > 0) {
+      const to = ob.peekTo();
+      const b = ob.shift();
+      if (b.length > out.length) {
+        this.counters.add('transmitTooLarge');
+        continue;
+      }
+      out.set(b);
+      this.counters.add('datagramsOut');
+      return { length: b.length, to };
+    }
+    return undefined;
   }
 
   /**
