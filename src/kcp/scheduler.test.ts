@@ -1,44 +1,7 @@
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLinkPair } from '../sim/index.js';
 import { Kcp, type KcpOptions } from './kcp.js';
-import { DeadlineHeap, KcpScheduler } from './scheduler.js';
-
-describe('DeadlineHeap', () => {
-  it('behaves like a sorted list under random set/delete/popDue (model check)', () => {
-    const op = fc.oneof(
-      fc.record({ k: fc.constant('set' as const), id: fc.nat(40), t: fc.integer({ min: 0, max: 1000 }) }),
-      fc.record({ k: fc.constant('del' as const), id: fc.nat(40) }),
-      fc.record({ k: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 1000 }) }),
-    );
-    fc.assert(
-      fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
-        const h = new DeadlineHeap(2);
-        const model = new Map<number, number>();
-        for (const o of ops) {
-          if (o.k === 'set') {
-            h.set(o.id, o.t);
-            model.set(o.id, o.t);
-          } else if (o.k === 'del') {
-            h.delete(o.id);
-            model.delete(o.id);
-          } else {
-            let best = -1;
-            for (const [id, t] of model) {
-              if (t <= o.now && (best < 0 || t < model.get(best)! || (t === model.get(best)! && id < best))) best = id;
-            }
-            expect(h.popDue(o.now)).toBe(best);
-            if (best >= 0) model.delete(best);
-          }
-          expect(h.size).toBe(model.size);
-          const min = model.size === 0 ? undefined : Math.min(...model.values());
-          expect(h.peekTime()).toBe(min);
-        }
-      }),
-      { numRuns: 300 },
-    );
-  });
-});
+import { KcpScheduler } from './scheduler.js';
 
 const FAST: KcpOptions = { nodelay: 1, interval: 10, resend: 2, nc: true, sndWnd: 64, rcvWnd: 128 };
 

@@ -1,7 +1,8 @@
 import { Counters } from '../core/counters.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { Kcp, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
-import { deadlineOf, DeadlineHeap } from './scheduler.js';
+import { DeadlineHeap } from '../core/deadline-heap.js';
+import { deadlineOf } from './scheduler.js';
 import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,

@@ -1,0 +1,51 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DeadlineHeap } from './deadline-heap.js';
+
+describe('DeadlineHeap', () => {
+  it('behaves like a sorted list under random set/delete/popDue (model check)', () => {
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('set' as const), id: fc.nat(40), t: fc.integer({ min: 0, max: 1000 }) }),
+      fc.record({ k: fc.constant('del' as const), id: fc.nat(40) }),
+      fc.record({ k: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 1000 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
+        const h = new DeadlineHeap(2);
+        const model = new Map<number, number>();
+        for (const o of ops) {
+          if (o.k === 'set') {
+            h.set(o.id, o.t);
+            model.set(o.id, o.t);
+          } else if (o.k === 'del') {
+            h.delete(o.id);
+            model.delete(o.id);
+          } else {
+            let best = -1;
+            for (const [id, t] of model) {
+              if (t <= o.now && (best < 0 || t < model.get(best)! || (t === model.get(best)! && id < best))) best = id;
+            }
+            expect(h.popDue(o.now)).toBe(best);
+            if (best >= 0) model.delete(best);
+          }
+          expect(h.size).toBe(model.size);
+          const min = model.size === 0 ? undefined : Math.min(...model.values());
+          expect(h.peekTime()).toBe(min);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('reschedule never puts an id at or before the instant it was woken', () => {
+    const h = new DeadlineHeap();
+    h.reschedule(3, 100, 100);
+    expect(h.deadline(3)).toBe(101);
+    h.reschedule(3, 90, 100);
+    expect(h.deadline(3)).toBe(101);
+    h.reschedule(3, 100.25, 100);
+    expect(h.deadline(3)).toBe(100.25);
+    h.reschedule(3, 40, -Infinity);
+    expect(h.deadline(3)).toBe(40);
+  });
+});

@@ -1,0 +1,149 @@
+/**
+ * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
+ * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
+ * typed arrays that grow with the largest id seen; no allocation per operation.
+ */
+export class DeadlineHeap {
+  private heap: Int32Array;
+  private pos: Int32Array;
+  private time: Float64Array;
+  private n = 0;
+
+  /** @param capacity initial number of ids (grows on demand). */
+  constructor(capacity = 16) {
+    const cap = Math.max(1, Math.ceil(capacity));
+    this.heap = new Int32Array(cap);
+    this.pos = new Int32Array(cap).fill(-1);
+    this.time = new Float64Array(cap);
+  }
+
+  /** Number of ids scheduled. */
+  get size(): number {
+    return this.n;
+  }
+
+  /** True if `id` has a deadline. */
+  has(id: number): boolean {
+    return id >= 0 && id < this.pos.length && this.pos[id] >= 0;
+  }
+
+  /** Deadline of `id` (ms), or `undefined` if it has none. */
+  deadline(id: number): number | undefined {
+    return this.has(id) ? this.time[id] : undefined;
+  }
+
+  /** Give `id` (integer ≥ 0) the deadline `at` (ms), inserting it or moving it either way. */
+  set(id: number, at: number): void {
+    if (id >= this.pos.length) this.grow(id + 1);
+    const p = this.pos[id];
+    this.time[id] = at;
+    if (p < 0) {
+      const i = this.n++;
+      if (i >= this.heap.length) this.growHeap();
+      this.heap[i] = id;
+      this.pos[id] = i;
+      this.up(i);
+    } else {
+      this.up(p);
+      this.down(this.pos[id]);
+    }
+  }
+
+  /** Remove `id`'s deadline, if any. */
+  delete(id: number): void {
+    if (!this.has(id)) return;
+    const p = this.pos[id];
+    const last = --this.n;
+    this.pos[id] = -1;
+    if (p === last) return;
+    const moved = this.heap[last];
+    this.heap[p] = moved;
+    this.pos[moved] = p;
+    this.up(p);
+    this.down(this.pos[moved]);
+  }
+
+  /** Earliest deadline (ms), or `undefined` when empty. */
+  peekTime(): number | undefined {
+    return this.n === 0 ? undefined : this.time[this.heap[0]];
+  }
+
+  /** Id with the earliest deadline, or -1 when empty. */
+  peekId(): number {
+    return this.n === 0 ? -1 : this.heap[0];
+  }
+
+  /**
+   * The re-key rule of every host of many peers: give `id` the deadline `at` (ms), but never at or
+   * before `wokeAt`, the instant it was last woken; then at `wokeAt + 1`. A peer that is still due
+   * right after its own wake-up had its chance at that instant, and waking it again there could only spin.
+   */
+  reschedule(id: number, at: number, wokeAt: number): void {
+    this.set(id, at > wokeAt ? at : wokeAt + 1);
+  }
+
+  /** Remove and return the id with the earliest deadline if it is ≤ `now` (ms), else -1. */
+  popDue(now: number): number {
+    if (this.n === 0) return -1;
+    const id = this.heap[0];
+    if (this.time[id] > now) return -1;
+    this.delete(id);
+    return id;
+  }
+
+  private less(i: number, j: number): boolean {
+    const a = this.heap[i];
+    const b = this.heap[j];
+    const ta = this.time[a];
+    const tb = this.time[b];
+    return ta < tb || (ta === tb && a < b);
+  }
+
+  private swap(i: number, j: number): void {
+    const a = this.heap[i];
+    const b = this.heap[j];
+    this.heap[i] = b;
+    this.heap[j] = a;
+    this.pos[b] = i;
+    this.pos[a] = j;
+  }
+
+  private up(i: number): void {
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.less(i, parent)) return;
+      this.swap(i, parent);
+      i = parent;
+    }
+  }
+
+  private down(i: number): void {
+    const n = this.n;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) return;
+      const r = l + 1;
+      const c = r < n && this.less(r, l) ? r : l;
+      if (!this.less(c, i)) return;
+      this.swap(c, i);
+      i = c;
+    }
+  }
+
+  private grow(need: number): void {
+    let cap = this.pos.length;
+    while (cap < need) cap *= 2;
+    const pos = new Int32Array(cap).fill(-1);
+    pos.set(this.pos);
+    const time = new Float64Array(cap);
+    time.set(this.time);
+    this.pos = pos;
+    this.time = time;
+  }
+
+  private growHeap(): void {
+    const heap = new Int32Array(this.heap.length * 2);
+    heap.set(this.heap);
+    this.heap = heap;
+  }
+}
