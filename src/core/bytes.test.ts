@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ByteReader, ByteWriter, varintLength } from './bytes.js';
+import { ByteReader, ByteWriter, readU16LE, readU32LE, varintLength, writeU16LE, writeU32LE } from './bytes.js';
 import { GamewireError } from './errors.js';
 
 describe('ByteWriter / ByteReader', () => {
@@ -61,5 +61,23 @@ describe('ByteWriter / ByteReader', () => {
     const nonMinimal = new ByteReader(new Uint8Array([0x81, 0x00]));
     nonMinimal.varint();
     expect(nonMinimal.ok).toBe(false);
+  });
+});
+
+describe('little-endian helpers', () => {
+  it('store the low bits little-endian and read them back unsigned, agreeing with DataView', () => {
+    fc.assert(fc.property(fc.integer({ min: -(2 ** 40), max: 2 ** 40 }), fc.nat(3), (v, at) => {
+      const b = new Uint8Array(9);
+      writeU32LE(b, at, v);
+      const dv = new DataView(b.buffer);
+      expect(readU32LE(b, at)).toBe(dv.getUint32(at, true));
+      expect(readU32LE(b, at)).toBe(Number(BigInt.asUintN(32, BigInt(v))));
+      writeU16LE(b, at + 4, v);
+      expect(readU16LE(b, at + 4)).toBe(dv.getUint16(at + 4, true));
+      expect(readU16LE(b, at + 4)).toBe(Number(BigInt.asUintN(16, BigInt(v))));
+    }));
+    const b = new Uint8Array(6);
+    writeU32LE(b, 1, 0xdeadbeef);
+    expect([...b]).toEqual([0, 0xef, 0xbe, 0xad, 0xde, 0]);
   });
 });

@@ -1,5 +1,32 @@
 import { GamewireError } from './errors.js';
 
+// Plain little-endian loads and stores for hot paths, without bounds checks (the caller has
+// checked the length) and without a DataView: one home for every codec (chunk, KCP, sessions).
+
+/** Read a little-endian u16 at `o` of `b` (the caller guarantees 2 bytes are there). */
+export function readU16LE(b: Uint8Array, o: number): number {
+  return b[o]! | (b[o + 1]! << 8);
+}
+
+/** Read a little-endian u32 at `o` of `b` (the caller guarantees 4 bytes are there). */
+export function readU32LE(b: Uint8Array, o: number): number {
+  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+}
+
+/** Write the low 16 bits of `v` little-endian at `o` of `b` (the caller guarantees room). */
+export function writeU16LE(b: Uint8Array, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+}
+
+/** Write the low 32 bits of `v` little-endian at `o` of `b` (the caller guarantees room). */
+export function writeU32LE(b: Uint8Array, o: number, v: number): void {
+  b[o] = v;
+  b[o + 1] = v >>> 8;
+  b[o + 2] = v >>> 16;
+  b[o + 3] = v >>> 24;
+}
+
 /**
  * Little-endian writer into a caller-provided `Uint8Array`. Writing past the end throws
  * `buffer-too-small` (a caller bug: encoders size their output before writing).

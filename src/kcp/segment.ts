@@ -1,3 +1,4 @@
+import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { GamewireError } from '../core/errors.js';
 import { decoded, rejected, type DecodeResult } from '../core/result.js';
 
@@ -44,18 +45,7 @@ export function isKcpCommand(cmd: number): cmd is KcpCommand {
   return cmd >= KcpCommand.PUSH && cmd <= KcpCommand.WINS;
 }
 
-/** Read a little-endian u32 at `o` (caller guarantees 4 bytes are there). */
-export function readU32LE(b: Uint8Array, o: number): number {
-  return (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
-}
-
-/** Write a little-endian u32 at `o` (caller guarantees room). */
-export function writeU32LE(b: Uint8Array, o: number, v: number): void {
-  b[o] = v;
-  b[o + 1] = v >>> 8;
-  b[o + 2] = v >>> 16;
-  b[o + 3] = v >>> 24;
-}
+export { readU32LE, writeU32LE };
 
 /**
  * Write a header at `o` of `b` without bounds checks (the flush path sizes its buffer first).

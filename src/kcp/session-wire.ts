@@ -1,5 +1,5 @@
-import siphash from 'siphash';
 import { GamewireError } from '../core/errors.js';
+import { sipHash24Low32, sipHashKey, type SipHashKey } from '../core/siphash.js';
 import { decoded, rejected, type DecodeResult } from '../core/result.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader, writeU32LE } from './segment.js';
 
@@ -145,22 +145,18 @@ export function writeKeepAlive(out: Uint8Array, offset: number, conv: number, wn
 
 const encoder = new TextEncoder();
 
-/** A 128-bit SipHash key as four u32 words (little-endian halves, as the `siphash` package takes it). */
-export type CookieKey = Uint32Array;
+/** A 128-bit SipHash key as four u32 words (see `SipHashKey` in core/siphash). */
+export type CookieKey = SipHashKey;
 
 /** Build a cookie key from 16 bytes (e.g. from a CSPRNG). */
 export function cookieKeyFromBytes(bytes: Uint8Array): CookieKey {
   if (bytes.length !== 16) throw new GamewireError('invalid-argument', 'cookie key must be 16 bytes');
-  return new Uint32Array([readU32LE(bytes, 0), readU32LE(bytes, 4), readU32LE(bytes, 8), readU32LE(bytes, 12)]);
+  return sipHashKey(bytes);
 }
 
-/**
- * Low 32 bits of SipHash-2-4(key, message), the hash read as a little-endian u64 (as in the SipHash
- * paper's vectors). The `siphash` package hands back the output bytes as two big-endian words.
- */
+/** Low 32 bits of SipHash-2-4(key, message), the 64-bit result read as in the SipHash paper's vectors. */
 export function sipHashLow32(key: CookieKey, message: Uint8Array): number {
-  const h = siphash.hash(key, message).h;
-  return ((h << 24) | ((h & 0xff00) << 8) | ((h >>> 8) & 0xff00) | (h >>> 24)) >>> 0;
+  return sipHash24Low32(key, message);
 }
 
 /**

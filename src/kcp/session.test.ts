@@ -463,8 +463,8 @@ describe('docs/kcp-session.md wire vectors', () => {
 
   it('sipHashLow32 matches the SipHash-2-4 paper vector', () => {
     const key = cookieKeyFromBytes(Uint8Array.from({ length: 16 }, (_, i) => i));
-    // SipHash-2-4(k = 00..0f, m = 00..0e) = 0xa129ca6149be45e5 as bytes, i.e. 0xe545be4961ca29a1 as a u64 LE.
-    expect(sipHashLow32(key, Uint8Array.from({ length: 15 }, (_, i) => i))).toBe(0x61ca29a1);
+    // SipHash-2-4(k = 00..0f, m = 00..0e): output bytes e5 45 be 49 61 ca 29 a1, the u64 0xa129ca6149be45e5.
+    expect(sipHashLow32(key, Uint8Array.from({ length: 15 }, (_, i) => i))).toBe(0x49be45e5);
   });
 
   it('rejects malformed control packets', () => {
