@@ -38,4 +38,10 @@ export interface Endpoint<E = unknown> {
   pollTimeout(): number | undefined;
   /** The next event for the user, or `undefined`. */
   pollEvent(): E | undefined;
+  /**
+   * Optional wake hook. A driver registers `waker` (`undefined` removes it); the object calls it,
+   * synchronously and cheaply, whenever a command (send, cancel, close…) leaves work for the driver,
+   * so the user never has to poke the driver after a command. Calling it is a notification only.
+   */
+  setWaker?(waker: (() => void) | undefined): void;
 }

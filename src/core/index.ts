@@ -7,3 +7,4 @@ export * from './counters.js';
 export * from './sequence-buffer.js';
 export * from './endpoint.js';
 export * from './peer.js';
+export * from './drive-loop.js';

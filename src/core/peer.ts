@@ -24,11 +24,14 @@ export interface SansIoPeer<E = unknown> {
   pollTimeout(): number | undefined;
   /** The next event for the user, or `undefined`. */
   pollEvent(): E | undefined;
+  /** Optional wake hook for drivers, as `Endpoint.setWaker`. */
+  setWaker?(waker: (() => void) | undefined): void;
 }
 
 /**
- * A `SansIoPeer` seen as an `Endpoint` with one fixed remote: its datagrams go to `remote`, and
- * datagrams from any other address are dropped and counted in `foreignDatagrams`.
+ * A `SansIoPeer` seen as an `Endpoint` with one remote: its datagrams go to `remote`, and datagrams
+ * from any other address are dropped and counted in `foreignDatagrams`. `remote` may be left
+ * `undefined` and set later (an adapter latching the first sender): until then nothing is sent.
  */
 export class PeerEndpoint<E = unknown> implements Endpoint<E> {
   /** Datagrams dropped because they came from an address other than `remote`. */
@@ -41,9 +44,9 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
    */
   constructor(
     readonly peer: SansIoPeer<E>,
-    readonly remote: Address,
+    public remote: Address | undefined,
   ) {
-    this.transmit = { length: 0, to: remote };
+    this.transmit = { length: 0, to: remote ?? '' };
   }
 
   handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
@@ -59,9 +62,12 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
   }
 
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    const remote = this.remote;
+    if (remote === undefined) return undefined;
     const length = this.peer.pollTransmit(now, out);
     if (length === undefined) return undefined;
     this.transmit.length = length;
+    this.transmit.to = remote;
     return this.transmit;
   }
 
@@ -71,5 +77,9 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
 
   pollEvent(): E | undefined {
     return this.peer.pollEvent();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.peer.setWaker?.(waker);
   }
 }
