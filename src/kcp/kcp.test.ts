@@ -118,7 +118,7 @@ describe('Kcp: messages, fragments, stream mode', () => {
     expect(k.waitSnd()).toBe(127);
     expect(k.send(new Uint8Array(127 * 76 + 1))).toBe(-2);
     expect(k.waitSnd()).toBe(127);
-    expect(k.counters.get('sendTooLarge')).toBe(1);
+    expect(k.counters().sendTooLarge).toBe(1);
   });
 
   it('a zero-length message is one empty segment, delivered as an empty message', () => {
@@ -275,7 +275,7 @@ describe('Kcp: retransmission', () => {
         if (allSegments(out).some((s) => s.cmd === KcpCommand.PUSH && s.sn === 0)) fast++;
       }
       expect(fast).toBe(expected);
-      expect(k.counters.get('retransmitFast')).toBe(expected);
+      expect(k.counters().retransmitFast).toBe(expected);
       expect(k.fastLimit).toBe(limit);
     }
   });
@@ -382,7 +382,7 @@ describe('Kcp: bad input and limits', () => {
       }),
       { numRuns: 2000 },
     );
-    const c = k.counters.snapshot();
+    const c = k.counters();
     expect(c.inputRejectedShort + c.inputRejectedConv + c.inputRejectedLength + c.inputRejectedCommand).toBeGreaterThan(0);
     expect(c.inputDatagrams).toBeGreaterThanOrEqual(2000);
   });
@@ -394,7 +394,7 @@ describe('Kcp: bad input and limits', () => {
     expect(k.waitSnd()).toBe(8);
     expect(k.send(new Uint8Array(100))).toBe(0);
     expect(k.send(new Uint8Array(1))).toBe(-4);
-    expect(k.counters.get('sendQueueFull')).toBe(2);
+    expect(k.counters().sendQueueFull).toBe(2);
     k.update(0); // the window takes segments off the queue
     expect(k.send(new Uint8Array(1))).toBe(0);
     const s = capture({ mtu: 100, stream: true, maxSendQueueSegments: 1 }).k;
@@ -411,7 +411,7 @@ describe('Kcp: bad input and limits', () => {
     expect(k.input(datagram(...pushes))).toBe(0);
     k.flush();
     expect(allSegments(out).filter((s) => s.cmd === KcpCommand.ACK).map((s) => s.sn)).toEqual([0, 1, 2, 3]);
-    expect(k.counters.get('ackListFull')).toBe(6);
+    expect(k.counters().ackListFull).toBe(6);
     expect(k.rcvQueueLength).toBe(10); // the data itself was still accepted
   });
 
@@ -563,7 +563,7 @@ describe('Kcp: flushAcks (above C parity)', () => {
     expect(k.pendingAckCount).toBe(1);
     k.flushAcks(3);
     expect(allSegments(out).map((h) => [h.cmd, h.sn, h.ts])).toEqual([[KcpCommand.ACK, 1, 6]]);
-    expect(k.counters.get('outputDatagrams')).toBe(2);
+    expect(k.counters().outputDatagrams).toBe(2);
     expect(k.sndQueueLength).toBe(1);
     k.flushAcks(3); // nothing pending: nothing sent
     expect(out).toHaveLength(1);

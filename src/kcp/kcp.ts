@@ -82,7 +82,7 @@ export type KcpSendError = -2 | -4;
 /** `recv()` error: -1 nothing queued; -2 the next message is incomplete; -3 `out` is too small. */
 export type KcpRecvError = -1 | -2 | -3;
 
-/** Names of the counters every `Kcp` keeps (see `Kcp.counters`). */
+/** Names of the counters every `Kcp` keeps (see `Kcp.counters()`). */
 export type KcpCounterName =
   | 'inputDatagrams'
   | 'inputRejectedShort'
@@ -107,8 +107,8 @@ const COUNTER_NAMES: readonly KcpCounterName[] = [
 ];
 
 /**
- * `Kcp.counters`: one plain numeric field per counter, so bumping one on the hot path is a field
- * increment rather than a keyed lookup. Read it like any `Counters` (`get`, `snapshot`) or by field.
+ * A `Kcp`'s counters: one plain numeric field per counter, so bumping one on the hot path is a field
+ * increment rather than a keyed lookup. Users read a copy with `Kcp.counters()`.
  */
 export class KcpCounters {
   /** Datagrams passed to `input`. */
@@ -257,8 +257,8 @@ function clockArg(now: number): number {
 export class Kcp {
   /** Conversation id (u32); datagrams with another conv are refused by `input`. */
   readonly conv: number;
-  /** Named event counts (bad input, drops at limits, retransmissions, output). */
-  readonly counters = new KcpCounters();
+  /** @internal Named event counts, bumped in place on the hot path; read them with `counters()`. */
+  readonly stats = new KcpCounters();
   /** Upstream 2024-04 conservative fast-ack (see `KcpOptions.fastAckConserve`). */
   readonly fastAckConserve: boolean;
   /** Upstream 2023-05 byte-count `send` (see `KcpOptions.sendReturnsBytes`). */
@@ -546,6 +546,11 @@ export class Kcp {
     return this.xmit_;
   }
 
+  /** A copy of every counter (bad input, drops at limits, retransmissions, output; see `KcpCounterName`). */
+  counters(): Readonly<Record<KcpCounterName, number>> {
+    return this.stats.snapshot();
+  }
+
   /** Segments queued by `send` and not yet moved into the send window (`nsnd_que`). */
   get sndQueueLength(): number {
     return this.sndQueue.length;
@@ -593,7 +598,7 @@ export class Kcp {
     const rest = len - extend;
     const count = this.stream_ && rest <= 0 ? 0 : rest <= mss ? 1 : Math.ceil(rest / mss);
     if (count < KCP_WND_RCV && this.sndQueue.length + count > this.maxSendQueueSegments) {
-      this.counters.sendQueueFull++;
+      this.stats.sendQueueFull++;
       return -4;
     }
 
@@ -606,7 +611,7 @@ export class Kcp {
       if (len <= 0) return this.sendReturnsBytes ? extend : 0;
     }
     if (count >= KCP_WND_RCV) {
-      this.counters.sendTooLarge++;
+      this.stats.sendTooLarge++;
       return this.sendReturnsBytes && this.stream_ && extend > 0 ? extend : -2;
     }
 
@@ -731,7 +736,7 @@ export class Kcp {
   input(data: Uint8Array, now?: number): KcpInputResult {
     if (!(data instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'input() takes a Uint8Array');
     if (now !== undefined) this.current_ = clockArg(now);
-    const c = this.counters;
+    const c = this.stats;
     c.inputDatagrams++;
     const size = data.length;
     if (size < KCP_OVERHEAD) {
@@ -794,12 +799,12 @@ export class Kcp {
 
   private parsePush(data: Uint8Array, off: number, frg: number, ts: number, sn: number, len: number): void {
     if (timeDiff32(sn, u32Add(this.rcvNxt_, this.rcvWnd_)) >= 0) {
-      this.counters.pushOutsideWindow++;
+      this.stats.pushOutsideWindow++;
       return;
     }
     this.pushAck(sn, ts);
     if (timeDiff32(sn, this.rcvNxt_) < 0 || this.rcvBuf.get(sn) !== undefined) {
-      this.counters.pushDuplicate++;
+      this.stats.pushDuplicate++;
       return;
     }
     const copy = len === 0 ? EMPTY : recvSlab.copy(data, off, off + len);
@@ -816,7 +821,7 @@ export class Kcp {
   private pushAck(sn: number, ts: number): void {
     const n = this.ackCount;
     if (n >= this.maxPendingAcks) {
-      this.counters.ackListFull++;
+      this.stats.ackListFull++;
       return;
     }
     if (2 * n + 2 > this.acks.length) {
@@ -961,8 +966,8 @@ export class Kcp {
 
   private emit(buffer: Uint8Array, size: number): void {
     if (size === 0) return;
-    this.counters.outputDatagrams++;
-    this.counters.outputBytes += size;
+    this.stats.outputDatagrams++;
+    this.stats.outputBytes += size;
     this.output(buffer.subarray(0, size));
   }
 
@@ -1115,13 +1120,13 @@ export class Kcp {
         }
         seg.resendts = u32Add(current, seg.rto);
         lost = true;
-        this.counters.retransmitTimeout++;
+        this.stats.retransmitTimeout++;
       } else if (seg.fastack >= resent && ((seg.xmit | 0) <= fastlimit || fastlimit <= 0)) {
         seg.xmit = u32Add(seg.xmit, 1);
         seg.fastack = 0;
         seg.resendts = u32Add(current, seg.rto);
         change = true;
-        this.counters.retransmitFast++;
+        this.stats.retransmitFast++;
       } else {
         continue;
       }

@@ -196,7 +196,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
     const fromClient = net.wire.slice(before).filter((w) => w[0] === 'c1').map((w) => w[2]);
     expect(fromClient.length).toBeGreaterThan(10);
     expect(fromClient).toEqual(bare);
-    expect(sk.counters.get('retransmitTimeout') + sk.counters.get('retransmitFast')).toBeGreaterThan(0);
+    expect(sk.counters().retransmitTimeout + sk.counters().retransmitFast).toBeGreaterThan(0);
     for (const w of net.wire) expect(isWellFormedKcp(Buffer.from(w[2], 'hex'), 0, 0xabcdef01)).toBe(true);
   });
 

@@ -61,7 +61,7 @@ export interface KcpSessionOptions {
   random?: (out: Uint8Array) => void;
 }
 
-/** Counter names of a `KcpServer` / `KcpClient` (sessions keep KCP's own counters in `session.kcp.counters`). */
+/** Counter names of a `KcpServer` / `KcpClient` (sessions keep KCP's own counters: `session.kcp.counters()`). */
 export type KcpHostCounter =
   | 'datagramsIn'
   | 'droppedMalformed'

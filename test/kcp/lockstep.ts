@@ -588,8 +588,8 @@ export function runScenario(s: Scenario): RunSummary {
   const coverage = newCoverage();
   for (const e of ends) {
     mergeCoverage(coverage, e.stats);
-    coverage.retransmitTimeout += e.ours.counters.get('retransmitTimeout');
-    coverage.retransmitFast += e.ours.counters.get('retransmitFast');
+    coverage.retransmitTimeout += e.ours.counters().retransmitTimeout;
+    coverage.retransmitFast += e.ours.counters().retransmitFast;
     if (e.ours.isDeadLink) coverage.deadLinks++;
   }
   // Crossing 2^31 matters for code that mixes signed and unsigned; crossing 2^32 is the wrap proper.
