@@ -8,3 +8,5 @@ export * from './sequence-buffer.js';
 export * from './endpoint.js';
 export * from './peer.js';
 export * from './drive-loop.js';
+export * from './host.js';
+export * from './deadline-heap.js';
