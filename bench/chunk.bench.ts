@@ -14,7 +14,7 @@ import { writeReadmeSection } from './readme.js';
 import { ChunkReceiver, ChunkSender, type ChunkSenderConfig, DEFAULT_SLICE_BYTES, SLICE_HEADER_BYTES } from '../src/chunk/index.js';
 import { FixedRate } from '../src/congestion/fixed.js';
 import { Link, type LinkConfig } from '../src/sim/index.js';
-import { World } from '../test/harness/world.js';
+import { PairWorld as World } from '../src/sim/pair-world.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const QUICK = process.argv.includes('--quick');

@@ -39,6 +39,12 @@ const POOL_MIN_CLASS = 6;
 const POOL_MAX_LEN = 1 << 16;
 const POOL_MAX_BYTES = 16 * 1024 * 1024;
 
+function specOf(partial: Partial<LinkConfig>): Partial<LinkConfig> {
+  const spec: Partial<LinkConfig> = {};
+  for (const [k, v] of Object.entries(partial)) if (v !== undefined) (spec as Record<string, unknown>)[k] = v;
+  return spec;
+}
+
 /** Derive the `index`-th 32-bit sub-seed of `seed` (stable across versions: results depend on it). */
 export function deriveSeed(seed: number, index: number): number {
   const r = new NonCryptoRng((seed ^ Math.imul(index + 1, 0x9e3779b9)) >>> 0);
@@ -54,10 +60,12 @@ export function deriveSeed(seed: number, index: number): number {
  * decides, in order: outage → MTU → loss (Bernoulli, Gilbert-Elliott, shuffle bag) → in-flight cap →
  * bottleneck queue (drop-tail, serialisation at `rateBitsPerSec`) → latency + jitter (+ FIFO clamp
  * when `reorder` is false) → outage at arrival → duplicate. Same config and seed, same results.
+ * `reconfigure(now, changes)` changes the impairments mid-run without touching datagrams in flight.
  */
 export class Link {
-  /** The validated configuration, defaults filled in. */
-  readonly config: Readonly<LinkConfig>;
+  private cfg: Readonly<LinkConfig>;
+  // The caller's settings (defaults not filled in), so a reconfiguration merges onto what was asked for.
+  private spec: Partial<LinkConfig>;
 
   private clock = -Infinity;
 
@@ -69,7 +77,7 @@ export class Link {
   private readonly dupRng: NonCryptoRng;
 
   private geBad = false;
-  private readonly bag: Int32Array | undefined;
+  private bag: Int32Array | undefined;
   private bagLeft = 0;
 
   // Bottleneck: FIFO ring of (departure time, wire bytes) for datagrams not yet fully serialised.
@@ -79,15 +87,16 @@ export class Link {
   private qLen = 0;
   private qBytes = 0;
   private lastDeparture = -Infinity;
-  private readonly msPerWireByte: number;
-  private readonly qLimitDatagrams: number;
-  private readonly qLimitBytes: number;
+  private msPerWireByte = 0;
+  private qLimitDatagrams = Infinity;
+  private qLimitBytes = Infinity;
 
   private lastDelivery = -Infinity;
 
   private readonly pending = new DeliverySchedule();
   private readonly pool: Uint8Array[][] = [];
   private pooledBytes = 0;
+  private tag = 0;
 
   private readonly c: LinkCounters = {
     sent: 0, bytesSent: 0, delivered: 0, bytesDelivered: 0, droppedLoss: 0, droppedQueue: 0,
@@ -101,28 +110,54 @@ export class Link {
    */
   constructor(config: Partial<LinkConfig>, seed: number) {
     checkArg(typeof seed === 'number' && Number.isInteger(seed), 'seed must be an integer');
-    this.config = resolveLinkConfig(config);
+    this.cfg = resolveLinkConfig(config);
+    this.spec = specOf(config);
     this.lossRng = new NonCryptoRng(deriveSeed(seed, 0));
     this.geRng = new NonCryptoRng(deriveSeed(seed, 1));
     this.bagRng = new NonCryptoRng(deriveSeed(seed, 2));
     this.jitterRng = new NonCryptoRng(deriveSeed(seed, 3));
     this.dupRng = new NonCryptoRng(deriveSeed(seed, 4));
-    const cfg = this.config;
-    this.bag = cfg.shuffleBagLoss ? new Int32Array(cfg.shuffleBagLoss.bagSize ?? 100) : undefined;
-    this.msPerWireByte = cfg.rateBitsPerSec === undefined ? 0 : 8000 / cfg.rateBitsPerSec;
-    this.qLimitDatagrams = cfg.queueDatagrams ?? Infinity;
-    this.qLimitBytes = cfg.queueBytes ?? Infinity;
+    this.apply();
+  }
+
+  /** The configuration in force, validated, defaults filled in. */
+  get config(): Readonly<LinkConfig> {
+    return this.cfg;
+  }
+
+  /**
+   * Change impairments from `now` (ms) on: `changes` is merged onto the settings given so far (a key
+   * set to `undefined` goes back to its default; `rateBitsPerSec: undefined` removes the bottleneck).
+   * Nothing in flight is lost or moved: datagrams already accepted keep the delivery time they were
+   * given, and datagrams sent from `now` on queue behind those still in the bottleneck, serialised at
+   * the new rate, then take the new delay (overtaking older ones only if `reorder` allows it). New
+   * queue limits apply to arrivals (a queue already above them drains, nothing is evicted); `outage`
+   * windows replace the old list; the random streams continue (no re-seeding). Throws
+   * `invalid-config` (link unchanged) on a bad result, `invalid-argument` if `now` goes backwards.
+   */
+  reconfigure(now: number, changes: Partial<LinkConfig>): void {
+    checkArg(typeof changes === 'object' && changes !== null, 'changes must be an object');
+    const spec: Partial<LinkConfig> = { ...this.spec };
+    for (const [k, v] of Object.entries(changes)) (spec as Record<string, unknown>)[k] = v;
+    const cfg = resolveLinkConfig(spec);
+    this.advance(now);
+    this.cfg = cfg;
+    this.spec = specOf(spec);
+    if (cfg.gilbertElliott === undefined) this.geBad = false;
+    this.apply();
   }
 
   /**
    * A datagram of `bytes` enters the link at `now` (ms). The link copies the bytes, so the caller
-   * may reuse its buffer. Never throws for drops (they are counted); throws `invalid-argument` if
-   * `now` goes backwards or `bytes` is not a Uint8Array.
+   * may reuse its buffer. `tag` (an int32, default 0) travels with it and is read back from
+   * `lastTag` after it is delivered. Never throws for drops (they are counted); throws
+   * `invalid-argument` if `now` goes backwards or `bytes` is not a Uint8Array.
    */
-  send(now: number, bytes: Uint8Array): void {
+  send(now: number, bytes: Uint8Array, tag = 0): void {
     if (!(bytes instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'bytes must be a Uint8Array');
     this.advance(now);
-    const cfg = this.config;
+    this.tag = tag | 0;
+    const cfg = this.cfg;
     const c = this.c;
     const len = bytes.length;
     c.sent++;
@@ -177,6 +212,7 @@ export class Link {
     const data = new Uint8Array(size);
     data.set(size === store.length ? store : store.subarray(0, size));
     this.release(store);
+    this.lastTag = this.pending.popTag;
     this.c.delivered++;
     this.c.bytesDelivered += size;
     return data;
@@ -201,10 +237,14 @@ export class Link {
     if (size === store.length) out.set(store);
     else if (size > 0) out.set(store.subarray(0, size));
     this.release(store);
+    this.lastTag = this.pending.popTag;
     this.c.delivered++;
     this.c.bytesDelivered += size;
     return size;
   }
+
+  /** `tag` given to `send` for the datagram most recently returned by `pollDeliver`/`pollDeliverInto`. */
+  lastTag = 0;
 
   /** Length (bytes) of the datagram `pollTimeout()` refers to, or `undefined` when nothing is in flight. */
   peekLength(): number | undefined {
@@ -233,6 +273,11 @@ export class Link {
     return this.qBytes;
   }
 
+  /** Time (ms) the bottleneck still needs, at the last `now` seen, to finish serialising what it holds: the queueing delay a datagram sent now would see. */
+  get queueDelayMs(): number {
+    return this.lastDeparture > this.clock ? this.lastDeparture - this.clock : 0;
+  }
+
   /** Datagrams held by the link (queued + propagating), i.e. not yet returned by `pollDeliver`. */
   get inFlight(): number {
     return this.pending.length;
@@ -250,13 +295,23 @@ export class Link {
     this.clock = now;
   }
 
+  private apply(): void {
+    const cfg = this.cfg;
+    const size = cfg.shuffleBagLoss?.bagSize;
+    if (size === undefined) this.bag = undefined;
+    else if (this.bag === undefined || this.bag.length !== size) { this.bag = new Int32Array(size); this.bagLeft = 0; }
+    this.msPerWireByte = cfg.rateBitsPerSec === undefined ? 0 : 8000 / cfg.rateBitsPerSec;
+    this.qLimitDatagrams = cfg.queueDatagrams ?? Infinity;
+    this.qLimitBytes = cfg.queueBytes ?? Infinity;
+  }
+
   private jitter(u: number): number {
-    const j = this.config.jitterMs;
-    return this.config.jitterIntegerMs ? Math.floor(u * (Math.floor(j) + 1)) : u * j;
+    const j = this.cfg.jitterMs;
+    return this.cfg.jitterIntegerMs ? Math.floor(u * (Math.floor(j) + 1)) : u * j;
   }
 
   private stepGilbertElliott(): boolean {
-    const g = this.config.gilbertElliott!;
+    const g = this.cfg.gilbertElliott!;
     const lost = this.geRng.nextFloat() < (this.geBad ? g.lossBad : g.lossGood);
     const u = this.geRng.nextFloat();
     this.geBad = this.geBad ? !(u < g.pBadToGood) : u < g.pGoodToBad;
@@ -272,18 +327,18 @@ export class Link {
     const i = this.bagRng.nextInt(this.bagLeft);
     const x = bag[i];
     bag[i] = bag[--this.bagLeft];
-    return x < this.config.shuffleBagLoss!.lost;
+    return x < this.cfg.shuffleBagLoss!.lost;
   }
 
   private inOutage(t: number): boolean {
-    for (const w of this.config.outage!) if (t >= w.startMs && t < w.endMs) return true;
+    for (const w of this.cfg.outage!) if (t >= w.startMs && t < w.endMs) return true;
     return false;
   }
 
   private schedule(time: number, src: Uint8Array): boolean {
     let t = time;
-    if (!this.config.reorder && t < this.lastDelivery) t = this.lastDelivery;
-    if (this.config.outage !== undefined && this.inOutage(t)) {
+    if (!this.cfg.reorder && t < this.lastDelivery) t = this.lastDelivery;
+    if (this.cfg.outage !== undefined && this.inOutage(t)) {
       this.c.droppedOutage++;
       return false;
     }
@@ -291,7 +346,7 @@ export class Link {
     const len = src.length;
     const store = this.alloc(len);
     store.set(src);
-    this.pending.push(t, store, len);
+    this.pending.push(t, store, len, this.tag);
     if (this.pending.length > this.c.inFlightPeak) this.c.inFlightPeak = this.pending.length;
     return true;
   }

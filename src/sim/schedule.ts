@@ -13,6 +13,7 @@ export class DeliverySchedule {
   private fSeq = new Float64Array(256);
   private fSize = new Int32Array(256);
   private fData: (Uint8Array | undefined)[] = new Array<Uint8Array | undefined>(256);
+  private fTag = new Int32Array(256);
   private fHead = 0;
   private fLen = 0;
 
@@ -21,12 +22,15 @@ export class DeliverySchedule {
   private hSeq: number[] = [];
   private hData: (Uint8Array | undefined)[] = [];
   private hSize: number[] = [];
+  private hTag: number[] = [];
   private hLen = 0;
 
   /** Payload bytes of all entries. */
   bytes = 0;
   /** Size of the entry removed by the last `pop`. */
   popSize = 0;
+  /** Tag of the entry removed by the last `pop`. */
+  popTag = 0;
 
   /** Number of entries. */
   get length(): number {
@@ -46,8 +50,8 @@ export class DeliverySchedule {
     return this.fifoFirst() ? this.fSize[this.fHead] : this.hSize[0];
   }
 
-  /** Add an entry due at `time` holding `size` payload bytes in `data`. */
-  push(time: number, data: Uint8Array, size: number): void {
+  /** Add an entry due at `time` holding `size` payload bytes in `data`, with an integer `tag` (int32) returned by `pop`. */
+  push(time: number, data: Uint8Array, size: number, tag = 0): void {
     const seq = this.seq++;
     this.bytes += size;
     const cap = this.fTime.length;
@@ -58,9 +62,10 @@ export class DeliverySchedule {
       this.fSeq[i] = seq;
       this.fSize[i] = size;
       this.fData[i] = data;
+      this.fTag[i] = tag;
       this.fLen++;
     } else {
-      this.heapPush(time, seq, data, size);
+      this.heapPush(time, seq, data, size, tag);
     }
   }
 
@@ -71,6 +76,7 @@ export class DeliverySchedule {
       const d = this.fData[i]!;
       this.fData[i] = undefined;
       this.popSize = this.fSize[i];
+      this.popTag = this.fTag[i];
       this.fHead = (i + 1) % this.fTime.length;
       this.fLen--;
       this.bytes -= this.popSize;
@@ -93,13 +99,16 @@ export class DeliverySchedule {
     const s = new Float64Array(cap * 2);
     const z = new Int32Array(cap * 2);
     const d = new Array<Uint8Array | undefined>(cap * 2);
+    const g = new Int32Array(cap * 2);
     for (let k = 0; k < this.fLen; k++) {
       const j = (this.fHead + k) % cap;
       t[k] = this.fTime[j];
       s[k] = this.fSeq[j];
       z[k] = this.fSize[j];
       d[k] = this.fData[j];
+      g[k] = this.fTag[j];
     }
+    this.fTag = g;
     this.fTime = t;
     this.fSeq = s;
     this.fSize = z;
@@ -107,11 +116,12 @@ export class DeliverySchedule {
     this.fHead = 0;
   }
 
-  private heapPush(time: number, seq: number, data: Uint8Array, size: number): void {
+  private heapPush(time: number, seq: number, data: Uint8Array, size: number, tag: number): void {
     const ht = this.hTime;
     const hs = this.hSeq;
     const hd = this.hData;
     const hz = this.hSize;
+    const hg = this.hTag;
     let i = this.hLen++;
     while (i > 0) {
       const p = (i - 1) >> 1;
@@ -121,12 +131,14 @@ export class DeliverySchedule {
       hs[i] = hs[p];
       hd[i] = hd[p];
       hz[i] = hz[p];
+      hg[i] = hg[p];
       i = p;
     }
     ht[i] = time;
     hs[i] = seq;
     hd[i] = data;
     hz[i] = size;
+    hg[i] = tag;
   }
 
   private heapPop(): Uint8Array {
@@ -134,14 +146,17 @@ export class DeliverySchedule {
     const hs = this.hSeq;
     const hd = this.hData;
     const hz = this.hSize;
+    const hg = this.hTag;
     const top = hd[0]!;
     this.popSize = hz[0];
+    this.popTag = hg[0];
     this.bytes -= this.popSize;
     const n = --this.hLen;
     const t = ht[n];
     const s = hs[n];
     const d = hd[n];
     const z = hz[n];
+    const g = hg[n];
     hd[n] = undefined;
     let i = 0;
     for (;;) {
@@ -154,6 +169,7 @@ export class DeliverySchedule {
       hs[i] = hs[m];
       hd[i] = hd[m];
       hz[i] = hz[m];
+      hg[i] = hg[m];
       i = m;
     }
     if (n > 0) {
@@ -161,6 +177,7 @@ export class DeliverySchedule {
       hs[i] = s;
       hd[i] = d;
       hz[i] = z;
+      hg[i] = g;
     }
     return top;
   }
