@@ -70,6 +70,11 @@ export class ChunkEndpoint implements SansIoPeer<ChunkEndpointEvent> {
     return undefined;
   }
 
+  /** A driver's wake hook (see `Endpoint.setWaker`): the sender's commands call it. */
+  setWaker(waker: (() => void) | undefined): void {
+    this.sender.setWaker(waker);
+  }
+
   /** Bytes held by both parts. */
   memoryBytes(): number {
     return this.sender.memoryBytes() + this.receiver.memoryBytes();

@@ -170,6 +170,7 @@ export class ChunkSender implements SansIoPeer {
   private nSlices = 0;
   // Blocks in the 'cancelling' state: pollTransmit only scans for due cancels while there are any.
   private cancelling = 0;
+  private waker: (() => void) | undefined;
 
   constructor(config: ChunkSenderConfig = {}) {
     this.config = resolveSenderConfig(config);
@@ -201,6 +202,7 @@ export class ChunkSender implements SansIoPeer {
     this.queue.push({ id, data: bytes });
     this.queuedBytesTotal += bytes.length;
     this.ctr.add('blocksQueued');
+    this.waker?.();
     return id;
   }
 
@@ -218,17 +220,24 @@ export class ChunkSender implements SansIoPeer {
       this.queuedBytesTotal -= q.data.length;
       this.ctr.add('blocksCancelled');
       this.emit({ type: 'cancelled', id, reason: 'user' });
+      this.waker?.();
       return true;
     }
     const c = this.inflight.find((x) => x.id === id);
     if (c === undefined || c.state === 'done') return false;
     if (c.state === 'sending') this.beginCancel(c, 'user');
+    this.waker?.();
     return true;
   }
 
   /** Next event, or undefined. Drain after every input. */
   pollEvent(): ChunkSenderEvent | undefined {
     return this.events.shift();
+  }
+
+  /** A driver's wake hook (see `Endpoint.setWaker`): `sendBlock` and `cancel` call it, so no `kick()` is needed. */
+  setWaker(waker: (() => void) | undefined): void {
+    this.waker = waker;
   }
 
   /** A copy of every counter (see `ChunkSenderCounter`). */

@@ -1,12 +1,10 @@
-import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { EventEmitter } from 'node:events';
-import { performance } from 'node:perf_hooks';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import {
   KcpClient, KcpServer, type KcpClientOptions, type KcpCloseReason, type KcpServerOptions, type KcpSession,
   type KcpSessionEvent,
 } from '../../kcp/session.js';
-import { UdpDriver, type DrivablePeer, type UdpAddress } from './udp-driver.js';
+import { addressKey, UdpDriver, type DrivablePeer, type UdpAddress } from './udp-driver.js';
 
 /** Events of `KcpUdpServer` and `KcpUdpClient` (the session events, one listener argument list each). */
 export interface KcpUdpEvents {
@@ -47,22 +45,11 @@ function emitSessionEvent(em: EventEmitter<KcpUdpEvents>, ev: KcpSessionEvent): 
   }
 }
 
-/** "host:port", the address key the KCP server sees. */
-export function addressKey(host: string, port: number): string {
-  return `${host}:${port}`;
-}
-
-/** Inverse of `addressKey` (IPv4 host). */
-export function parseAddressKey(key: string): UdpAddress {
-  const i = key.lastIndexOf(':');
-  return { host: key.slice(0, i), port: Number(key.slice(i + 1)) };
-}
-
 /** Options of `KcpUdpServer.open`: the `KcpServer` options plus the socket's. */
 export interface KcpUdpServerOptions extends KcpServerOptions {
   /** UDP port to bind (0 = any; see `local`). Default 0. */
   port?: number;
-  /** Local IPv4 address to bind (default `0.0.0.0`). */
+  /** Local address to bind (default `0.0.0.0`; an IPv6 address makes it a udp6 socket). */
   host?: string;
   /** SO_RCVBUF / SO_SNDBUF requested, bytes (default 4 MiB each; the OS may grant less). */
   socketBufferBytes?: number;
@@ -71,41 +58,26 @@ export interface KcpUdpServerOptions extends KcpServerOptions {
 }
 
 /**
- * A `KcpServer` on one udp4 socket with ONE timer aimed at `server.pollTimeout()`: every datagram
- * and timer wake-up runs the server, sends what it produced and emits its events. Only due
- * sessions are updated. Call `kick()` after sending outside an event handler.
+ * A `KcpServer` on one socket, run by a `UdpDriver` (the shared drive loop: datagrams batched per
+ * event-loop turn, pooled in-order sends, ONE timer aimed at `server.pollTimeout()`; only due
+ * sessions are updated). Sessions' `send`/`close` wake it; `kick()` is kept for compatibility.
+ * Session addresses are `addressKey` strings (`"1.2.3.4:5"`, `"[::1]:5"`).
  */
 export class KcpUdpServer extends EventEmitter<KcpUdpEvents> {
   /** The sans-IO server (sessions, counters). */
   readonly server: KcpServer;
+  /** The socket driver (its counters, local address). */
+  readonly driver: UdpDriver<KcpSessionEvent>;
   /** Bound address. */
   readonly local: UdpAddress;
-  /** Timer wake-ups so far. */
-  wakeups = 0;
 
-  private readonly socket: Socket;
-  private readonly clock: () => number;
-  private timer: NodeJS.Timeout | undefined;
-  private timerDue = Infinity;
-  private servicing = false;
-  private again = false;
-  private kicked = false;
-  private closed = false;
-
-  private constructor(server: KcpServer, socket: Socket, clock: () => number) {
+  private constructor(server: KcpServer, driver: UdpDriver<KcpSessionEvent>) {
     super();
     this.server = server;
-    this.socket = socket;
-    this.clock = clock;
-    const a = socket.address();
-    this.local = { host: a.address, port: a.port };
-    socket.on('message', (msg: Buffer, r: RemoteInfo) => {
-      if (this.closed) return;
-      const now = this.clock();
-      this.server.handleDatagram(now, addressKey(r.address, r.port), msg);
-      this.service(now);
-    });
-    socket.on('error', (err: NodeJS.ErrnoException) => {
+    this.driver = driver;
+    this.local = driver.local;
+    driver.on('event', (ev) => emitSessionEvent(this, ev));
+    driver.on('socket-error', (err) => {
       if (this.listenerCount('socket-error') > 0) this.emit('socket-error', err);
     });
   }
@@ -115,97 +87,33 @@ export class KcpUdpServer extends EventEmitter<KcpUdpEvents> {
     const port = options.port ?? 0;
     checkConfig(Number.isInteger(port) && port >= 0 && port <= 65535, 'port must be 0..65535');
     const server = new KcpServer(options);
-    const socket = createSocket('udp4');
-    await new Promise<void>((resolve, reject) => {
-      socket.once('error', reject);
-      socket.bind(port, options.host ?? '0.0.0.0', () => {
-        socket.off('error', reject);
-        resolve();
-      });
-    });
     const bytes = options.socketBufferBytes ?? 4 * 1024 * 1024;
-    try {
-      socket.setRecvBufferSize(bytes);
-      socket.setSendBufferSize(bytes);
-    } catch {
-      /* the OS keeps its defaults */
-    }
-    const s = new KcpUdpServer(server, socket, options.clock ?? (() => performance.now()));
-    s.service(s.clock());
-    return s;
+    const driver = await UdpDriver.openEndpoint<KcpSessionEvent>(server, {
+      port,
+      host: options.host,
+      recvBufferBytes: bytes,
+      sendBufferBytes: bytes,
+      maxDatagramBytes: Math.min(65507, Math.max(1472, options.mtu ?? 1400)),
+      clock: options.clock,
+    });
+    return new KcpUdpServer(server, driver);
   }
 
-  /** Run the server after the current task (coalesces sends made outside event handlers). */
+  /** Timer wake-ups so far. */
+  get wakeups(): number {
+    return this.driver.counters().timerWakeups;
+  }
+
+  /** Run the server after the current task (not needed when sending through sessions). */
   kick(): void {
-    if (this.kicked || this.closed) return;
-    this.kicked = true;
-    queueMicrotask(() => {
-      this.kicked = false;
-      if (!this.closed) this.service(this.clock());
-    });
+    this.driver.kick();
   }
 
-  /** Stop the timer and close the socket (sessions are dropped without CLOSE packets). */
+  /** Close the socket after one last drain (sessions are dropped without CLOSE packets). */
   close(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    return new Promise((resolve) => {
-      this.socket.close(() => {
-        this.emit('close');
-        resolve();
-      });
+    return this.driver.close().then(() => {
+      this.emit('close');
     });
-  }
-
-  private service(now: number): void {
-    if (this.servicing) {
-      this.again = true;
-      return;
-    }
-    this.servicing = true;
-    try {
-      for (let round = 0; round < 64 && !this.closed; round++) {
-        this.again = false;
-        const due = this.server.pollTimeout();
-        if (due !== undefined && due <= now) this.server.handleTimeout(now);
-        for (let d = this.server.pollDatagram(now); d !== undefined; d = this.server.pollDatagram(now)) {
-          const a = parseAddressKey(d.to);
-          this.socket.send(d.bytes, a.port, a.host, (err) => {
-            if (err !== null && this.listenerCount('socket-error') > 0) this.emit('socket-error', err as NodeJS.ErrnoException);
-          });
-        }
-        for (let ev = this.server.pollEvent(); ev !== undefined && !this.closed; ev = this.server.pollEvent()) {
-          emitSessionEvent(this, ev);
-        }
-        const next = this.server.pollTimeout();
-        if (!this.again && (next === undefined || next > now)) break;
-        now = this.clock();
-      }
-    } finally {
-      this.servicing = false;
-    }
-    if (!this.closed) this.arm(now);
-  }
-
-  private arm(now: number): void {
-    const due = this.server.pollTimeout();
-    if (due === undefined) {
-      if (this.timer !== undefined) clearTimeout(this.timer);
-      this.timer = undefined;
-      this.timerDue = Infinity;
-      return;
-    }
-    if (this.timer !== undefined && this.timerDue <= due) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    const ms = Math.max(1, Math.ceil(due - now));
-    this.timerDue = now + ms;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerDue = Infinity;
-      this.wakeups++;
-      if (!this.closed) this.service(this.clock());
-    }, ms);
   }
 }
 
@@ -247,6 +155,7 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
       pollTransmit: (now, out) => client.pollTransmit(now, out),
       pollTimeout: () => client.pollTimeout(),
       pollEvent: () => (attached ? client.pollEvent() : undefined),
+      setWaker: (waker) => client.setWaker(waker),
     };
     const driver = await UdpDriver.open<KcpSessionEvent>(peer, {
       remote: options.server,
@@ -266,10 +175,9 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
     return self;
   }
 
-  /** Queue one message (see `KcpSession.send`) and schedule the send. */
+  /** Queue one message (see `KcpSession.send`); the session wakes the driver. */
   send(data: Uint8Array): void {
     this.client.send(data);
-    this.driver.kick();
   }
 
   /** Close the session (see `KcpSession.close`), then the socket once it is done. */

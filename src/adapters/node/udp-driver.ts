@@ -1,40 +1,51 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { lookup as dnsLookup } from 'node:dns';
+import { lookup as dnsLookupAsync } from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Counters } from '../../core/counters.js';
+import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/drive-loop.js';
+import type { Address, Endpoint } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
-import type { SansIoPeer } from '../../core/peer.js';
+import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
 /** A sans-IO peer the driver can run; `pollEvent` is drained after every input. */
 export type DrivablePeer<E = unknown> = SansIoPeer<E>;
 
-/** A UDP endpoint: IPv4 address (or host name when given to the driver) and port. */
+/** A UDP endpoint: IPv4/IPv6 address (or host name when given to the driver) and port. */
 export interface UdpAddress {
-  /** IPv4 address or host name. */
+  /** IPv4 or IPv6 address, or host name. */
   host: string;
   /** UDP port, 1..65535. */
   port: number;
 }
 
-/** Options of {@link UdpDriver.open}. Sizes in bytes, times in ms. */
-export interface UdpDriverOptions {
+/** The `Address` string of a UDP endpoint: `"127.0.0.1:9000"`, IPv6 in brackets `"[::1]:9000"`. */
+export function addressKey(host: string, port: number): Address {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+/** Inverse of {@link addressKey}; `undefined` for a string that is not `host:port` with a port 0..65535. */
+export function parseAddressKey(key: Address): UdpAddress | undefined {
+  const i = key.lastIndexOf(':');
+  if (i <= 0) return undefined;
+  let host = key.slice(0, i);
+  if (host.startsWith('[')) {
+    if (!host.endsWith(']')) return undefined;
+    host = host.slice(1, -1);
+  }
+  const port = Number(key.slice(i + 1));
+  if (host.length === 0 || !Number.isInteger(port) || port < 0 || port > 65535 || i + 1 === key.length) return undefined;
+  return { host, port };
+}
+
+/** Socket options shared by both ways of opening a {@link UdpDriver}. Sizes in bytes, times in ms. */
+export interface UdpSocketOptions {
   /** Local port to bind; 0 (default) lets the OS pick one (see `driver.local`). */
   port?: number;
-  /** Local IPv4 address to bind (default `0.0.0.0`). */
+  /** Local address to bind (default `0.0.0.0`; an IPv6 address such as `::` makes it a udp6 socket). */
   host?: string;
-  /**
-   * The peer's address. When given, the socket is connected to it (the kernel drops datagrams from
-   * anyone else). When omitted, the first datagram accepted by `acceptFirst` latches the remote.
-   */
-  remote?: UdpAddress;
-  /**
-   * Unconnected mode only: decides whether a datagram from an unknown address may latch the remote
-   * (default: any datagram). A refused datagram is dropped and counted as `foreignDropped`; after the
-   * latch the socket is connected to the remote, so the kernel drops everyone else's datagrams.
-   */
-  acceptFirst?: (bytes: Uint8Array, from: UdpAddress) => boolean;
   /** SO_RCVBUF requested, bytes (default 4 MiB). The OS may grant less (see `driver.bufferSizes`). */
   recvBufferBytes?: number;
   /** SO_SNDBUF requested, bytes (default 4 MiB). */
@@ -50,10 +61,37 @@ export interface UdpDriverOptions {
   clock?: () => number;
 }
 
+/** Options of {@link UdpDriver.open} (one remote). Sizes in bytes, times in ms. */
+export interface UdpDriverOptions extends UdpSocketOptions {
+  /**
+   * The peer's address. When given, the socket is connected to it (the kernel drops datagrams from
+   * anyone else); a host name is resolved first and `open` rejects with `invalid-argument` when it
+   * does not resolve. When omitted, the first datagram accepted by `acceptFirst` latches the remote.
+   */
+  remote?: UdpAddress;
+  /**
+   * Unconnected mode only: decides whether a datagram from an unknown address may latch the remote
+   * (default: any datagram). A refused datagram is dropped and counted as `foreignDropped`; after the
+   * latch the socket is connected to the remote, so the kernel drops everyone else's datagrams.
+   */
+  acceptFirst?: (bytes: Uint8Array, from: UdpAddress) => boolean;
+}
+
+/** Options of {@link UdpDriver.close}. */
+export interface UdpDriverCloseOptions {
+  /**
+   * Keep receiving and answering until the remote has been quiet for `quietMs` (default 1000), at
+   * most `maxMs` (default 10 000), so it gets the acks it still needs; `true` takes the defaults.
+   * Default: close after one last drain.
+   */
+  linger?: boolean | LingerOptions;
+}
+
 /**
- * Names of the driver's own counters (the peer keeps its own). `sendsQueued`: datagrams sent without
- * a completion callback that libuv had to queue (socket send buffer backed up); their buffers are held
- * until the queue drains.
+ * Names of the driver's own counters (the endpoint keeps its own). `sendsQueued`: datagrams sent
+ * without a completion callback that libuv had to queue (socket send buffer backed up); their
+ * buffers are held until the queue drains. `unsendable`: datagrams whose destination was not a
+ * `host:port` address (dropped).
  */
 export type UdpDriverCounter =
   | 'datagramsIn'
@@ -65,6 +103,7 @@ export type UdpDriverCounter =
   | 'recvErrors'
   | 'sendPoolExhausted'
   | 'sendsQueued'
+  | 'unsendable'
   | 'timerWakeups';
 
 const COUNTER_NAMES: readonly UdpDriverCounter[] = [
@@ -77,6 +116,7 @@ const COUNTER_NAMES: readonly UdpDriverCounter[] = [
   'recvErrors',
   'sendPoolExhausted',
   'sendsQueued',
+  'unsendable',
   'timerWakeups',
 ];
 
@@ -90,14 +130,14 @@ export interface SocketBufferSizes {
 
 /** Events of a {@link UdpDriver}. */
 export interface UdpDriverEvents<E> {
-  /** An event polled from the peer. */
+  /** An event polled from the endpoint. */
   event: [event: E];
-  /** The remote was latched from the first accepted datagram (unconnected mode). */
+  /** The remote was latched from the first accepted datagram (one-remote mode, unconnected). */
   remote: [remote: UdpAddress];
   /**
    * A send or receive failed (`ENOBUFS`, `ECONNREFUSED`, …); counted, and the protocol resends. Only
-   * the first datagram of each drain (and sends while the socket's queue is backed up) carries a
-   * completion callback, so an error condition is reported at least once per drain, not per datagram.
+   * one datagram per drain (and sends while the socket's queue is backed up) carries a completion
+   * callback, so an error condition is reported at least once per drain, not per datagram.
    */
   'socket-error': [error: NodeJS.ErrnoException];
   /** The socket is closed; no more events follow. */
@@ -107,16 +147,23 @@ export interface UdpDriverEvents<E> {
 const DEFAULT_BUFFER_BYTES = 4 * 1024 * 1024;
 
 /**
- * Runs one point-to-point {@link SansIoPeer} over a Node `dgram` (udp4) socket with a monotonic
- * clock and ONE timer aimed at `peer.pollTimeout()`. Each datagram is fed to the peer as it arrives;
- * after all datagrams of one event-loop turn (libuv reads up to 32 per socket), after a timer
- * wake-up and on `flush()`, the driver drains `pollTransmit` into pooled buffers and `pollEvent` into
- * `'event'` — so a peer that acks lazily answers a burst with one datagram.
- * Create with {@link UdpDriver.open}; call `kick()` after commands such as `sendBlock`.
+ * Runs a sans-IO object over a Node `dgram` socket with the platform-independent `DriveLoop`: a
+ * monotonic clock and ONE timer aimed at the object's `pollTimeout()`. Each datagram is fed as it
+ * arrives; after all datagrams of one event-loop turn (libuv reads up to 32 per socket), after a
+ * timer wake-up and on `flush()`, the loop drains `pollTransmit` into pooled send buffers and
+ * `pollEvent` into `'event'`, so a peer that acks lazily answers a burst with one datagram.
+ *
+ * - {@link UdpDriver.open}: one remote (a `SansIoPeer`: chunk sender/receiver, KCP client); the
+ *   socket is connected to it (given, or latched from the first datagram).
+ * - {@link UdpDriver.openEndpoint}: any number of remotes (an `Endpoint`: KCP server, host); its
+ *   addresses are `"host:port"` strings (see {@link addressKey}).
+ *
+ * Commands on an object with a `setWaker` hook (`sendBlock`, `send`, `close`…) wake the driver by
+ * themselves; `kick()` does the same for objects without one.
  */
 export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
-  /** The driven protocol object. */
-  readonly peer: DrivablePeer<E>;
+  /** The driven object (a `PeerEndpoint` around the peer in one-remote mode). */
+  readonly endpoint: Endpoint<E>;
   /** Local address the socket is bound to. */
   readonly local: UdpAddress;
   /** Socket buffer sizes requested and granted. */
@@ -124,7 +171,11 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   private readonly socket: Socket;
   private readonly clock: () => number;
+  private readonly loop: DriveLoop<E, NodeJS.Timeout>;
+  // One-remote mode: the wrapper whose remote is latched, whether the socket is connected, the filter.
+  private readonly single: PeerEndpoint<E> | undefined;
   private connected: boolean;
+  private remoteAddr: UdpAddress | undefined;
   private readonly acceptFirst: ((bytes: Uint8Array, from: UdpAddress) => boolean) | undefined;
   private readonly stats = new Counters<UdpDriverCounter>(COUNTER_NAMES);
   // The four per-datagram counters are plain fields (hot path); folded into counters() on demand.
@@ -136,38 +187,36 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private readonly free: number[];
   private readonly releasers: ((err: Error | null) => void)[];
   private readonly views: (Buffer | undefined)[];
+  // Sends with a completion callback not yet completed: a new one is attached only when none is.
+  private callbacksOut = 0;
   // Slots sent without a callback while the send queue was backed up: freed once it is empty.
   private readonly held: number[] = [];
   private heldCheck: NodeJS.Immediate | undefined;
+  private starved = false;
+  private closing: Promise<void> | undefined;
+  // Multi-remote address caches: the last source seen and the last destination parsed.
+  private lastFromHost = '';
+  private lastFromPort = -1;
+  private lastFromKey = '';
+  private lastTo = '';
+  private lastToAddr: UdpAddress | undefined;
   private readonly onHeldCheckBound = (): void => {
     this.heldCheck = undefined;
     this.releaseHeld();
     if (this.held.length > 0) this.watchHeld();
   };
-  private remoteAddr: UdpAddress | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private timerDue = Infinity;
-  private immediate: NodeJS.Immediate | undefined;
-  private kicked = false;
-  private starved = false;
-  private servicing = false;
-  private again = false;
-  private closed = false;
-  private lastIn = -Infinity;
-  private readonly onMessageBound = (msg: Buffer, rinfo: RemoteInfo): void => this.onMessage(msg, rinfo);
-  private readonly onTimerBound = (): void => this.onTimer();
-  private readonly onImmediateBound = (): void => {
-    this.immediate = undefined;
-    this.service(this.clock(), true);
-  };
-  private readonly onKickBound = (): void => {
-    this.kicked = false;
-    if (!this.closed) this.service(this.clock(), true);
-  };
+  private readonly onMessageBound: (msg: Buffer, rinfo: RemoteInfo) => void;
 
-  private constructor(peer: DrivablePeer<E>, socket: Socket, options: UdpDriverOptions, sizes: SocketBufferSizes) {
+  private constructor(
+    endpoint: Endpoint<E>,
+    single: PeerEndpoint<E> | undefined,
+    socket: Socket,
+    options: UdpDriverOptions,
+    sizes: SocketBufferSizes,
+  ) {
     super();
-    this.peer = peer;
+    this.endpoint = endpoint;
+    this.single = single;
     this.socket = socket;
     this.clock = options.clock ?? (() => performance.now());
     this.connected = options.remote !== undefined;
@@ -189,6 +238,21 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       this.free.push(slots - 1 - i);
       this.releasers.push((err) => this.release(i, err));
     }
+    const platform: DrivePlatform<NodeJS.Timeout> = {
+      now: this.clock,
+      send: (_bytes, length, to) => this.send(length, to),
+      setTimer: (ms, fire) => setTimeout(fire, ms),
+      clearTimer: (t) => clearTimeout(t),
+      // Check phase: after the poll phase has fed every datagram libuv read this turn.
+      defer: (task) => void setImmediate(task),
+      buffer: () => this.nextBuffer(),
+    };
+    this.loop = new DriveLoop<E, NodeJS.Timeout>(endpoint, platform, {
+      onEvent: (ev) => this.emit('event', ev),
+      maxDatagramBytes: size,
+      maxTransmitsPerTurn: slots,
+    });
+    this.onMessageBound = single === undefined ? (m, r) => this.onMessageMulti(m, r) : (m, r) => this.onMessageSingle(m, r);
     socket.on('message', this.onMessageBound);
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.stats.add('recvErrors');
@@ -197,37 +261,25 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   }
 
   /**
-   * Bind a udp4 socket (and connect it when `options.remote` is set), enlarge its buffers, and
-   * start driving `peer`. Rejects on bind/connect failure; throws `invalid-config` on bad options.
+   * Bind a socket (udp4, or udp6 for an IPv6 `host`/`remote`), connect it when `options.remote` is
+   * set, enlarge its buffers, and start driving `peer`, the only remote's protocol object. Rejects
+   * on bind/connect failure (no socket is left open) and with `invalid-argument` when the remote host
+   * does not resolve; throws `invalid-config` on bad options.
    */
   static async open<E = unknown>(peer: DrivablePeer<E>, options: UdpDriverOptions = {}): Promise<UdpDriver<E>> {
-    const port = options.port ?? 0;
-    checkConfig(Number.isInteger(port) && port >= 0 && port <= 65535, 'port must be 0..65535');
-    const recvBytes = options.recvBufferBytes ?? DEFAULT_BUFFER_BYTES;
-    const sendBytes = options.sendBufferBytes ?? DEFAULT_BUFFER_BYTES;
-    checkConfig(Number.isInteger(recvBytes) && recvBytes > 0, 'recvBufferBytes must be a positive integer');
-    checkConfig(Number.isInteger(sendBytes) && sendBytes > 0, 'sendBufferBytes must be a positive integer');
-    const maxDatagram = options.maxDatagramBytes ?? 1472;
-    checkConfig(Number.isInteger(maxDatagram) && maxDatagram >= 64 && maxDatagram <= 65507, 'maxDatagramBytes must be 64..65507');
-    const slots = options.maxSendsPerTick ?? 256;
-    checkConfig(Number.isInteger(slots) && slots >= 1 && slots <= 65536, 'maxSendsPerTick must be 1..65536');
+    const v = validate(options);
+    let remote: UdpAddress | undefined;
     if (options.remote !== undefined) {
       const r = options.remote;
-      checkConfig(typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
+      checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
       checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
+      remote = { host: await resolveHost(r.host, options.host), port: r.port };
     }
-
-    const socket = createSocket({ type: 'udp4', lookup: syncLiteralLookup });
+    const v6 = isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6);
+    const socket = await bindSocket(v6, options.port ?? 0, options.host);
     try {
-      await new Promise<void>((resolve, reject) => {
-        socket.once('error', reject);
-        socket.bind(port, options.host ?? '0.0.0.0', () => {
-          socket.off('error', reject);
-          resolve();
-        });
-      });
-      if (options.remote !== undefined) {
-        const r = options.remote;
+      if (remote !== undefined) {
+        const r = remote;
         await new Promise<void>((resolve, reject) => {
           socket.once('error', reject);
           socket.connect(r.port, r.host, () => {
@@ -240,65 +292,98 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       socket.close();
       throw err;
     }
-    const sizes = setBufferSizes(socket, recvBytes, sendBytes);
-    const remote = options.remote === undefined ? undefined : { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
-    const driver = new UdpDriver<E>(peer, socket, { ...options, remote }, sizes);
-    driver.service(driver.clock(), true);
+    const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
+    if (remote !== undefined) remote = { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
+    const single = new PeerEndpoint<E>(peer, remote === undefined ? undefined : addressKey(remote.host, remote.port));
+    const driver = new UdpDriver<E>(single, single, socket, { ...options, remote }, sizes);
+    driver.loop.drain();
     return driver;
   }
 
-  /** The peer's address: the connected remote, the latched one, or `undefined` before the latch. */
+  /**
+   * Bind an unconnected socket and drive `endpoint`, which talks to any number of remotes: every
+   * datagram is fed with its source as an `addressKey` string (`"1.2.3.4:5"`, `"[::1]:5"`), and
+   * each transmit goes to the address it names (an unparsable one is dropped and counted as
+   * `unsendable`). Rejects on bind failure; throws `invalid-config` on bad options.
+   */
+  static async openEndpoint<E = unknown>(endpoint: Endpoint<E>, options: UdpSocketOptions = {}): Promise<UdpDriver<E>> {
+    const v = validate(options);
+    const socket = await bindSocket(isIP(options.host ?? '') === 6, options.port ?? 0, options.host);
+    const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
+    const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote: undefined }, sizes);
+    driver.loop.drain();
+    return driver;
+  }
+
+  /** One-remote mode: the peer's address (connected or latched), or `undefined` before the latch. */
   get remote(): UdpAddress | undefined {
     return this.remoteAddr;
   }
 
-  /** Driver clock reading at the last datagram accepted for the peer, ms (`-Infinity` if none). */
+  /** Driver clock reading at the last datagram fed to the endpoint, ms (`-Infinity` if none). */
   get lastDatagramAt(): number {
-    return this.lastIn;
+    return this.loop.lastDatagramAt;
   }
 
-  /** Current driver clock, ms (the same clock the peer is driven with). */
+  /** Current driver clock, ms (the same clock the endpoint is driven with). */
   now(): number {
     return this.clock();
   }
 
-  /** A copy of the driver's counters (datagrams/bytes in and out, drops, socket errors). */
+  /** A copy of the driver's counters (datagrams/bytes in and out, drops, socket errors, wake-ups). */
   counters(): Readonly<Record<UdpDriverCounter, number>> {
-    return { ...this.stats.snapshot(), datagramsIn: this.nIn, bytesIn: this.bIn, datagramsOut: this.nOut, bytesOut: this.bOut };
+    return {
+      ...this.stats.snapshot(),
+      datagramsIn: this.nIn,
+      bytesIn: this.bIn,
+      datagramsOut: this.nOut,
+      bytesOut: this.bOut,
+      timerWakeups: this.loop.timerWakeups,
+    };
   }
 
-  /** Schedule one drain of the peer after the current task (coalesces many commands). */
+  /**
+   * Schedule one drain after the current task (coalesces many commands). Only needed for objects
+   * without a `setWaker` hook; harmless otherwise.
+   */
   kick(): void {
-    if (this.kicked || this.closed) return;
-    this.kicked = true;
-    queueMicrotask(this.onKickBound);
+    this.loop.wake();
   }
 
-  /** Drain the peer now: run due timers, send every datagram due, emit events, re-aim the timer. */
+  /** Drain now: run due timers, send every datagram due, emit events, re-aim the timer. */
   flush(): void {
-    if (this.closed) throw new GamewireError('closed', 'flush on a closed UdpDriver');
-    this.service(this.clock(), true);
+    if (this.loop.state === 'closed') throw new GamewireError('closed', 'flush on a closed UdpDriver');
+    this.loop.drain();
   }
 
-  /** Stop the timer and close the socket. Datagrams still queued in the OS may or may not leave. */
-  close(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    this.closed = true;
-    this.clearTimer();
-    if (this.immediate !== undefined) clearImmediate(this.immediate);
-    this.immediate = undefined;
-    if (this.heldCheck !== undefined) clearImmediate(this.heldCheck);
-    this.heldCheck = undefined;
-    return new Promise((resolve) => {
-      this.socket.close(() => {
-        this.emit('close');
-        resolve();
-      });
-    });
+  /**
+   * Close: by default after one last drain (what is due leaves, queued events are emitted — also
+   * when called from an `'event'` handler); with `linger`, first keep answering until the remote has
+   * been quiet for a while (see {@link UdpDriverCloseOptions}). Then the socket closes and `'close'`
+   * is emitted. Datagrams still queued in the OS may or may not leave. Calling it again while
+   * closing returns the same promise (a plain `close()` ends a linger at once).
+   */
+  close(options: UdpDriverCloseOptions = {}): Promise<void> {
+    if (this.closing !== undefined) {
+      if (options.linger === undefined || options.linger === false) void this.loop.close();
+      return this.closing;
+    }
+    this.closing = this.loop.close(options.linger).then(
+      () =>
+        new Promise<void>((resolve) => {
+          if (this.heldCheck !== undefined) clearImmediate(this.heldCheck);
+          this.heldCheck = undefined;
+          this.socket.close(() => {
+            this.emit('close');
+            resolve();
+          });
+        }),
+    );
+    return this.closing;
   }
 
-  private onMessage(msg: Buffer, rinfo: RemoteInfo): void {
-    if (this.closed) return;
+  private onMessageSingle(msg: Buffer, rinfo: RemoteInfo): void {
+    if (this.loop.state === 'closed') return;
     if (!this.connected) {
       const r = this.remoteAddr;
       if (r === undefined) {
@@ -308,6 +393,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
           return;
         }
         this.remoteAddr = from;
+        this.single!.remote = addressKey(from.host, from.port);
         this.connectLatched(from);
         this.emit('remote', from);
       } else if (r.port !== rinfo.port || r.host !== rinfo.address) {
@@ -317,12 +403,19 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     }
     this.nIn++;
     this.bIn += msg.length;
-    const now = this.clock();
-    this.lastIn = now;
-    this.peer.handleDatagram(now, msg);
-    // libuv reads up to 32 datagrams per socket per loop turn; drain once after all of them (check
-    // phase), so a receiver answers a whole batch with one ack instead of one per few datagrams.
-    if (this.immediate === undefined) this.immediate = setImmediate(this.onImmediateBound);
+    this.loop.handleDatagram(this.single!.remote!, msg);
+  }
+
+  private onMessageMulti(msg: Buffer, rinfo: RemoteInfo): void {
+    if (this.loop.state === 'closed') return;
+    if (rinfo.port !== this.lastFromPort || rinfo.address !== this.lastFromHost) {
+      this.lastFromHost = rinfo.address;
+      this.lastFromPort = rinfo.port;
+      this.lastFromKey = addressKey(rinfo.address, rinfo.port);
+    }
+    this.nIn++;
+    this.bIn += msg.length;
+    this.loop.handleDatagram(this.lastFromKey, msg);
   }
 
   /**
@@ -342,87 +435,65 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     }
   }
 
-  private onTimer(): void {
-    this.timer = undefined;
-    this.timerDue = Infinity;
-    if (this.closed) return;
-    this.stats.add('timerWakeups');
-    this.service(this.clock(), true);
+  /** The pool's next free buffer (the loop writes the next datagram into it), or none: starved. */
+  private nextBuffer(): Uint8Array | undefined {
+    const slot = this.free[this.free.length - 1];
+    if (slot === undefined) {
+      this.stats.add('sendPoolExhausted');
+      this.starved = true; // release() wakes the loop
+      return undefined;
+    }
+    return this.pool[slot];
   }
 
-  /**
-   * Run due timers (when `timers`; a datagram does not need them: the armed timer fires soon), then
-   * drain datagrams and events, then re-aim the timer.
-   */
-  private service(now: number, timers: boolean): void {
-    if (this.servicing) {
-      // An event handler issued a command: loop once more after the current pass.
-      this.again = true;
+  /** Send the first `n` bytes of the buffer `nextBuffer()` handed out to `to`. */
+  private send(n: number, to: Address): void {
+    let port = 0;
+    let host = '';
+    if (!this.connected) {
+      const a = this.single === undefined ? this.destination(to) : this.remoteAddr;
+      if (a === undefined) {
+        this.stats.add('unsendable');
+        return; // the buffer stays on top of the free list for the next datagram
+      }
+      port = a.port;
+      host = a.host;
+    }
+    const slot = this.free.pop()!;
+    this.nOut++;
+    this.bOut += n;
+    const view = this.viewOf(slot, n);
+    if (this.callbacksOut === 0 || this.held.length > 0) {
+      // One send in flight at a time carries a completion callback, so a socket error (an ICMP
+      // refusal pending on the socket, ENOBUFS) is reported at least once per drain; so does
+      // everything sent while the socket's send queue is backed up (those sends are asynchronous).
+      this.callbacksOut++;
+      if (port === 0) this.socket.send(view, this.releasers[slot]);
+      else this.socket.send(view, port, host, this.releasers[slot]);
       return;
     }
-    this.servicing = true;
-    try {
-      let first = true;
-      do {
-        this.again = false;
-        if (!first) now = this.clock();
-        if (timers || !first) {
-          const due = this.peer.pollTimeout();
-          if (due !== undefined && due <= now) this.peer.handleTimeout(now);
-        }
-        first = false;
-        this.transmit(now);
-        this.deliverEvents();
-      } while (this.again && !this.closed);
-    } finally {
-      this.servicing = false;
+    // No callback: it costs a process.nextTick per datagram. An empty send queue right after the
+    // call means libuv sent it synchronously and the buffer is free; otherwise it is queued and the
+    // buffer is held until the queue drains.
+    if (port === 0) this.socket.send(view);
+    else this.socket.send(view, port, host);
+    if (this.socket.getSendQueueCount() === 0) {
+      this.free.push(slot);
+    } else {
+      this.stats.add('sendsQueued');
+      this.held.push(slot);
+      this.watchHeld();
     }
-    if (!this.closed) this.arm(now);
   }
 
-  private transmit(now: number): void {
-    if (this.remoteAddr === undefined) return;
-    const limit = this.pool.length;
-    let sent = 0;
-    while (sent < limit) {
-      const slot = this.free.pop();
-      if (slot === undefined) {
-        this.stats.add('sendPoolExhausted');
-        this.starved = true;
-        return; // resumed by release() when a send completes
-      }
-      const buf = this.pool[slot];
-      const n = this.peer.pollTransmit(now, buf);
-      if (n === undefined) {
-        this.free.push(slot);
-        return;
-      }
-      this.nOut++;
-      this.bOut += n;
-      if (!this.connected) {
-        this.socket.send(buf, 0, n, this.remoteAddr.port, this.remoteAddr.host, this.releasers[slot]);
-      } else if (sent === 0 || this.held.length > 0) {
-        // The first datagram of a drain carries a completion callback, so a socket error (an ICMP
-        // refusal pending on the socket, ENOBUFS) is reported at least once per drain; so does
-        // everything sent while the socket's send queue is backed up (those sends are asynchronous).
-        this.socket.send(this.viewOf(slot, n), this.releasers[slot]);
-      } else {
-        // No callback: it costs a process.nextTick per datagram. An empty send queue right after
-        // the call means libuv sent it synchronously and the buffer is free; otherwise it is queued
-        // and the buffer is held until the queue drains.
-        this.socket.send(this.viewOf(slot, n));
-        if (this.socket.getSendQueueCount() === 0) {
-          this.free.push(slot);
-        } else {
-          this.stats.add('sendsQueued');
-          this.held.push(slot);
-          this.watchHeld();
-        }
-      }
-      sent++;
+  /** Parse a destination `Address`, caching the last one (consecutive datagrams mostly share it). */
+  private destination(to: Address): UdpAddress | undefined {
+    if (to !== this.lastTo) {
+      this.lastTo = to;
+      this.lastToAddr = parseAddressKey(to);
+      if (this.lastToAddr !== undefined && this.lastToAddr.port === 0) this.lastToAddr = undefined;
     }
-    // The turn's budget is spent; continue after pending I/O (acks) has had a chance to run.
-    if (this.immediate === undefined) this.immediate = setImmediate(this.onImmediateBound);
+    return this.lastToAddr;
   }
 
   /**
@@ -440,61 +511,82 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   /** Poll once per loop turn until the send queue is empty, then free the held buffers. */
   private watchHeld(): void {
-    if (this.heldCheck !== undefined || this.closed) return;
+    if (this.heldCheck !== undefined || this.loop.state === 'closed') return;
     this.heldCheck = setImmediate(this.onHeldCheckBound);
   }
 
   private releaseHeld(): void {
-    if (this.held.length === 0 || this.closed || this.socket.getSendQueueCount() !== 0) return;
+    if (this.held.length === 0 || this.loop.state === 'closed' || this.socket.getSendQueueCount() !== 0) return;
     for (const slot of this.held) this.free.push(slot);
     this.held.length = 0;
-    if (this.starved && this.immediate === undefined) {
-      this.starved = false;
-      this.immediate = setImmediate(this.onImmediateBound);
-    }
+    this.resume();
   }
 
   private release(slot: number, err: Error | null): void {
+    this.callbacksOut--;
     this.free.push(slot);
     if (this.held.length > 0) this.releaseHeld();
     if (err !== null) {
       this.stats.add('sendErrors');
       if (this.listenerCount('socket-error') > 0) this.emit('socket-error', err as NodeJS.ErrnoException);
     }
-    if (this.starved && !this.closed && this.immediate === undefined) {
-      this.starved = false;
-      this.immediate = setImmediate(this.onImmediateBound);
-    }
+    this.resume();
   }
 
-  private deliverEvents(): void {
-    for (let ev = this.peer.pollEvent(); ev !== undefined; ev = this.peer.pollEvent()) {
-      this.emit('event', ev);
-      if (this.closed) return;
-    }
+  private resume(): void {
+    if (!this.starved) return;
+    this.starved = false;
+    this.loop.wake();
   }
+}
 
-  private arm(now: number): void {
-    const due = this.peer.pollTimeout();
-    if (due === undefined) {
-      this.clearTimer();
-      return;
-    }
-    // Keep the armed timer unless the new deadline is a whole timer tick earlier: waking early is
-    // harmless (we re-arm), rescheduling on every datagram is not free, and Node timers have 1 ms ticks.
-    if (this.timer !== undefined && this.timerDue - 1 <= due) return;
-    this.clearTimer();
-    // Node timers have 1 ms granularity; whatever falls due meanwhile is sent in that one wake-up.
-    const ms = Math.max(1, Math.ceil(due - now));
-    this.timerDue = now + ms;
-    this.timer = setTimeout(this.onTimerBound, ms);
-  }
+function validate(options: UdpSocketOptions): { recvBytes: number; sendBytes: number } {
+  checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
+  const port = options.port ?? 0;
+  checkConfig(Number.isInteger(port) && port >= 0 && port <= 65535, 'port must be 0..65535');
+  const recvBytes = options.recvBufferBytes ?? DEFAULT_BUFFER_BYTES;
+  const sendBytes = options.sendBufferBytes ?? DEFAULT_BUFFER_BYTES;
+  checkConfig(Number.isInteger(recvBytes) && recvBytes > 0, 'recvBufferBytes must be a positive integer');
+  checkConfig(Number.isInteger(sendBytes) && sendBytes > 0, 'sendBufferBytes must be a positive integer');
+  const maxDatagram = options.maxDatagramBytes ?? 1472;
+  checkConfig(Number.isInteger(maxDatagram) && maxDatagram >= 64 && maxDatagram <= 65507, 'maxDatagramBytes must be 64..65507');
+  const slots = options.maxSendsPerTick ?? 256;
+  checkConfig(Number.isInteger(slots) && slots >= 1 && slots <= 65536, 'maxSendsPerTick must be 1..65536');
+  return { recvBytes, sendBytes };
+}
 
-  private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerDue = Infinity;
+/**
+ * An IP literal as is; a name resolved once, up front, so a name that does not resolve rejects
+ * `open` with a clear error before any socket exists (dgram's own connect would report it later).
+ */
+async function resolveHost(host: string, localHost: string | undefined): Promise<string> {
+  if (isIP(host) !== 0) return host;
+  const localFamily = isIP(localHost ?? '');
+  try {
+    const r = await dnsLookupAsync(host, { family: localFamily === 6 ? 6 : localFamily === 4 ? 4 : 0 });
+    return r.address;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw new GamewireError('invalid-argument', `remote host "${host}" does not resolve (${code})`);
   }
+}
+
+/** Create and bind a socket; on failure it is closed before the rejection. */
+async function bindSocket(v6: boolean, port: number, host: string | undefined): Promise<Socket> {
+  const socket = createSocket({ type: v6 ? 'udp6' : 'udp4', lookup: syncLiteralLookup });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.bind(port, host ?? (v6 ? '::' : '0.0.0.0'), () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    socket.close();
+    throw err;
+  }
+  return socket;
 }
 
 function setBufferSizes(socket: Socket, recv: number, send: number): SocketBufferSizes {
@@ -524,10 +616,11 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string, famil
  * next tick. Answering synchronously keeps sends in order with our loop; names still go to DNS.
  */
 function syncLiteralLookup(host: string, options: unknown, callback: LookupCallback): void {
-  if (isIP(host) === 4) {
-    callback(null, host, 4);
+  const literal = isIP(host);
+  if (literal !== 0) {
+    callback(null, host, literal);
     return;
   }
-  const family = typeof options === 'number' ? options : 4;
+  const family = typeof options === 'number' ? options : ((options as { family?: number } | undefined)?.family ?? 4);
   dnsLookup(host, { family }, (err, address, fam) => callback(err, address, fam));
 }

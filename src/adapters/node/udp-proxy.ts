@@ -1,11 +1,13 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { DriveLoop, type DrivePlatform } from '../../core/drive-loop.js';
+import type { Address, Endpoint, Transmit } from '../../core/endpoint.js';
 import { checkConfig } from '../../core/errors.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { createLinkPair } from '../../sim/pair.js';
 import type { Link, LinkCounters } from '../../sim/link.js';
-import type { UdpAddress } from './udp-driver.js';
+import { addressKey, parseAddressKey, type UdpAddress } from './udp-driver.js';
 
 /** Options of {@link UdpLinkProxy.open}. Times in ms, sizes in bytes. */
 export interface UdpLinkProxyOptions {
@@ -49,11 +51,73 @@ export interface UdpLinkProxyEvents {
   close: [];
 }
 
+/** The proxy's address for the target (server) side; clients are `addressKey` strings. */
+const UPSTREAM: Address = 'upstream';
+/** Largest UDP payload over IPv4, bytes: any datagram the proxy can receive fits. */
+const MAX_UDP_PAYLOAD = 65507;
+
+/**
+ * The sans-IO part of the proxy: datagrams from clients cross `toServer` to `UPSTREAM`; datagrams
+ * from `UPSTREAM` cross `toClient` to the most recent client. Its event is a new client address.
+ */
+class LinkProxyEndpoint implements Endpoint<Address> {
+  client: Address | undefined;
+  noClient = 0;
+  private readonly events: Address[] = [];
+  private readonly t: Transmit = { length: 0, to: UPSTREAM };
+
+  constructor(
+    readonly toServer: Link,
+    readonly toClient: Link,
+  ) {}
+
+  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    if (from === UPSTREAM) {
+      if (this.client === undefined) this.noClient++;
+      else this.toClient.send(now, bytes);
+      return;
+    }
+    if (from !== this.client) {
+      this.client = from;
+      this.events.push(from);
+    }
+    this.toServer.send(now, bytes);
+  }
+
+  handleTimeout(): void {
+    /* the links deliver by time in pollTransmit */
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    let n = this.toServer.pollDeliverInto(now, out);
+    if (n !== undefined) {
+      this.t.to = UPSTREAM;
+    } else {
+      n = this.toClient.pollDeliverInto(now, out);
+      if (n === undefined) return undefined;
+      this.t.to = this.client!; // toClient only carries datagrams once a client has spoken
+    }
+    this.t.length = n;
+    return this.t;
+  }
+
+  pollTimeout(): number | undefined {
+    const a = this.toServer.pollTimeout();
+    const b = this.toClient.pollTimeout();
+    return a === undefined ? b : b === undefined ? a : Math.min(a, b);
+  }
+
+  pollEvent(): Address | undefined {
+    return this.events.shift();
+  }
+}
+
 /**
  * A real UDP link conditioner: clients send to `local`; their datagrams cross a seeded `sim` Link
  * (client→server) and leave from a second socket connected to `target`; replies cross the
- * server→client Link and go back to the most recent client address. Delivery is driven by real
- * time and one timer aimed at the earlier of the two links' `pollTimeout()` (±1 ms timer granularity).
+ * server→client Link and go back to the most recent client address. Both links sit behind one
+ * sans-IO endpoint run by the shared `DriveLoop`: real time, input batched per event-loop turn,
+ * and one timer aimed at the earlier of the two links' next delivery (±1 ms timer granularity).
  */
 export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
   /** Address clients should send to. */
@@ -67,21 +131,19 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
 
   private readonly front: Socket;
   private readonly back: Socket;
-  private readonly clock: () => number;
-  private client: UdpAddress | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private timerDue = Infinity;
-  private closed = false;
-  private noClient = 0;
+  private readonly endpoint: LinkProxyEndpoint;
+  private readonly loop: DriveLoop<Address, NodeJS.Timeout>;
   private foreign = 0;
   private socketErrors = 0;
+  private callbacksOut = 0;
+  // Datagrams are written here; when a send had to be queued (kernel buffer full), the queued send
+  // keeps this buffer and a new one is allocated; while a socket is backed up, sends are copies.
+  private scratch = Buffer.allocUnsafeSlow(MAX_UDP_PAYLOAD);
+  private lastTo = '';
+  private lastToAddr: UdpAddress | undefined;
   private readonly target: UdpAddress;
-  private readonly onTimerBound = (): void => {
-    this.timer = undefined;
-    this.timerDue = Infinity;
-    if (!this.closed) this.service(this.clock());
-  };
   private readonly onSent = (err: Error | null): void => {
+    this.callbacksOut--;
     if (err !== null) this.socketErrors++;
   };
 
@@ -89,7 +151,6 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     super();
     this.front = front;
     this.back = back;
-    this.clock = options.clock ?? (() => performance.now());
     const pair = createLinkPair(options.toServer ?? {}, options.seed ?? 1, options.toClient ?? options.toServer ?? {});
     this.toServer = pair.aToB;
     this.toClient = pair.bToA;
@@ -99,8 +160,23 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     this.upstream = { host: b.address, port: b.port };
     const r = back.remoteAddress();
     this.target = { host: r.address, port: r.port };
-    front.on('message', (msg: Buffer, rinfo: RemoteInfo) => this.fromClient(msg, rinfo));
-    back.on('message', (msg: Buffer, rinfo: RemoteInfo) => this.fromServer(msg, rinfo));
+    this.endpoint = new LinkProxyEndpoint(this.toServer, this.toClient);
+    const platform: DrivePlatform<NodeJS.Timeout> = {
+      now: options.clock ?? (() => performance.now()),
+      send: (_bytes, length, to) => this.send(length, to),
+      setTimer: (ms, fire) => setTimeout(fire, ms),
+      clearTimer: (t) => clearTimeout(t),
+      defer: (task) => void setImmediate(task),
+      buffer: () => this.scratch,
+    };
+    this.loop = new DriveLoop<Address, NodeJS.Timeout>(this.endpoint, platform, {
+      onEvent: (client) => this.emit('client', parseAddressKey(client)!),
+    });
+    front.on('message', (msg: Buffer, rinfo: RemoteInfo) => this.loop.handleDatagram(addressKey(rinfo.address, rinfo.port), msg));
+    back.on('message', (msg: Buffer, rinfo: RemoteInfo) => {
+      if (rinfo.port !== this.target.port || rinfo.address !== this.target.host) this.foreign++;
+      else this.loop.handleDatagram(UPSTREAM, msg);
+    });
     front.on('error', () => this.socketErrors++);
     back.on('error', () => this.socketErrors++);
   }
@@ -152,7 +228,8 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
 
   /** The client replies go to (the last address a datagram came from), if any yet. */
   get clientAddress(): UdpAddress | undefined {
-    return this.client;
+    const c = this.endpoint.client;
+    return c === undefined ? undefined : parseAddressKey(c);
   }
 
   /** A snapshot of both links' counters and the proxy's own drops. */
@@ -160,75 +237,45 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     return {
       toServer: this.toServer.counters(),
       toClient: this.toClient.counters(),
-      noClientDropped: this.noClient,
+      noClientDropped: this.endpoint.noClient,
       foreignDropped: this.foreign,
       socketErrors: this.socketErrors,
     };
   }
 
   /** Stop forwarding and close both sockets; datagrams still inside the links are discarded. */
-  close(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    return Promise.all([
+  async close(): Promise<void> {
+    if (this.loop.state === 'closed') return;
+    this.loop.close();
+    await Promise.all([
       new Promise<void>((r) => this.front.close(() => r())),
       new Promise<void>((r) => this.back.close(() => r())),
-    ]).then(() => {
-      this.emit('close');
-    });
+    ]);
+    this.emit('close');
   }
 
-  private fromClient(msg: Buffer, rinfo: RemoteInfo): void {
-    if (this.closed) return;
-    const c = this.client;
-    if (c === undefined || c.port !== rinfo.port || c.host !== rinfo.address) {
-      this.client = { host: rinfo.address, port: rinfo.port };
-      this.emit('client', this.client);
+  private send(n: number, to: Address): void {
+    let socket = this.back;
+    let port = 0;
+    let host = '';
+    if (to !== UPSTREAM) {
+      if (to !== this.lastTo) {
+        this.lastTo = to;
+        this.lastToAddr = parseAddressKey(to);
+      }
+      const a = this.lastToAddr!;
+      socket = this.front;
+      port = a.port;
+      host = a.host;
     }
-    const now = this.clock();
-    this.toServer.send(now, msg);
-    this.service(now);
-  }
-
-  private fromServer(msg: Buffer, rinfo: RemoteInfo): void {
-    if (this.closed) return;
-    if (rinfo.port !== this.target.port || rinfo.address !== this.target.host) {
-      this.foreign++;
-      return;
-    }
-    if (this.client === undefined) {
-      this.noClient++;
-      return;
-    }
-    const now = this.clock();
-    this.toClient.send(now, msg);
-    this.service(now);
-  }
-
-  private service(now: number): void {
-    // Delivered datagrams are fresh copies owned by us, so they go to the socket without another copy.
-    for (let d = this.toServer.pollDeliver(now); d !== undefined; d = this.toServer.pollDeliver(now)) {
-      this.back.send(d, this.onSent);
-    }
-    const c = this.client;
-    for (let d = this.toClient.pollDeliver(now); d !== undefined; d = this.toClient.pollDeliver(now)) {
-      if (c !== undefined) this.front.send(d, c.port, c.host, this.onSent);
-    }
-    this.arm(now);
-  }
-
-  private arm(now: number): void {
-    const a = this.toServer.pollTimeout();
-    const b = this.toClient.pollTimeout();
-    const due = a === undefined ? b : b === undefined ? a : Math.min(a, b);
-    if (due === undefined) return;
-    if (this.timer !== undefined && this.timerDue <= due) return;
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    const ms = Math.max(1, Math.ceil(due - now));
-    this.timerDue = now + ms;
-    this.timer = setTimeout(this.onTimerBound, ms);
+    const backedUp = socket.getSendQueueCount() > 0;
+    const view = backedUp ? Buffer.from(this.scratch.subarray(0, n)) : this.scratch.subarray(0, n);
+    // One send in flight at a time carries a callback, so socket errors are counted at least once per drain.
+    const cb = this.callbacksOut === 0 ? this.onSent : undefined;
+    if (cb !== undefined) this.callbacksOut++;
+    if (port === 0) socket.send(view, cb);
+    else socket.send(view, port, host, cb);
+    if (!backedUp && socket.getSendQueueCount() > 0) this.scratch = Buffer.allocUnsafeSlow(MAX_UDP_PAYLOAD);
   }
 }
 
