@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { KcpUdpClient, KcpUdpServer } from '../adapters/node/kcp.js';
 import type { KcpOptions } from '../kcp/kcp.js';
 import type { KcpSession } from '../kcp/session.js';
-import { arg, parseDuration, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
 
 /** KCP settings of test.cpp's modes (kcp.md §2.1). */
 export type KcpEchoMode = 'default' | 'normal' | 'fast';
@@ -262,10 +262,10 @@ export function registerKcpEcho(program: Command, setExit: (code: number) => voi
     .option('--mtu <bytes>', 'KCP mtu (50..65535)', arg((v) => parseUint(v, '--mtu')), 1400)
     .option('--stream', 'KCP stream mode (no message boundaries)')
     .option('--count <n>', 'connect: messages to send', arg((v) => parseUint(v, '--count')), 100)
-    .option('--interval <ms>', 'connect: time between messages (bare number = ms; 0 = all at once)', arg((v) => parseDuration(v, '--interval', 'ms')), 20)
+    .addOption(durationOption('--interval <duration>', 'connect: time between messages; 0 = all at once', 'ms', { ms: 20, shown: '20ms' }))
     .option('--size <bytes>', 'connect: bytes per message', arg((v) => parseUint(v, '--size')), 8)
-    .option('--timeout <duration>', 'connect: fail after this long without an echo (bare number = s)', arg((v) => parseDuration(v, '--timeout', 's')), 10_000)
-    .option('--idle-timeout <duration>', 'listen: drop a session silent this long (bare number = s)', arg((v) => parseDuration(v, '--idle-timeout', 's')), 30_000)
+    .addOption(durationOption('--timeout <duration>', 'connect: fail after this long without an echo', 's', { ms: 10_000, shown: '10s' }))
+    .addOption(durationOption('--idle-timeout <duration>', 'listen: drop a session silent this long', 's', { ms: 30_000, shown: '30s' }))
     .option('--quiet', 'listen: no per-session lines')
     .action(async (o: KcpEchoFlags) => {
       if ((o.listen === undefined) === (o.connect === undefined)) throw new UsageError('kcp-echo needs exactly one of --listen PORT or --connect HOST:PORT');

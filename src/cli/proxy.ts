@@ -45,7 +45,7 @@ export function proxyLinkConfig(o: ProxyCommandOptions): Partial<LinkConfig> {
 }
 
 /**
- * Run `gamewire proxy` until SIGINT/SIGTERM: prints the bound port, then (with `statsEvery`) a
+ * Run `gamewire proxy` until SIGINT/SIGTERM: prints the bound port, then (with `statsEvery` > 0) a
  * counters line periodically, and a final counters line on exit.
  */
 export async function runProxy(o: ProxyCommandOptions): Promise<number> {
@@ -68,7 +68,7 @@ export async function runProxy(o: ProxyCommandOptions): Promise<number> {
       `s->c: ${c.toClient.sent} in, ${c.toClient.delivered} out, ${c.toClient.droppedLoss} lost, ${c.toClient.droppedQueue} queue-dropped`
     );
   };
-  const timer = o.statsEvery !== undefined ? setInterval(() => process.stderr.write(line() + '\n'), o.statsEvery) : undefined;
+  const timer = o.statsEvery !== undefined && o.statsEvery > 0 ? setInterval(() => process.stderr.write(line() + '\n'), o.statsEvery) : undefined;
   await untilStopSignal();
   if (timer !== undefined) clearInterval(timer);
   process.stdout.write(line() + '\n');

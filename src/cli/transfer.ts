@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, readFile, stat, writeFile } from 'node:fs/promises';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { UdpDriver, type DrivablePeer, type UdpAddress } from '../adapters/node/udp-driver.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from '../chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../chunk/sender.js';
@@ -7,18 +9,26 @@ import { decodeChunkPacket, PacketType, peekPacketType, sliceCountOf } from '../
 import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate } from '../congestion/adaptive.js';
 import { DEFAULT_RATE_BYTES_PER_SEC } from '../congestion/fixed.js';
 import { formatSummary, ProgressBar } from './report.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED, stopSignal } from './units.js';
 
-/** A transfer that started but failed (timeout, refusal, cancel, file error): exit code 1. */
+/** A transfer that started but failed (timeout, refusal, cancel, file error) or was interrupted. */
 export class TransferError extends Error {
-  constructor(message: string) {
+  /** Process exit code: 1 for a failure, 130 for Ctrl-C/SIGTERM. */
+  readonly exitCode: number;
+  constructor(message: string, exitCode = EXIT_FAILURE) {
     super(message);
     this.name = 'TransferError';
+    this.exitCode = exitCode;
   }
 }
 
 /** Default largest block `recv` accepts and `send` reads, bytes. */
 export const DEFAULT_MAX_BLOCK_BYTES = 64 * 1024 * 1024;
 const TICK_MS = 100;
+/** After Ctrl-C, how long `send` waits for the receiver to confirm the cancel, ms. */
+const CANCEL_WAIT_MS = 1000;
+
+const interrupted = (): TransferError => new TransferError('interrupted', EXIT_INTERRUPTED);
 
 /** Options of {@link receiveOne}. Times in ms, sizes in bytes. */
 export interface ReceiveOptions {
@@ -38,10 +48,12 @@ export interface ReceiveOptions {
   lingerMaxMs?: number;
   /** Called once the socket is bound. */
   onListening?: (local: UdpAddress) => void;
-  /** Progress bar to update (bytes of the block received so far). */
+  /** Progress bar to update (bytes of the block received so far); stopped before `onBlock`. */
   progress?: ProgressBar;
   /** Called with the complete block before lingering (e.g. to write the file); a throw fails the run. */
   onBlock?: (result: ReceiveResult) => Promise<void> | void;
+  /** Aborting stops the run at once with a {@link TransferError} (exit code 130). */
+  signal?: AbortSignal;
 }
 
 /** Outcome of {@link receiveOne}. */
@@ -90,9 +102,10 @@ class ObservedReceiver implements DrivablePeer<ChunkReceiverEvent> {
 /**
  * Receive one block on a UDP port: latch the first sender whose first datagram is a slice, wait for
  * the complete block, run `onBlock`, then linger (acking late duplicates) so the sender learns it is
- * done. Rejects with {@link TransferError} on timeouts, refusal or cancel.
+ * done. Rejects with {@link TransferError} on timeouts, refusal, cancel or abort.
  */
 export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
+  if (o.signal?.aborted === true) throw interrupted();
   const receiver = new ChunkReceiver({ maxBlockBytes: o.maxBytes ?? DEFAULT_MAX_BLOCK_BYTES });
   const peer = new ObservedReceiver(receiver);
   const driver = await UdpDriver.open<ChunkReceiverEvent>(peer, {
@@ -103,8 +116,11 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   o.onListening?.(driver.local);
   const openedAt = driver.now();
   let ticker: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
     const outcome = await new Promise<{ data: Uint8Array; at: number } | TransferError>((resolve) => {
+      onAbort = () => resolve(interrupted());
+      o.signal?.addEventListener('abort', onAbort);
       driver.on('event', (ev) => {
         if (ev.type === 'block') resolve({ data: ev.data, at: driver.now() });
         else if (ev.type === 'refused') {
@@ -123,20 +139,20 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
           resolve(new TransferError(`the sender went silent for ${fmtSecs(o.idleTimeoutMs)} (--timeout); giving up`));
           return;
         }
-        if (peer.blockBytes !== undefined && o.progress !== undefined) {
-          const got = Math.min(peer.blockBytes, receiver.counters().slicesAccepted * peer.sliceBytes);
-          const secs = (now - peer.firstAt) / 1000;
-          o.progress.update(got, peer.blockBytes, secs > 0 ? got / secs : 0);
+        if (peer.blockBytes !== undefined) {
+          o.progress?.update(Math.min(peer.blockBytes, receiver.counters().slicesAccepted * peer.sliceBytes), peer.blockBytes);
         }
       }, TICK_MS);
     });
+    clearInterval(ticker);
     if (outcome instanceof TransferError) {
-      // Let a refusal reach the sender before we go.
-      if (peer.firstAt !== undefined) await linger(driver, 500, 3000);
+      o.progress?.stop();
+      // Let a refusal reach the sender before we go (not after Ctrl-C: the user wants out).
+      if (peer.firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await linger(driver, 500, 3000);
       throw outcome;
     }
     const seconds = (outcome.at - (peer.firstAt ?? openedAt)) / 1000;
-    o.progress?.update(outcome.data.length, outcome.data.length, outcome.data.length / Math.max(seconds, 1e-6));
+    o.progress?.update(outcome.data.length, outcome.data.length);
     o.progress?.stop();
     const result: ReceiveResult = {
       data: outcome.data,
@@ -145,22 +161,23 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       from: driver.remote ?? { host: '?', port: 0 },
     };
     await o.onBlock?.(result);
-    await linger(driver, o.lingerQuietMs ?? 1000, o.lingerMaxMs ?? 10_000);
+    await linger(driver, o.lingerQuietMs ?? 1000, o.lingerMaxMs ?? 10_000, o.signal);
     return result;
   } finally {
-    if (ticker !== undefined) clearInterval(ticker);
+    clearInterval(ticker);
+    if (onAbort !== undefined) o.signal?.removeEventListener('abort', onAbort);
     o.progress?.stop();
     await driver.close();
   }
 }
 
-/** Keep the driver answering until no datagram arrived for `quietMs`, at most `maxMs`. */
-async function linger(driver: UdpDriver<unknown>, quietMs: number, maxMs: number): Promise<void> {
+/** Keep the driver answering until no datagram arrived for `quietMs`, at most `maxMs` (or until aborted). */
+async function linger<E>(driver: UdpDriver<E>, quietMs: number, maxMs: number, signal?: AbortSignal): Promise<void> {
   const start = driver.now();
   await new Promise<void>((resolve) => {
     const t = setInterval(() => {
       const now = driver.now();
-      if (now - Math.max(driver.lastDatagramAt, start) >= quietMs || now - start >= maxMs) {
+      if (signal?.aborted === true || now - Math.max(driver.lastDatagramAt, start) >= quietMs || now - start >= maxMs) {
         clearInterval(t);
         resolve();
       }
@@ -186,6 +203,11 @@ export interface SendOptions {
   progress?: ProgressBar;
   /** Called for informational notices (stalls). */
   onNotice?: (text: string) => void;
+  /**
+   * Aborting cancels the block (the receiver is told; up to 1 s for its answer) and rejects with a
+   * {@link TransferError} (exit code 130), unless the block turns out to be delivered already.
+   */
+  signal?: AbortSignal;
 }
 
 /** Outcome of {@link sendOne}. */
@@ -218,23 +240,39 @@ export function senderConfigFor(o: Pick<SendOptions, 'rate' | 'adaptive' | 'burs
 
 /**
  * Send `data` as one block and resolve once every slice is acked. Rejects with
- * {@link TransferError} when the receiver stays silent for `idleTimeoutMs`, refuses, or cancels.
+ * {@link TransferError} when the address cannot be used, the receiver stays silent for
+ * `idleTimeoutMs`, refuses or cancels, or `signal` aborts.
  */
 export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendResult> {
+  if (o.signal?.aborted === true) throw interrupted();
   const sender = new ChunkSender(senderConfigFor(o, data.length));
   const id = sender.sendBlock(data);
-  const driver = await UdpDriver.open<ChunkSenderEvent>(sender, { port: o.port, remote: o.to });
+  let driver: UdpDriver<ChunkSenderEvent>;
+  try {
+    driver = await UdpDriver.open<ChunkSenderEvent>(sender, { port: o.port, remote: o.to });
+  } catch (err) {
+    throw new TransferError(`cannot send to ${o.to.host}:${o.to.port}: ${(err as Error).message}`);
+  }
   const startedAt = driver.now();
   let ticker: NodeJS.Timeout | undefined;
+  let cancelWait: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
   try {
     const outcome = await new Promise<number | TransferError>((resolve) => {
+      onAbort = () => {
+        if (!sender.cancel(id)) return;
+        driver.kick();
+        cancelWait = setTimeout(() => resolve(interrupted()), CANCEL_WAIT_MS);
+      };
+      o.signal?.addEventListener('abort', onAbort);
       driver.on('event', (ev) => {
         if (ev.id !== id) return;
         if (ev.type === 'delivered') resolve(driver.now());
         else if (ev.type === 'refused') {
           resolve(new TransferError(`the receiver refused the block: ${data.length} bytes is over its limit of ${ev.limitBytes}`));
-        } else if (ev.type === 'cancelled') resolve(new TransferError(`the block was cancelled (${ev.reason})`));
-        else {
+        } else if (ev.type === 'cancelled') {
+          resolve(ev.reason === 'user' ? interrupted() : new TransferError(`the block was cancelled (${ev.reason})`));
+        } else {
           o.onNotice?.(
             `no ack progress for ${fmtSecs(ev.sinceMs)}${ev.suspectMtu ? ' (only short slices got through: path MTU too small?)' : ''}`,
           );
@@ -248,12 +286,12 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
           return;
         }
         const p = sender.progress(now);
-        if (p.current !== undefined) o.progress?.update(p.current.ackedBytes, p.current.totalBytes, p.rateBytesPerSec);
+        if (p.current !== undefined) o.progress?.update(p.current.ackedBytes, p.current.totalBytes);
       }, TICK_MS);
     });
     if (outcome instanceof TransferError) throw outcome;
     const seconds = (outcome - startedAt) / 1000;
-    o.progress?.update(data.length, data.length, data.length / Math.max(seconds, 1e-6));
+    o.progress?.update(data.length, data.length);
     const c = sender.counters();
     return {
       bytes: data.length,
@@ -263,21 +301,50 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
       resentSlices: c.slicesResent,
     };
   } finally {
-    if (ticker !== undefined) clearInterval(ticker);
+    clearInterval(ticker);
+    clearTimeout(cancelWait);
+    if (onAbort !== undefined) o.signal?.removeEventListener('abort', onAbort);
     o.progress?.stop();
     await driver.close();
   }
 }
 
-/** Report a failed transfer on stderr and give exit code 1; anything else is a bug and is rethrown. */
+/** Report a failed transfer on stderr and give its exit code; anything else is a bug and is rethrown. */
 function failureExitCode(err: unknown): number {
   if (!(err instanceof TransferError)) throw err;
   process.stderr.write(`error: ${err.message}\n`);
-  return 1;
+  return err.exitCode;
 }
 
 function fmtSecs(ms: number): string {
   return `${+(ms / 1000).toFixed(3)} s`;
+}
+
+/**
+ * Why `path` cannot be written as a file, or undefined if it looks writable: it is a directory, its
+ * directory is missing, or permissions forbid it. Checked before listening, so a sender never hears
+ * "delivered" for a block the receiver then cannot store (the final write can still fail: disk full).
+ */
+export async function outputProblem(path: string): Promise<string | undefined> {
+  try {
+    if ((await stat(path)).isDirectory()) return 'it is a directory';
+    await access(path, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code !== 'ENOENT') return e.code === 'EACCES' ? 'permission denied' : e.message;
+  }
+  const dir = dirname(resolvePath(path));
+  try {
+    if (!(await stat(dir)).isDirectory()) return `${dir} is not a directory`;
+    await access(dir, constants.W_OK);
+    return undefined;
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') return `directory ${dir} does not exist`;
+    if (e.code === 'EACCES') return `no permission to create files in ${dir}`;
+    return e.message;
+  }
 }
 
 /** Options of `gamewire recv` after parsing. */
@@ -293,6 +360,12 @@ export interface RecvCommandOptions {
 
 /** `gamewire recv`: receive one block into `out`; resolves to the exit code. */
 export async function runRecv(o: RecvCommandOptions): Promise<number> {
+  const problem = await outputProblem(o.out);
+  if (problem !== undefined) {
+    process.stderr.write(`error: cannot write --out ${o.out}: ${problem}\n`);
+    return EXIT_FAILURE;
+  }
+  const stop = stopSignal();
   try {
     await receiveOne({
       port: o.port,
@@ -301,6 +374,7 @@ export async function runRecv(o: RecvCommandOptions): Promise<number> {
       idleTimeoutMs: o.idleTimeoutMs,
       waitMs: o.waitMs,
       progress: new ProgressBar('recv', !o.quiet),
+      signal: stop.signal,
       onListening: (a) => process.stderr.write(`listening on ${a.host}:${a.port}\n`),
       onBlock: async (r) => {
         try {
@@ -315,11 +389,13 @@ export async function runRecv(o: RecvCommandOptions): Promise<number> {
     return 0;
   } catch (err) {
     return failureExitCode(err);
+  } finally {
+    stop.dispose();
   }
 }
 
-/** `gamewire send`: send `file` as one block; resolves to the exit code. */
-export async function runSend(o: {
+/** Options of `gamewire send` after parsing. */
+export interface SendCommandOptions {
   file: string;
   to: UdpAddress;
   rate?: number;
@@ -328,14 +404,19 @@ export async function runSend(o: {
   port: number;
   idleTimeoutMs: number;
   quiet: boolean;
-}): Promise<number> {
+}
+
+/** `gamewire send`: send `file` as one block; resolves to the exit code. */
+export async function runSend(o: SendCommandOptions): Promise<number> {
   let data: Uint8Array;
   try {
     data = await readFile(o.file);
   } catch (err) {
     process.stderr.write(`error: cannot read ${o.file}: ${(err as Error).message}\n`);
-    return 1;
+    return EXIT_FAILURE;
   }
+  const stop = stopSignal();
+  const progress = new ProgressBar('send', !o.quiet);
   try {
     const r = await sendOne(data, {
       to: o.to,
@@ -344,12 +425,15 @@ export async function runSend(o: {
       adaptive: o.adaptive,
       burst: o.burst,
       idleTimeoutMs: o.idleTimeoutMs,
-      progress: new ProgressBar('send', !o.quiet),
-      onNotice: (t) => process.stderr.write(`warning: ${t}\n`),
+      progress,
+      signal: stop.signal,
+      onNotice: (t) => progress.log(`warning: ${t}`),
     });
     process.stdout.write(formatSummary({ verb: 'sent', ...r }) + '\n');
     return 0;
   } catch (err) {
     return failureExitCode(err);
+  } finally {
+    stop.dispose();
   }
 }

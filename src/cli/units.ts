@@ -3,7 +3,7 @@
  * `UsageError` with a message naming the flag, which the CLI turns into exit code 2.
  */
 
-import { InvalidArgumentError } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 
 /** Wrap a units parser so commander reports its message as an invalid argument (exit 2). */
 export function arg<T>(parse: (text: string) => T): (text: string) => T {
@@ -17,17 +17,58 @@ export function arg<T>(parse: (text: string) => T): (text: string) => T {
   };
 }
 
+/** Exit code of a run that started but failed (timeout, I/O error, refusal, corrupt data). */
+export const EXIT_FAILURE = 1;
+/** Exit code for bad arguments, whatever the command. */
+export const EXIT_USAGE = 2;
+/** Exit code after Ctrl-C (SIGINT) or SIGTERM stopped a transfer (128 + SIGINT, as shells do). */
+export const EXIT_INTERRUPTED = 130;
+
+/** The line after every usage error: where to read the usage of `command` (or of the whole CLI). */
+export function usageHint(command?: string): string {
+  return `(run 'gamewire ${command === undefined ? '' : `${command} `}--help' for usage)`;
+}
+
+/**
+ * A duration flag whose help shows its default as written (`30s`), not as the ms it parses to.
+ * A bare number is read in `bareUnit`.
+ */
+export function durationOption(flags: string, description: string, bareUnit: 'ms' | 's', def?: { ms: number; shown: string }): Option {
+  const flag = flags.split(' ')[0]!;
+  const o = new Option(flags, `${description} (bare number = ${bareUnit})`).argParser(arg((v) => parseDuration(v, flag, bareUnit)));
+  return def === undefined ? o : o.default(def.ms, def.shown);
+}
+
 /** Resolve on the first SIGINT or SIGTERM (long-running commands stop cleanly on Ctrl-C). */
 export function untilStopSignal(): Promise<void> {
   return new Promise<void>((resolve) => {
-    const stop = (): void => {
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+    const s = stopSignal();
+    s.signal.addEventListener('abort', () => {
+      s.dispose();
       resolve();
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
+    });
   });
+}
+
+/**
+ * An AbortSignal fired by the first SIGINT or SIGTERM, so a command can stop cleanly (show the
+ * cursor, tell the peer). A second signal exits at once with code 130. Call `dispose` when done.
+ */
+export function stopSignal(): { signal: AbortSignal; dispose: () => void } {
+  const ac = new AbortController();
+  const onSignal = (): void => {
+    if (ac.signal.aborted) process.exit(EXIT_INTERRUPTED);
+    ac.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    signal: ac.signal,
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
 }
 
 /** A bad command-line value; the CLI prints `message` and exits with code 2. */

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runCli } from '../../src/cli/program.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
-import { gamewire, waitForStderr } from './helpers.js';
+import { gamewire, waitFor, waitForStderr } from './helpers.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gamewire-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,12 +36,21 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--preset', 'moon'], /--preset.*unknown link preset 'moon'/],
       [['send', 'x.bin', '--to', '127.0.0.1:9', '--frobnicate'], /unknown option '--frobnicate'/],
       [['teleport'], /unknown command 'teleport'/],
-      [[], /Usage: gamewire/],
+      [[], /missing command \(one of: recv, send, proxy, kcp-echo\)/],
+      [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--stats-every', '10ms'], /--stats-every must be at least 100ms \(or 0 = off\)/],
+      [['kcp-echo', '--listen', '0', '--mtu', '10'], /--mtu must be in 50\.\.65535/],
+      [['kcp-echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
+      [['kcp-echo', '--connect', '127.0.0.1:9', '--mode', 'warp'], /--mode.*default, normal or fast/s],
     ];
     for (const [args, re] of cases) {
       let text = '';
+      let stdout = '';
       const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
         text += chunk.toString();
+        return true;
+      });
+      const spyOut = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        stdout += chunk.toString();
         return true;
       });
       let code: number;
@@ -49,10 +58,92 @@ describe('gamewire CLI (spawned, real loopback)', () => {
         code = await runCli(['node', 'gamewire', ...args]);
       } finally {
         spy.mockRestore();
+        spyOut.mockRestore();
       }
       expect(code, `${args.join(' ')}: ${text}`).toBe(2);
       expect(text, args.join(' ')).toMatch(re);
+      // One shape for every command: one "error: " line, then where to read the usage; nothing on stdout.
+      const command = ['recv', 'send', 'proxy', 'kcp-echo'].includes(args[0] ?? '') ? `${args[0]} ` : '';
+      expect(text, args.join(' ')).toMatch(new RegExp(`^error: [^\\n]+\\n\\(run 'gamewire ${command}--help' for usage\\)\\n$`));
+      expect(stdout, args.join(' ')).toBe('');
     }
+  });
+
+  it('help shows duration defaults as written and --rate as the adaptive ceiling', async () => {
+    let out = '';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += chunk.toString();
+      return true;
+    });
+    try {
+      for (const c of ['send', 'recv', 'proxy', 'kcp-echo']) expect(await runCli(['node', 'gamewire', c, '--help'])).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    const flat = out.replace(/\s+/g, ' ');
+    // Every duration default is shown with its unit (not as the ms it parses to).
+    expect(flat).not.toMatch(/<duration>[^<]*?\(default: \d+\)/);
+    expect(flat).toMatch(/--timeout <duration> give up after this long without hearing from the receiver \(bare number = s\) \(default: 30s\)/);
+    expect(flat).toMatch(/--rate <rate> highest rate the adaptive controller may use/);
+    expect(flat).not.toMatch(/initial rate/);
+    expect(flat).toMatch(/--idle-timeout <duration> .* \(default: 30s\)/);
+  });
+
+  it('recv refuses an --out it cannot write before listening (exit 1), so no sender is ever acked', async () => {
+    const cases: [string, RegExp][] = [
+      [dir, /cannot write --out .*: it is a directory/],
+      [join(dir, 'no-such-dir', 'out.bin'), /cannot write --out .*: directory .*no-such-dir does not exist/],
+    ];
+    const runs = cases.map(([out]) => gamewire('recv', '--port', '0', '--host', '127.0.0.1', '--out', out, '--wait', '30s'));
+    const codes = await Promise.all(runs.map((r) => r.exit));
+    cases.forEach(([, re], i) => {
+      expect(codes[i], runs[i].stderr()).toBe(1);
+      expect(runs[i].stderr()).toMatch(re);
+      expect(runs[i].stderr()).not.toMatch(/listening on/);
+    });
+  });
+
+  it('proxy --stats-every 0 means off; a positive period prints counters', async () => {
+    const off = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '0');
+    const on = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '100ms');
+    await waitForStderr(off, /proxy listening on/);
+    await waitForStderr(on, /proxy listening on/);
+    // The positive control prints within a few periods; by then a 0 period (old behaviour: a
+    // zero-delay interval) would have flooded.
+    await waitForStderr(on, /c->s: .*\n.*c->s: /s);
+    expect(await waitFor(() => /c->s:/.test(off.stderr()), 300)).toBe(false);
+    off.child.kill('SIGINT');
+    on.child.kill('SIGINT');
+    expect(await off.exit).toBe(0);
+    expect(await on.exit).toBe(0);
+    expect(off.stderr().trim().split('\n')).toHaveLength(1);
+  });
+
+  it('Ctrl-C during send cancels the block: send exits 130, recv hears the cancel and exits 1', async () => {
+    const src = join(dir, 'slow.bin');
+    writeFileSync(src, new NonCryptoRng(7).fill(new Uint8Array(2 * 1024 * 1024)));
+    const recv = gamewire('recv', '--port', '0', '--host', '127.0.0.1', '--out', join(dir, 'slow-out.bin'), '--timeout', '20s');
+    const [, recvPort] = await waitForStderr(recv, /listening on [\d.]+:(\d+)/);
+    const proxy = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', `127.0.0.1:${recvPort}`, '--stats-every', '100ms');
+    const [, proxyPort] = await waitForStderr(proxy, /proxy listening on [\d.]+:(\d+)/);
+    // 2 MiB at 1 Mbit/s takes ~17 s: interrupt once slices are flowing.
+    const send = gamewire('send', src, '--to', `127.0.0.1:${proxyPort}`, '--rate', '1mbit', '--no-adaptive', '--timeout', '20s');
+    await waitForStderr(proxy, /c->s: ([2-9]\d|\d{3,}) in/);
+    send.child.kill('SIGINT');
+    expect(await send.exit, send.stderr()).toBe(130);
+    expect(send.stderr()).toMatch(/^error: interrupted$/m);
+    expect(await recv.exit, recv.stderr()).toBe(1);
+    expect(recv.stderr()).toMatch(/the sender cancelled the block/);
+    proxy.child.kill('SIGINT');
+    await proxy.exit;
+  });
+
+  it('Ctrl-C during recv exits 130 at once', async () => {
+    const recv = gamewire('recv', '--port', '0', '--host', '127.0.0.1', '--out', join(dir, 'never.bin'));
+    await waitForStderr(recv, /listening on/);
+    recv.child.kill('SIGINT');
+    expect(await recv.exit, recv.stderr()).toBe(130);
+    expect(recv.stderr()).toMatch(/^error: interrupted$/m);
   });
 
   it('--help and --version exit 0', async () => {
