@@ -1,8 +1,11 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // examples/ import the package by name, as a user would; tests run them against the source.
+  resolve: { alias: { 'gamewire/testing': fileURLToPath(new URL('./src/testing.ts', import.meta.url)) } },
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     pool: 'forks',
     testTimeout: 120_000,
     hookTimeout: 60_000,

@@ -483,3 +483,146 @@ describe('Link input handling', () => {
     }), { numRuns: 150, seed: 20240601 });
   });
 });
+
+describe('Link.reconfigure', () => {
+  it('an empty change changes nothing: the trace is the one without it', () => {
+    const cfg: Partial<LinkConfig> = { latencyMs: 10, jitterMs: 20, loss: 0.2, duplicate: 0.1, rateBitsPerSec: 1e6 };
+    const plain = drive(new Link(cfg, 9), range(500, 0.5));
+    const link = new Link(cfg, 9);
+    const times = range(500, 0.5);
+    const out: Delivery[] = [];
+    times.forEach((t, i) => {
+      for (let d = link.pollDeliver(t); d !== undefined; d = link.pollDeliver(t)) out.push({ t: -1, id: idOf(d), len: d.length });
+      if (i % 50 === 0) link.reconfigure(t, {});
+      link.send(t, packet(i));
+    });
+    for (let d = link.pollDeliver(1e9); d !== undefined; d = link.pollDeliver(1e9)) out.push({ t: -1, id: idOf(d), len: d.length });
+    expect(out.map((d) => d.id)).toEqual(plain.map((d) => d.id));
+  });
+
+  it('a new delay applies to datagrams sent from then on; those in flight keep their delivery time', () => {
+    const link = new Link({ latencyMs: 100 }, 1);
+    link.send(0, packet(0));
+    link.send(10, packet(1));
+    link.reconfigure(20, { latencyMs: 10 });
+    expect(link.config.latencyMs).toBe(10);
+    link.send(20, packet(2));
+    const got: [number, number][] = [];
+    for (let t = link.pollTimeout(); t !== undefined; t = link.pollTimeout()) got.push([t, idOf(link.pollDeliver(t)!)]);
+    expect(got).toEqual([[30, 2], [100, 0], [110, 1]]); // reorder: true lets the faster route overtake
+
+    const fifo = new Link({ latencyMs: 100, reorder: false }, 1);
+    fifo.send(0, packet(0));
+    fifo.reconfigure(20, { latencyMs: 10 });
+    fifo.send(20, packet(1));
+    const t0 = fifo.pollTimeout()!;
+    expect([t0, idOf(fifo.pollDeliver(t0)!)]).toEqual([100, 0]);
+    const t1 = fifo.pollTimeout()!;
+    expect([t1, idOf(fifo.pollDeliver(t1)!)]).toEqual([100, 1]); // FIFO: held behind the older one
+  });
+
+  it('merges onto the settings given so far; undefined restores a default; a bad change throws and leaves the link as it was', () => {
+    const link = new Link({ latencyMs: 5, rateBitsPerSec: 1e6, queueBytes: 10_000 }, 2);
+    link.reconfigure(0, { loss: 0.5 });
+    expect(link.config).toMatchObject({ latencyMs: 5, rateBitsPerSec: 1e6, queueBytes: 10_000, loss: 0.5 });
+    expect(link.config.queueDatagrams).toBeUndefined(); // not the default of a rate without limits
+    const before = link.config;
+    expect(() => link.reconfigure(1, { rateBitsPerSec: undefined })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => link.reconfigure(1, { loss: 2 })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => link.reconfigure(1, { bogus: 1 } as Partial<LinkConfig>)).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(link.config).toBe(before);
+    link.reconfigure(1, { rateBitsPerSec: undefined, queueBytes: undefined, loss: undefined });
+    expect(link.config).toMatchObject({ latencyMs: 5, loss: 0 });
+    expect(link.config.rateBitsPerSec).toBeUndefined();
+    expect(() => link.reconfigure(0, {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
+  });
+
+  it('a new rate serialises new datagrams behind the queue already there; queueDelayMs reports the backlog', () => {
+    // 1000 wire bytes = 8 ms at 1 Mbit/s, 1 ms at 8 Mbit/s.
+    const link = new Link({ rateBitsPerSec: 1e6, overheadBytes: 0 }, 3);
+    for (let i = 0; i < 5; i++) link.send(0, new Uint8Array(1000));
+    expect(link.queueDelayMs).toBe(40);
+    link.reconfigure(4, { rateBitsPerSec: 8e6 });
+    expect(link.queueDelayMs).toBe(36);
+    link.send(4, new Uint8Array(1000));
+    link.send(4, new Uint8Array(1000));
+    const times: number[] = [];
+    for (let t = link.pollTimeout(); t !== undefined; t = link.pollTimeout()) { link.pollDeliver(t); times.push(t); }
+    expect(times).toEqual([8, 16, 24, 32, 40, 41, 42]);
+    expect(link.counters().droppedQueue).toBe(0);
+  });
+
+  it('outage windows set mid-run drop sends inside them, not datagrams already in flight', () => {
+    const link = new Link({ latencyMs: 50 }, 4);
+    link.send(0, packet(0));
+    link.reconfigure(10, { outage: [{ startMs: 10, endMs: 20 }] });
+    link.send(15, packet(1));
+    link.send(20, packet(2));
+    expect(link.counters().droppedOutage).toBe(1);
+    expect([idOf(link.pollDeliver(50)!), idOf(link.pollDeliver(70)!)]).toEqual([0, 2]);
+  });
+
+  it('switching loss models on and off mid-run keeps the shuffle bag exact', () => {
+    const link = new Link({}, 5);
+    link.reconfigure(0, { shuffleBagLoss: { lost: 10, bagSize: 20 } });
+    for (let i = 0; i < 40; i++) link.send(0, packet(i));
+    expect(link.counters().droppedLoss).toBe(20);
+    link.reconfigure(0, { shuffleBagLoss: undefined });
+    for (let i = 0; i < 40; i++) link.send(0, packet(i));
+    expect(link.counters().droppedLoss).toBe(20);
+    link.reconfigure(0, { shuffleBagLoss: { lost: 1, bagSize: 10 } });
+    for (let i = 0; i < 30; i++) link.send(0, packet(i));
+    expect(link.counters().droppedLoss).toBe(23);
+  });
+
+  it('keeps its counters consistent under random reconfigurations', () => {
+    const cfgArb = fc.record({
+      latencyMs: fc.double({ min: 0, max: 50, noNaN: true }),
+      jitterMs: fc.double({ min: 0, max: 50, noNaN: true }),
+      reorder: fc.boolean(),
+      loss: fc.double({ min: 0, max: 1, noNaN: true }),
+      duplicate: fc.double({ min: 0, max: 1, noNaN: true }),
+      rateBitsPerSec: fc.option(fc.integer({ min: 10_000, max: 100_000_000 }), { nil: undefined }),
+      maxInFlight: fc.integer({ min: 1, max: 200 }),
+    }, { requiredKeys: [] });
+    const stepArb = fc.oneof(
+      fc.tuple(fc.double({ min: 0, max: 20, noNaN: true }), fc.integer({ min: 0, max: 1600 })),
+      cfgArb,
+    );
+    fc.assert(fc.property(cfgArb, fc.array(stepArb, { maxLength: 300 }), fc.integer(), (cfg, steps, seed) => {
+      const link = new Link(cfg, seed);
+      let now = 0;
+      let lastT = -Infinity;
+      let delivered = 0;
+      let sent = 0;
+      for (const s of steps) {
+        if (!Array.isArray(s)) { link.reconfigure(now, s); continue; }
+        now += s[0];
+        for (let t = link.pollTimeout(); t !== undefined && t <= now; t = link.pollTimeout()) {
+          if (t < lastT) return false;
+          lastT = t;
+          if (link.pollDeliver(Math.max(t, now)) === undefined) return false;
+          delivered++;
+        }
+        link.send(now, new Uint8Array(s[1]));
+        sent++;
+        if (link.inFlight > 200) return false; // a lower maxInFlight evicts nothing, so 200 (the largest) bounds it
+      }
+      const c = link.counters();
+      return c.delivered === delivered && c.sent === sent && c.sent + c.duplicated === c.delivered + totalDropped(c) + link.inFlight;
+    }), { numRuns: 150, seed: 20261123 });
+  });
+});
+
+describe('Link tags', () => {
+  it('a tag travels with its datagram (and its copies) through reordering', () => {
+    const link = new Link({ latencyMs: 5, jitterMs: 30, duplicate: 0.3 }, 6);
+    for (let i = 0; i < 300; i++) link.send(i * 0.1, packet(i), i * 3);
+    let n = 0;
+    for (let d = link.pollDeliver(1000); d !== undefined; d = link.pollDeliver(1000)) {
+      expect(link.lastTag).toBe(idOf(d) * 3);
+      n++;
+    }
+    expect(n).toBe(300 + link.counters().duplicated);
+  });
+});

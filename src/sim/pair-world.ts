@@ -178,6 +178,11 @@ export class PairWorld {
     return this.world.runFor(durationMs, maxSteps);
   }
 
+  /** Run `fn` at virtual time `atMs` (≥ now), before deliveries and timers due then: e.g. `at(2000, () => w.links.aToB.reconfigure(w.now, { latencyMs: 40 }))`. */
+  at(atMs: number, fn: () => void): void {
+    this.world.at(atMs, fn);
+  }
+
   /** Hand `bytes` straight to the peer that `dir` leads to, now, bypassing the link and hooks; then drain. */
   inject(dir: Direction, bytes: Uint8Array): void {
     if (this.peerA === undefined) throw new GamewireError('invalid-state', 'no peers attached');

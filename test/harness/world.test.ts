@@ -408,3 +408,23 @@ describe('World: property', () => {
     }), { numRuns: 60, seed: 99 });
   });
 });
+
+describe('World: links changed mid-run', () => {
+  it('reconfiguring a link at a set time keeps every datagram in flight', () => {
+    const pinger = new Pinger(1, 2000);
+    const echo = new EchoPeer();
+    const world = new World({ seed: 8, aToB: { latencyMs: 40, reorder: false }, a: pinger, b: echo });
+    world.at(500, () => world.links.aToB.reconfigure(world.now, { latencyMs: 5 }));
+    world.at(1200, () => {
+      world.links.aToB.reconfigure(world.now, { latencyMs: 80 });
+      world.links.bToA.reconfigure(world.now, { latencyMs: 80 });
+    });
+    const r = world.runUntil(() => pinger.rtts.length === 2000, { maxTimeMs: 10_000 });
+    expect(r.ok).toBe(true);
+    expect(pinger.echoes.map((e) => e[1])).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    expect(pinger.rtts[0]).toBe(80);
+    expect(pinger.rtts[600]).toBe(45);
+    expect(pinger.rtts[1999]).toBe(160);
+    expect(world.stats.aToB.droppedOutage + world.stats.aToB.droppedLoss).toBe(0);
+  });
+});
