@@ -36,6 +36,34 @@ export async function waitFor(pred: () => boolean, ms: number): Promise<boolean>
   return true;
 }
 
+/** Poll `pred` every 5 ms of real time until it holds; throws, naming `what`, after `ms`. */
+export async function until(pred: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!pred()) {
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Resolve with the arguments of the next `name` event of `em`; reject, naming it, after `ms`. */
+export function nextEvent<A extends unknown[] = unknown[]>(
+  em: { once(name: string, fn: (...args: A) => void): unknown; off(name: string, fn: (...args: A) => void): unknown },
+  name: string,
+  ms = 10_000,
+): Promise<A> {
+  return new Promise<A>((resolve, reject) => {
+    const onEvent = (...args: A): void => {
+      clearTimeout(t);
+      resolve(args);
+    };
+    const t = setTimeout(() => {
+      em.off(name, onEvent);
+      reject(new Error(`timed out after ${ms} ms waiting for the '${name}' event`));
+    }, ms);
+    em.once(name, onEvent);
+  });
+}
+
 /** The first match of `re` on the run's stderr (e.g. the bound port); throws after `ms`. */
 export async function waitForStderr(run: Run, re: RegExp, ms = 15_000): Promise<RegExpMatchArray> {
   let m: RegExpExecArray | null = null;

@@ -4,7 +4,13 @@ import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { GamewireError } from '../../src/core/errors.js';
-import { UdpDriver, type DrivablePeer } from '../../src/adapters/node/udp-driver.js';
+import type { Address, Endpoint, Transmit } from '../../src/core/endpoint.js';
+import { addressKey, parseAddressKey, UdpDriver, type DrivablePeer } from '../../src/adapters/node/udp-driver.js';
+import { ChunkReceiver, type ChunkReceiverEvent } from '../../src/chunk/receiver.js';
+import { ChunkSender, type ChunkSenderEvent } from '../../src/chunk/sender.js';
+import { PacketType, peekPacketType } from '../../src/chunk/wire.js';
+import { NonCryptoRng } from '../../src/core/rng.js';
+import { nextEvent, until } from './helpers.js';
 
 /** Sends `count` numbered 1000-byte datagrams at once and counts distinct echoes coming back. */
 class Blaster implements DrivablePeer<{ type: 'all-echoed'; at: number }> {
@@ -120,6 +126,61 @@ class DrainCounter implements DrivablePeer {
   }
 }
 
+/** An addressed echo: every datagram goes back to the address it came from. */
+class EchoEndpoint implements Endpoint<Address> {
+  private readonly queue: { to: Address; data: Uint8Array }[] = [];
+  private readonly seen = new Set<Address>();
+  private readonly fresh: Address[] = [];
+  private readonly t: Transmit = { length: 0, to: '' };
+  handleDatagram(_now: number, from: Address, bytes: Uint8Array): void {
+    if (!this.seen.has(from)) {
+      this.seen.add(from);
+      this.fresh.push(from);
+    }
+    if (this.queue.length < 1024) this.queue.push({ to: from, data: bytes.slice() });
+  }
+  handleTimeout(): void {}
+  pollTransmit(_now: number, out: Uint8Array): Transmit | undefined {
+    const d = this.queue.shift();
+    if (d === undefined) return undefined;
+    out.set(d.data);
+    this.t.length = d.data.length;
+    this.t.to = d.to;
+    return this.t;
+  }
+  pollTimeout(): number | undefined {
+    return undefined;
+  }
+  /** A remote seen for the first time. */
+  pollEvent(): Address | undefined {
+    return this.fresh.shift();
+  }
+  /** A command: send `text` to `to` (e.g. "not-an-address"); wakes the driver through the hook. */
+  private waker: (() => void) | undefined;
+  setWaker(w: (() => void) | undefined): void {
+    this.waker = w;
+  }
+  say(to: Address, text: string): void {
+    this.queue.push({ to, data: new TextEncoder().encode(text) });
+    this.waker?.();
+  }
+}
+
+function udpHandles(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'UDPWRAP').length;
+}
+
+describe('addressKey / parseAddressKey', () => {
+  it('round-trips IPv4 and bracketed IPv6 and refuses what is not host:port', () => {
+    expect(addressKey('127.0.0.1', 9000)).toBe('127.0.0.1:9000');
+    expect(addressKey('::1', 9000)).toBe('[::1]:9000');
+    expect(parseAddressKey('127.0.0.1:9000')).toEqual({ host: '127.0.0.1', port: 9000 });
+    expect(parseAddressKey('[::1]:9000')).toEqual({ host: '::1', port: 9000 });
+    expect(parseAddressKey('[fe80::1%eth0]:1')).toEqual({ host: 'fe80::1%eth0', port: 1 });
+    for (const bad of ['', 'nohost', ':80', 'h:', 'h:x', 'h:70000', '[::1:80', 'h:1.5']) expect(parseAddressKey(bad), bad).toBeUndefined();
+  });
+});
+
 describe('UdpDriver over real loopback', () => {
   it('feeds a burst of datagrams to the peer before draining once (so a receiver acks the batch)', async () => {
     const peer = new DrainCounter();
@@ -132,8 +193,7 @@ describe('UdpDriver over real loopback', () => {
       for (let i = 0; i < 24; i++) s.send(payload, driver.local.port, '127.0.0.1', () => ++acked === 24 && r());
     });
     await allSent;
-    for (let i = 0; i < 50 && peer.received < 24; i++) await new Promise((r) => setTimeout(r, 5));
-    expect(peer.received).toBe(24);
+    await until(() => peer.received === 24, 'the 24 datagrams at the driver');
     // All 24 were queued before the driver's socket was read: libuv hands over up to 32 per turn.
     expect(peer.drains).toBeGreaterThanOrEqual(1);
     expect(peer.drains).toBeLessThanOrEqual(3);
@@ -218,8 +278,9 @@ describe('UdpDriver over real loopback', () => {
       (peer as { count: number }).count += 5;
       driver.kick();
       driver.kick(); // coalesced
-      await new Promise((r) => setTimeout(r, 30));
+      await until(() => driver.counters().datagramsOut === 5 * (round + 1), `round ${round}'s 5 datagrams`);
     }
+    await until(() => errors.length > 0, 'an ICMP refusal');
     const c = driver.counters();
     expect(c.datagramsOut).toBe(15);
     expect(c.sendErrors + c.recvErrors).toBeGreaterThan(0);
@@ -247,6 +308,93 @@ describe('UdpDriver over real loopback', () => {
     // Callback-less sends found the queue non-empty and their buffers were held, never reused early.
     expect(r.tx.sendsQueued).toBeGreaterThan(10);
     expect(r.tx.sendErrors).toBe(0);
+  });
+
+  it('a command wakes the driver by itself: sendBlock after open, no kick()', async () => {
+    const block = new NonCryptoRng(5).fill(new Uint8Array(200_000));
+    const receiver = new ChunkReceiver({ maxBlockBytes: 1 << 20 });
+    const rx = await UdpDriver.open<ChunkReceiverEvent>(receiver, { host: '127.0.0.1', acceptFirst: (b) => peekPacketType(b) === PacketType.Slice });
+    const sender = new ChunkSender({ sessionId: 0x77 });
+    const tx = await UdpDriver.open<ChunkSenderEvent>(sender, { host: '127.0.0.1', remote: { host: '127.0.0.1', port: rx.local.port } });
+    // Idle now: no deadline, no timer. The block only leaves if sendBlock wakes the driver.
+    expect(sender.pollTimeout()).toBeUndefined();
+    const got = nextEvent<[ChunkReceiverEvent]>(rx, 'event');
+    const done = nextEvent<[ChunkSenderEvent]>(tx, 'event');
+    const id = sender.sendBlock(block);
+    const [[ev], [d]] = await Promise.all([got, done]);
+    expect(ev.type === 'block' && Buffer.from(ev.data).equals(Buffer.from(block))).toBe(true);
+    expect(d).toMatchObject({ type: 'delivered', id });
+    await tx.close();
+    await rx.close();
+  });
+
+  it('openEndpoint: one Endpoint serves several remotes over IPv4 and IPv6, each answered at its own address', async () => {
+    for (const host of ['127.0.0.1', '::1']) {
+      const echo = new EchoEndpoint();
+      const server = await UdpDriver.openEndpoint<Address>(echo, { host });
+      const seen: Address[] = [];
+      server.on('event', (a) => seen.push(a));
+      const clients = await Promise.all(
+        [0, 1, 2].map(
+          () =>
+            new Promise<ReturnType<typeof createSocket>>((r) => {
+              const s = createSocket(host.includes(':') ? 'udp6' : 'udp4');
+              s.bind(0, host, () => r(s));
+            }),
+        ),
+      );
+      const replies = clients.map((c, i) => {
+        const got: string[] = [];
+        c.on('message', (m) => got.push(m.toString()));
+        for (let k = 0; k < 20; k++) c.send(Buffer.from(`c${i}-${k}`), server.local.port, host);
+        return got;
+      });
+      await until(() => replies.every((r) => r.length === 20), `20 echoes to each client over ${host}`);
+      replies.forEach((r, i) => expect(r).toEqual(Array.from({ length: 20 }, (_, k) => `c${i}-${k}`)));
+      expect(seen.sort()).toEqual(clients.map((c) => addressKey(host, c.address().port)).sort());
+      // A command with an unparsable destination is dropped and counted; a valid one leaves by itself.
+      echo.say('not-an-address', 'x');
+      echo.say(addressKey(host, clients[0].address().port), 'hello');
+      await until(() => replies[0].length === 21, 'the commanded datagram');
+      expect(replies[0][20]).toBe('hello');
+      expect(server.counters().unsendable).toBe(1);
+      expect(server.counters().datagramsOut).toBe(61);
+      for (const c of clients) c.close();
+      await server.close();
+    }
+  });
+
+  it('an unresolvable remote host rejects open() with invalid-argument and leaves no socket open', async () => {
+    const before = udpHandles();
+    const err = await UdpDriver.open(new Echo(), { remote: { host: 'no-such-host.invalid', port: 9 } }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GamewireError);
+    expect(err).toMatchObject({ code: 'invalid-argument' });
+    expect((err as Error).message).toMatch(/no-such-host\.invalid.*does not resolve/);
+    expect(udpHandles()).toBe(before);
+    // A name that resolves still works (and is connected to the resolved address).
+    const d = await UdpDriver.open(new Echo(), { host: '127.0.0.1', remote: { host: 'localhost', port: 9 } });
+    expect(d.remote).toEqual({ host: '127.0.0.1', port: 9 });
+    await d.close();
+    expect(udpHandles()).toBe(before);
+  });
+
+  it('close() from an event handler still sends what the handler queued and emits close', async () => {
+    const echo = new EchoEndpoint();
+    const server = await UdpDriver.openEndpoint<Address>(echo, { host: '127.0.0.1' });
+    const closed = nextEvent(server, 'close');
+    server.on('event', (from) => {
+      echo.say(from, 'bye');
+      void server.close();
+    });
+    const c = createSocket('udp4');
+    await new Promise<void>((r) => c.bind(0, '127.0.0.1', () => r()));
+    const got: string[] = [];
+    c.on('message', (m) => got.push(m.toString()));
+    c.send(Buffer.from('hi'), server.local.port, '127.0.0.1');
+    await closed;
+    await until(() => got.length === 2, 'the echo and the goodbye');
+    expect(got).toEqual(['hi', 'bye']);
+    c.close();
   });
 
   it('refuses bad options with invalid-config', async () => {
