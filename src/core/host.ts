@@ -145,6 +145,7 @@ implements Endpoint<HostEvent<E>> {
   private readonly replyData: Uint8Array[] = [];
   private replyHead = 0;
   private readonly transmit: Transmit = { length: 0, to: '' };
+  private waker: (() => void) | undefined;
   private readonly ctr: Record<HostCounter, number> = {
     datagramsIn: 0, unknownAddress: 0, refused: 0, refusedFull: 0, peersAdded: 0, peersFreed: 0, wakeups: 0,
     datagramsOut: 0, repliesDropped: 0, transmitTooLarge: 0,
@@ -186,6 +187,14 @@ implements Endpoint<HostEvent<E>> {
   }
 
   /**
+   * A driver's wake hook (see `Endpoint.setWaker`): called by the commands that leave work outside
+   * any input (`add`, `remove`, `touch`, `sendTo`), and by any peer's own wake hook, which the host sets.
+   */
+  setWaker(waker: (() => void) | undefined): void {
+    this.waker = waker;
+  }
+
+  /**
    * Add `peer` at `address` (the client side, or an owner's `route`). It is polled for datagrams and
    * events at once and its deadline is read at the next `pollTimeout`/`handleTimeout`. Throws
    * `queue-full` when the host is full, `invalid-state` if another peer holds `address` (address routing).
@@ -206,7 +215,10 @@ implements Endpoint<HostEvent<E>> {
     this.live++;
     this.ctr.peersAdded++;
     this.stir(slot);
-    return this.gen[slot]! * SLOT_SPACE + slot;
+    const id = this.gen[slot]! * SLOT_SPACE + slot;
+    peer.setWaker?.(() => this.touch(id));
+    this.waker?.();
+    return id;
   }
 
   /** Retire a live peer (see the class doc); returns false if `id` is not a live peer. */
@@ -214,6 +226,7 @@ implements Endpoint<HostEvent<E>> {
     const slot = this.slotOf(id);
     if (slot < 0 || (this.flags[slot]! & LIVE) === 0) return false;
     this.retire(slot);
+    this.waker?.();
     return true;
   }
 
@@ -271,7 +284,9 @@ implements Endpoint<HostEvent<E>> {
    */
   touch(id: PeerId): void {
     const slot = this.slotOf(id);
-    if (slot >= 0 && (this.flags[slot]! & LIVE) !== 0) this.afterInput(slot);
+    if (slot < 0 || (this.flags[slot]! & LIVE) === 0) return;
+    this.afterInput(slot);
+    this.waker?.();
   }
 
   /**
@@ -285,6 +300,7 @@ implements Endpoint<HostEvent<E>> {
     }
     this.replyTo.push(to);
     this.replyData.push(bytes.slice());
+    this.waker?.();
     return true;
   }
 
@@ -462,6 +478,7 @@ implements Endpoint<HostEvent<E>> {
 
   /** The peer had input (datagram, wake-up, command): it may have ended, or have output and a new deadline. */
   private afterInput(slot: number): void {
+    if ((this.flags[slot]! & LIVE) === 0) return; // retired during the input: retire() queued its drain
     const p = this.peerOf[slot]!;
     if (p.finished !== undefined && p.finished()) {
       this.retire(slot);
@@ -525,6 +542,7 @@ implements Endpoint<HostEvent<E>> {
   /** Free a retired slot once it is out of both queues. */
   private released(slot: number): void {
     if ((this.flags[slot]! & (RETIRED | IN_TX | IN_EV)) !== RETIRED) return;
+    this.peerOf[slot]!.setWaker?.(undefined);
     this.flags[slot] = 0;
     this.peerOf[slot] = undefined;
     this.addr[slot] = '';

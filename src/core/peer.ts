@@ -83,3 +83,50 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
     this.peer.setWaker?.(waker);
   }
 }
+
+/**
+ * The converse of `PeerEndpoint`: an `Endpoint` that talks to one remote (a `KcpClient`) seen as a
+ * `SansIoPeer`, for drivers of one remote. Datagrams are fed as coming from `remote`; a transmit
+ * addressed elsewhere is dropped and counted in `foreignTransmits`.
+ */
+export class EndpointPeer<E = unknown> implements SansIoPeer<E> {
+  /** Transmits dropped because they were addressed to another address than `remote`. */
+  foreignTransmits = 0;
+
+  /**
+   * @param endpoint the addressed object to wrap
+   * @param remote the only address it talks to
+   */
+  constructor(
+    readonly endpoint: Endpoint<E>,
+    readonly remote: Address,
+  ) {}
+
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    this.endpoint.handleDatagram(now, this.remote, bytes);
+  }
+
+  handleTimeout(now: number): void {
+    this.endpoint.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    for (let t = this.endpoint.pollTransmit(now, out); t !== undefined; t = this.endpoint.pollTransmit(now, out)) {
+      if (t.to === this.remote) return t.length;
+      this.foreignTransmits++;
+    }
+    return undefined;
+  }
+
+  pollTimeout(): number | undefined {
+    return this.endpoint.pollTimeout();
+  }
+
+  pollEvent(): E | undefined {
+    return this.endpoint.pollEvent();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.endpoint.setWaker?.(waker);
+  }
+}

@@ -78,8 +78,8 @@ class Net {
         if (p !== undefined && !p.cut) p.down.send(now, d);
       }
       for (const p of this.peers) {
-        for (let n = p.client.pollTransmit(now, this.buf); n !== undefined; n = p.client.pollTransmit(now, this.buf)) {
-          const d = this.buf.subarray(0, n);
+        for (let tx = p.client.pollTransmit(now, this.buf); tx !== undefined; tx = p.client.pollTransmit(now, this.buf)) {
+          const d = this.buf.subarray(0, tx.length);
           this.wire.push([p.addr, 'server', Buffer.from(d).toString('hex')]);
           if (!p.cut) p.up.send(now, d);
         }
@@ -109,7 +109,7 @@ class Net {
           if (!p.cut) this.server.handleDatagram(this.now, p.addr, d);
         }
         for (let d = p.down.pollDeliver(this.now); d !== undefined; d = p.down.pollDeliver(this.now)) {
-          if (!p.cut) p.client.handleDatagram(this.now, d);
+          if (!p.cut) p.client.handleDatagram(this.now, 'server', d);
         }
       }
       this.pump();

@@ -1,7 +1,8 @@
 import { Counters } from '../core/counters.js';
+import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { Kcp, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
-import { DeadlineHeap } from '../core/deadline-heap.js';
 import { deadlineOf } from './scheduler.js';
 import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
 import {
@@ -147,30 +148,26 @@ function randomU32(random: (out: Uint8Array) => void): number {
 }
 
 /**
- * One KCP conversation inside a `KcpServer` or `KcpClient`. The host drives it (updates, timers,
- * datagrams); the application sends, reads `'message'` events, and closes.
+ * One KCP conversation inside a `KcpServer` or `KcpClient`, and the peer its host drives (updates,
+ * timers, datagrams). The application sends, reads `'message'` events, and closes.
  */
-export class KcpSession {
+export class KcpSession implements HostedPeer<KcpSessionEvent> {
   /** Conversation id (u32). */
   readonly conv: number;
   /** Cookie-mode cookie (u32, never 0), or `undefined` in raw mode. */
   readonly cookie: number | undefined;
   /**
-   * The underlying KCP object, for tuning and statistics (`rxSrtt`, `waitSnd()`, `counters`…). Do
+   * The underlying KCP object, for tuning and statistics (`rxSrtt`, `waitSnd()`, `counters()`…). Do
    * not call its `send`/`recv`/`input`/`update`/`flush` directly: the session schedules around them.
    */
   readonly kcp: Kcp;
 
-  /** @internal slot id in the host's heap. */
-  readonly id: number;
-  /** @internal host-side flags. */
-  touched = false;
-  /** @internal */
-  readable = false;
+  /** @internal its id in the owner's `Host`. */
+  id: PeerId = -1;
 
   private address_: string;
   private state_: KcpSessionState = 'open';
-  private readonly host: SessionHost;
+  private readonly owner: SessionHost;
   private readonly opts: ResolvedOptions;
   private parked = false;
   private deadSeen = false;
@@ -178,18 +175,23 @@ export class KcpSession {
   private lastProbeAt = -Infinity;
   private lingerDeadline: number | undefined;
   private lingering = false;
+  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the owner's budget).
+  private out: Uint8Array[] = [];
+  private outHead = 0;
+  private readonly events: KcpSessionEvent[] = [];
 
   /** @internal created by a host. */
-  constructor(host: SessionHost, id: number, conv: number, cookie: number | undefined, address: string, now: number) {
-    this.host = host;
-    this.opts = host.opts;
-    this.id = id;
+  constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number) {
+    this.owner = owner;
+    this.opts = owner.opts;
     this.conv = conv;
     this.cookie = cookie;
     this.address_ = address;
     this.lastRecvAt = now;
     const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
-    this.kcp = new Kcp(conv, (d) => host.output(this, d), { ...this.opts.kcp, mtu: this.opts.mtu - prefix });
+    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, mtu: this.opts.mtu - prefix });
+    this.kcp.update(now);
+    this.events.push({ type: 'open', session: this });
   }
 
   /** Peer address as the host was given it (changes on migration in cookie mode). */
@@ -218,7 +220,7 @@ export class KcpSession {
     if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${this.kcp.maxMessageSize}`);
     if (r === -4) throw new GamewireError('queue-full', `send queue holds ${this.kcp.sndQueueLength} segments`);
     this.parked = false;
-    this.host.touch(this);
+    this.owner.touch(this);
   }
 
   /**
@@ -232,50 +234,23 @@ export class KcpSession {
     if (options.linger === true && this.kcp.waitSnd() > 0) {
       this.state_ = 'closing';
       this.lingering = true;
-      this.host.touch(this);
+      this.owner.touch(this);
       return;
     }
     this.finish('local');
   }
 
-  /** @internal a datagram for this session; `offset` skips the cookie prefix. */
-  input(now: number, bytes: Uint8Array, offset: number): void {
-    const view = offset === 0 ? bytes : bytes.subarray(offset);
+  /** @internal a datagram the owner routed here (checked well-formed, cookie prefix included). */
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    const view = this.cookie === undefined ? bytes : bytes.subarray(KCP_COOKIE_PREFIX);
     this.lastRecvAt = now;
     this.kcp.input(view, now);
     this.parked = false;
     if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
-    this.host.touch(this);
-    this.host.markReadable(this);
-  }
-
-  /** @internal after the app read a message: recv may have reopened our window (WINS due). */
-  afterRecv(): void {
-    this.parked = false;
-    this.host.touch(this);
-  }
-
-  /** @internal migration (cookie mode). */
-  moveTo(address: string): void {
-    this.address_ = address;
-  }
-
-  /** @internal next time (ms) the host must tick this session, or Infinity. */
-  nextDeadline(now: number): number {
-    if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
-    let t = this.parked ? Infinity : deadlineOf(this.kcp, now);
-    const o = this.opts;
-    if (o.keepAliveMs > 0 && this.state_ === 'open') {
-      const k = Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs;
-      if (k < t) t = k;
-    }
-    if (o.idleTimeoutMs > 0 && this.lastRecvAt + o.idleTimeoutMs < t) t = this.lastRecvAt + o.idleTimeoutMs;
-    if (this.lingerDeadline !== undefined && this.lingerDeadline < t) t = this.lingerDeadline;
-    return t;
   }
 
   /** @internal run KCP and the session timers at `now`. */
-  tick(now: number): void {
+  handleTimeout(now: number): void {
     const kcp = this.kcp;
     if (!this.parked) {
       kcp.update(now);
@@ -287,7 +262,7 @@ export class KcpSession {
         this.finish('dead-link');
         return;
       }
-      this.host.pushEvent({ type: 'dead-link', session: this });
+      this.events.push({ type: 'dead-link', session: this });
     }
     const o = this.opts;
     if (this.lingering) {
@@ -297,175 +272,191 @@ export class KcpSession {
     if (o.idleTimeoutMs > 0 && now >= this.lastRecvAt + o.idleTimeoutMs) return this.finish('idle-timeout');
     if (o.keepAliveMs > 0 && this.state_ === 'open' && now >= Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs) {
       this.lastProbeAt = now;
-      this.host.sendKeepAlive(this);
+      this.sendKeepAlive();
     }
   }
 
-  /** @internal end the session (idempotent). */
+  /** @internal the next datagram into `out` (one longer than `out` is dropped and counted). */
+  pollTransmit(_now: number, out: Uint8Array): number | undefined {
+    for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
+      if (b.length > out.length) {
+        this.owner.counters.add('transmitTooLarge');
+        continue;
+      }
+      out.set(b);
+      return b.length;
+    }
+    return undefined;
+  }
+
+  /** @internal the next datagram itself (ownership passes to the caller), or undefined. */
+  takeDatagram(): Uint8Array | undefined {
+    if (this.outHead === this.out.length) return undefined;
+    const b = this.out[this.outHead]!;
+    this.out[this.outHead++] = EMPTY;
+    if (this.outHead === this.out.length) {
+      this.out.length = 0;
+      this.outHead = 0;
+    }
+    this.owner.queued--;
+    return b;
+  }
+
+  /** @internal next time (ms) the host must wake this session, or undefined. */
+  pollTimeout(): number | undefined {
+    if (this.state_ === 'closed') return undefined;
+    const now = this.owner.lastNow;
+    if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
+    let t = this.parked ? Infinity : deadlineOf(this.kcp, now);
+    const o = this.opts;
+    if (o.keepAliveMs > 0 && this.state_ === 'open') {
+      const k = Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs;
+      if (k < t) t = k;
+    }
+    if (o.idleTimeoutMs > 0 && this.lastRecvAt + o.idleTimeoutMs < t) t = this.lastRecvAt + o.idleTimeoutMs;
+    if (this.lingerDeadline !== undefined && this.lingerDeadline < t) t = this.lingerDeadline;
+    return t === Infinity ? undefined : t;
+  }
+
+  /**
+   * @internal next event. Messages are read from KCP lazily here (one per call), so unread data
+   * stays inside KCP's receive window, which throttles the peer.
+   */
+  pollEvent(): KcpSessionEvent | undefined {
+    const e = this.events.shift();
+    if (e !== undefined) return e;
+    if (this.state_ === 'closed') return undefined;
+    const data = this.kcp.recvMessage();
+    if (data === undefined) return undefined;
+    // recv may have reopened our window (WINS due): the host re-reads the deadline after an event.
+    this.parked = false;
+    return { type: 'message', session: this, data };
+  }
+
+  /** @internal */
+  finished(): boolean {
+    return this.state_ === 'closed';
+  }
+
+  /** @internal migration (cookie mode). */
+  moveTo(address: string): void {
+    const from = this.address_;
+    this.address_ = address;
+    this.events.push({ type: 'migrated', session: this, from });
+  }
+
+  /** @internal end the session (idempotent): last flush, CLOSE (cookie mode), what it had received, `'closed'`. */
   finish(reason: KcpCloseReason): void {
     if (this.state_ === 'closed') return;
     // A local close still acknowledges what arrived, so the peer does not retransmit into the void.
     if (reason === 'local' || reason === 'linger-timeout') this.kcp.flush();
     this.state_ = 'closed';
-    this.host.closeSession(this, reason);
-  }
-}
-
-/** Outgoing datagrams waiting for `pollTransmit`: a bounded FIFO ring of (destination, copy). */
-class Outbox {
-  private to: string[];
-  private data: Uint8Array[];
-  private head = 0;
-  length = 0;
-
-  constructor(readonly limit: number) {
-    this.to = new Array<string>(16);
-    this.data = new Array<Uint8Array>(16);
-  }
-
-  push(to: string, bytes: Uint8Array): boolean {
-    if (this.length >= this.limit) return false;
-    if (this.length === this.to.length) {
-      const n = this.to.length;
-      const to = new Array<string>(n * 2);
-      const data = new Array<Uint8Array>(n * 2);
-      for (let i = 0; i < n; i++) {
-        to[i] = this.to[(this.head + i) % n]!;
-        data[i] = this.data[(this.head + i) % n]!;
+    if (this.cookie !== undefined && reason !== 'peer') {
+      for (let i = 0; i < CLOSE_COPIES; i++) {
+        const b = new Uint8Array(14);
+        encodeClose(b, this.conv, this.cookie);
+        this.enqueue(b);
       }
-      this.to = to;
-      this.data = data;
-      this.head = 0;
     }
-    const i = (this.head + this.length) % this.to.length;
-    this.to[i] = to;
-    this.data[i] = bytes;
-    this.length++;
-    return true;
+    for (let m = this.kcp.recvMessage(); m !== undefined; m = this.kcp.recvMessage()) {
+      this.events.push({ type: 'message', session: this, data: m });
+    }
+    this.events.push({ type: 'closed', session: this, reason });
+    this.owner.closeSession(this);
   }
 
-  /** Destination of the head (caller checks `length > 0`). */
-  peekTo(): string {
-    return this.to[this.head]!;
+  /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
+  sendKeepAlive(): void {
+    const k = this.kcp;
+    const p = this.cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
+    const b = new Uint8Array(p + KCP_OVERHEAD);
+    if (p > 0) writeU32LE(b, 0, this.cookie!);
+    writeKeepAlive(b, p, this.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
+    this.owner.counters.add('keepAlivesSent');
+    this.enqueue(b);
   }
 
-  shift(): Uint8Array {
-    const b = this.data[this.head]!;
-    this.data[this.head] = undefined as unknown as Uint8Array;
-    this.head = (this.head + 1) % this.to.length;
-    this.length--;
-    return b;
+  /** KCP's output callback: copy (with the cookie prefix). */
+  private output(d: Uint8Array): void {
+    if (this.cookie === undefined) {
+      this.enqueue(d.slice());
+      return;
+    }
+    const b = new Uint8Array(KCP_COOKIE_PREFIX + d.length);
+    writeU32LE(b, 0, this.cookie);
+    b.set(d, KCP_COOKIE_PREFIX);
+    this.enqueue(b);
+  }
+
+  private enqueue(b: Uint8Array): void {
+    const owner = this.owner;
+    if (owner.queued >= this.opts.maxOutboxDatagrams) {
+      owner.counters.add('outboxFull');
+      return;
+    }
+    owner.queued++;
+    this.out.push(b);
   }
 }
 
-/** Shared machinery of `KcpServer` and `KcpClient`: one heap, one outbox, one event queue. @internal */
-abstract class SessionHost {
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Shared machinery of `KcpServer` and `KcpClient`: a `Host` of sessions (one deadline heap, round-robin
+ * output, events per session), the counters, the outbox budget. @internal
+ */
+abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** Host counters (drops, handshakes, sessions, keep-alives…). */
   readonly counters = new Counters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
-  protected readonly heap = new DeadlineHeap(64);
-  protected readonly slots: (KcpSession | undefined)[] = [];
-  protected readonly freeIds: number[] = [];
-  protected readonly outbox: Outbox;
-  protected lastNow = -Infinity;
-  private touchedList: KcpSession[] = [];
-  private readonly readableList: KcpSession[] = [];
-  private readonly events: KcpSessionEvent[] = [];
-  private readonly scratch = new Uint8Array(KCP_COOKIE_PREFIX + KCP_OVERHEAD);
+  /** @internal the latest clock seen (ms): the reference for session deadlines after a command. */
+  lastNow = -Infinity;
+  /** @internal datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
+  queued = 0;
+  protected readonly host: Host<KcpSession, KcpSessionEvent>;
   private waker: (() => void) | undefined;
+  private readonly takeOne = (s: KcpSession): { bytes: Uint8Array; to: string } | undefined => {
+    const bytes = s.takeDatagram();
+    return bytes === undefined ? undefined : { bytes, to: s.address };
+  };
 
-  constructor(options: KcpSessionOptions) {
+  constructor(options: KcpSessionOptions, maxSessions: number) {
     this.opts = resolveOptions(options);
-    this.outbox = new Outbox(this.opts.maxOutboxDatagrams);
+    this.host = new Host<KcpSession, KcpSessionEvent>({
+      maxPeers: maxSessions,
+      route: (now, from, bytes) => this.route(now, from, bytes),
+      maxReplies: this.opts.maxOutboxDatagrams,
+    });
   }
 
   /** A driver's wake hook (see `Endpoint.setWaker`): called when a session's `send`/`close` leaves work. */
   setWaker(waker: (() => void) | undefined): void {
     this.waker = waker;
+    this.host.setWaker(waker);
   }
 
-  /** @internal a session has new work: recompute its deadline at the next `handleTimeout`. */
+  protected wake(): void {
+    this.waker?.();
+  }
+
+  /** @internal a command left work in `s`. */
   touch(s: KcpSession): void {
-    if (s.touched) return;
-    s.touched = true;
-    this.touchedList.push(s);
-    this.waker?.();
+    this.host.touch(s.id);
   }
 
-  /** @internal */
-  markReadable(s: KcpSession): void {
-    if (s.readable) return;
-    s.readable = true;
-    this.readableList.push(s);
-  }
-
-  /** @internal */
-  pushEvent(ev: KcpSessionEvent): void {
-    this.events.push(ev);
-    this.waker?.();
-  }
-
-  /** @internal KCP's output callback: copy (with the cookie prefix) into the outbox. */
-  output(s: KcpSession, d: Uint8Array): void {
-    if (s.cookie === undefined) {
-      this.enqueue(s.address, d.slice());
-      return;
-    }
-    const b = new Uint8Array(KCP_COOKIE_PREFIX + d.length);
-    writeU32LE(b, 0, s.cookie);
-    b.set(d, KCP_COOKIE_PREFIX);
-    this.enqueue(s.address, b);
-  }
-
-  /** @internal */
-  sendKeepAlive(s: KcpSession): void {
-    const k = s.kcp;
-    const p = s.cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
-    const b = this.scratch;
-    if (p > 0) writeU32LE(b, 0, s.cookie!);
-    writeKeepAlive(b, p, s.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
-    this.counters.add('keepAlivesSent');
-    this.enqueue(s.address, b.slice(0, p + KCP_OVERHEAD));
-  }
-
-  protected enqueue(to: string, bytes: Uint8Array): void {
-    if (!this.outbox.push(to, bytes)) this.counters.add('outboxFull');
-  }
-
-  /** @internal the session is closed: send CLOSE (cookie mode), hand out what it had received, forget it. */
-  closeSession(s: KcpSession, reason: KcpCloseReason): void {
-    if (s.cookie !== undefined && reason !== 'peer') {
-      for (let i = 0; i < CLOSE_COPIES; i++) {
-        const b = new Uint8Array(14);
-        encodeClose(b, s.conv, s.cookie);
-        this.enqueue(s.address, b);
-      }
-    }
-    for (let m = s.kcp.recvMessage(); m !== undefined; m = s.kcp.recvMessage()) {
-      this.events.push({ type: 'message', session: s, data: m });
-    }
-    this.heap.delete(s.id);
-    this.slots[s.id] = undefined;
-    this.freeIds.push(s.id);
+  /** @internal `s` closed: forget it and retire it from the host (its last datagrams and events still drain). */
+  closeSession(s: KcpSession): void {
     this.forget(s);
     this.counters.add('sessionsClosed');
-    this.pushEvent({ type: 'closed', session: s, reason });
+    this.host.remove(s.id);
   }
 
-  protected abstract forget(s: KcpSession): void;
-
-  protected allocId(): number {
-    return this.freeIds.pop() ?? this.slots.length;
-  }
-
-  /**
-   * Absolute time (ms) at which `handleTimeout` is next due, or `undefined` when nothing is
-   * pending. After a command (`send`, `close`) it is "now" (the last clock seen).
-   */
-  pollTimeout(): number | undefined {
-    if (this.touchedList.length > 0) return this.lastNow;
-    return this.heap.peekTime();
+  /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
+  handleDatagram(now: number, from: string, bytes: Uint8Array): void {
+    if (now > this.lastNow) this.lastNow = now;
+    this.counters.add('datagramsIn');
+    this.host.handleDatagram(now, from, bytes);
   }
 
   /** Run every session whose KCP update or timer is due at `now` (ms). */
@@ -473,85 +464,59 @@ abstract class SessionHost {
     checkArg(typeof now === 'number' && !Number.isNaN(now), 'now must be a number of ms');
     if (now > this.lastNow) this.lastNow = now;
     this.hostTimers(now);
-    const heap = this.heap;
-    do {
-      this.rescheduleTouched(now);
-      // The due session stays at the top and is re-keyed in place (one sift-down instead of pop + push).
-      for (let id = heap.peekId(); id >= 0 && heap.peekTime()! <= now; id = heap.peekId()) {
-        const s = this.slots[id]!;
-        s.tick(now);
-        if (s.state === 'closed') continue; // closeSession removed it
-        const t = s.touched ? Infinity : s.nextDeadline(now); // touched: rescheduled in the next round
-        // A second tick at the same instant cannot flush (KCP flushes once per interval).
-        if (t === Infinity) heap.delete(id);
-        else heap.set(id, t > now ? t : now + 1);
-      }
-    } while (this.touchedList.length > 0);
+    this.host.handleTimeout(now);
+  }
+
+  /** Absolute time (ms) at which `handleTimeout` is next due, or `undefined` when nothing is pending. */
+  pollTimeout(): number | undefined {
+    return this.host.pollTimeout();
+  }
+
+  /**
+   * Copy the next datagram into `out` and return its length and destination address, or
+   * `undefined` when nothing is waiting. Sessions take turns; a datagram longer than `out` is
+   * dropped and counted (`transmitTooLarge`).
+   */
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    const t = this.host.pollTransmit(now, out);
+    if (t !== undefined) this.counters.add('datagramsOut');
+    return t;
+  }
+
+  /**
+   * Like `pollTransmit` without the copy: the next datagram and its destination, ownership passing
+   * to the caller (for drivers whose socket send is asynchronous), or `undefined`.
+   */
+  pollDatagram(now: number): { bytes: Uint8Array; to: string } | undefined {
+    void now;
+    const r = this.host.takeReply() ?? this.host.takeEach(this.takeOne);
+    if (r !== undefined) this.counters.add('datagramsOut');
+    return r;
+  }
+
+  /** Next event, or `undefined` (sessions take turns; a session's messages are read from KCP lazily). */
+  pollEvent(): KcpSessionEvent | undefined {
+    return this.host.pollEvent()?.event;
+  }
+
+  /** A datagram outside any session (handshake answers, CONNECT): through the host's bounded reply queue. */
+  protected sendReply(to: string, bytes: Uint8Array): void {
+    if (!this.host.sendTo(to, bytes)) this.counters.add('outboxFull');
+  }
+
+  protected newSession(conv: number, cookie: number | undefined, address: string, now: number): KcpSession {
+    const s = new KcpSession(this, conv, cookie, address, now);
+    s.id = this.host.add(address, s);
+    this.counters.add('sessionsOpened');
+    return s;
   }
 
   protected hostTimers(_now: number): void {}
 
-  private rescheduleTouched(now: number): void {
-    const list = this.touchedList;
-    if (list.length === 0) return;
-    this.touchedList = [];
-    for (const s of list) {
-      s.touched = false;
-      if (s.state === 'closed') continue;
-      const t = s.nextDeadline(now);
-      if (t === Infinity) this.heap.delete(s.id);
-      else this.heap.set(s.id, t);
-    }
-  }
+  /** Demultiplex a datagram: the id of the live session it is for, or undefined (handled or dropped here). */
+  protected abstract route(now: number, from: string, bytes: Uint8Array): PeerId | undefined;
 
-  /**
-   * Next event, or `undefined`. Messages are read from KCP lazily here (one per call), so unread
-   * data stays inside KCP's receive window, which throttles the peer.
-   */
-  pollEvent(): KcpSessionEvent | undefined {
-    const ev = this.events.shift();
-    if (ev !== undefined) return ev;
-    const list = this.readableList;
-    while (list.length > 0) {
-      const s = list[0]!;
-      if (s.state !== 'closed') {
-        const data = s.kcp.recvMessage();
-        if (data !== undefined) {
-          s.afterRecv();
-          return { type: 'message', session: s, data };
-        }
-      }
-      s.readable = false;
-      list.shift();
-    }
-    return undefined;
-  }
-
-  protected takeOutbox(out: Uint8Array): number | undefined {
-    const ob = this.outbox;
-    while (ob.length > 0) {
-      const b = ob.shift();
-      if (b.length > out.length) {
-        this.counters.add('transmitTooLarge');
-        continue;
-      }
-      out.set(b);
-      this.counters.add('datagramsOut');
-      return b.length;
-    }
-    return undefined;
-  }
-
-  protected newSession(conv: number, cookie: number | undefined, address: string, now: number): KcpSession {
-    const id = this.allocId();
-    const s = new KcpSession(this, id, conv, cookie, address, now);
-    this.slots[id] = s;
-    s.kcp.update(now);
-    this.counters.add('sessionsOpened');
-    this.events.push({ type: 'open', session: s });
-    this.touch(s);
-    return s;
-  }
+  protected abstract forget(s: KcpSession): void;
 }
 
 /** Options of a `KcpServer`. */
@@ -565,13 +530,14 @@ export interface KcpServerOptions extends KcpSessionOptions {
 }
 
 /**
- * Many KCP sessions behind one socket, sans-IO. Raw mode demultiplexes by (address, conv): any
- * KCP implementation can connect. Cookie mode demultiplexes by conv after a stateless handshake
- * (conv allocation, SipHash cookie), and lets a session move to a new address.
+ * Many KCP sessions behind one socket, sans-IO: a `Host` of `KcpSession`s. Raw mode demultiplexes
+ * by (address, conv): any KCP implementation can connect. Cookie mode demultiplexes by conv after a
+ * stateless handshake (conv allocation, SipHash cookie), and lets a session move to a new address.
  *
- * Drive: `handleDatagram(now, from, bytes)` for each datagram (`from` is any stable string for the
- * sender's address, e.g. "1.2.3.4:5678"), `handleTimeout(now)` when `now ≥ pollTimeout()`, then drain
- * `pollTransmit` and `pollEvent`. One timer serves every session: only due sessions are updated.
+ * Drive it as any `Endpoint`: `handleDatagram(now, from, bytes)` for each datagram (`from` is any
+ * stable string for the sender's address, e.g. "1.2.3.4:5678"), `handleTimeout(now)` when
+ * `now ≥ pollTimeout()`, then drain `pollTransmit` and `pollEvent`. One timer serves every session:
+ * only due sessions are updated.
  */
 export class KcpServer extends SessionHost {
   /** Most live sessions. */
@@ -584,9 +550,9 @@ export class KcpServer extends SessionHost {
   private readonly cookieKey: CookieKey | undefined;
 
   constructor(options: KcpServerOptions = {}) {
-    super(options);
     const max = options.maxSessions ?? 4096;
     checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
+    super(options, max);
     this.maxSessions = max;
     this.acceptConv = options.acceptConv;
     if (this.opts.mode === 'cookie') {
@@ -617,18 +583,19 @@ export class KcpServer extends SessionHost {
     return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byAddr.get(address ?? '')?.get(conv);
   }
 
-  /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
-  handleDatagram(now: number, from: string, bytes: Uint8Array): void {
-    if (now > this.lastNow) this.lastNow = now;
-    this.counters.add('datagramsIn');
-    if (this.opts.mode === 'raw') this.rawInput(now, from, bytes);
-    else this.cookieInput(now, from, bytes);
+  /** Full: `maxSessions` live, or closed sessions whose events are not polled yet still hold the host's slots. */
+  private full(live: number): boolean {
+    return live >= this.maxSessions || this.host.full;
   }
 
-  private rawInput(now: number, from: string, bytes: Uint8Array): void {
+  protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
+    return this.opts.mode === 'raw' ? this.rawRoute(now, from, bytes) : this.cookieRoute(now, from, bytes);
+  }
+
+  private rawRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (!isWellFormedKcp(bytes, 0)) {
       this.counters.add('droppedMalformed');
-      return;
+      return undefined;
     }
     const conv = readU32LE(bytes, 0);
     let convs = this.byAddr.get(from);
@@ -636,11 +603,11 @@ export class KcpServer extends SessionHost {
     if (s === undefined) {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
         this.counters.add('droppedConv');
-        return;
+        return undefined;
       }
-      if (this.rawCount >= this.maxSessions) {
+      if (this.full(this.rawCount)) {
         this.counters.add('refusedFull');
-        return;
+        return undefined;
       }
       s = this.newSession(conv, undefined, from, now);
       if (convs === undefined) {
@@ -650,49 +617,48 @@ export class KcpServer extends SessionHost {
       convs.set(conv, s);
       this.rawCount++;
     }
-    s.input(now, bytes, 0);
+    return s.id;
   }
 
-  private cookieInput(now: number, from: string, bytes: Uint8Array): void {
+  private cookieRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (bytes.length < KCP_COOKIE_PREFIX) {
       this.counters.add('droppedMalformed');
-      return;
+      return undefined;
     }
     const prefix = readU32LE(bytes, 0);
     if (prefix === 0) {
       this.control(from, bytes);
-      return;
+      return undefined;
     }
     if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX)) {
       this.counters.add('droppedMalformed');
-      return;
+      return undefined;
     }
     const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
     let s = this.byConv.get(conv);
     if (s !== undefined) {
       if (s.cookie !== prefix) {
         this.counters.add('droppedBadCookie');
-        return;
+        return undefined;
       }
       if (s.address !== from) {
-        const old = s.address;
         s.moveTo(from);
+        this.host.rebind(s.id, from);
         this.counters.add('migrations');
-        this.pushEvent({ type: 'migrated', session: s, from: old });
       }
     } else {
       if (deriveCookie(this.cookieKey!, from, conv) !== prefix) {
         this.counters.add('droppedBadCookie');
-        return;
+        return undefined;
       }
-      if (this.byConv.size >= this.maxSessions) {
+      if (this.full(this.byConv.size)) {
         this.counters.add('refusedFull');
-        return;
+        return undefined;
       }
       s = this.newSession(conv, prefix, from, now);
       this.byConv.set(conv, s);
     }
-    s.input(now, bytes, KCP_COOKIE_PREFIX);
+    return s.id;
   }
 
   private control(from: string, bytes: Uint8Array): void {
@@ -703,11 +669,11 @@ export class KcpServer extends SessionHost {
     }
     const c = r.value;
     if (c.type === 'connect') {
-      if (this.byConv.size >= this.maxSessions) {
+      if (this.full(this.byConv.size)) {
         this.counters.add('refusedFull');
         const b = new Uint8Array(11);
         encodeRefuse(b, c.nonce, KcpRefuseReason.SERVER_FULL);
-        this.enqueue(from, b);
+        this.sendReply(from, b);
         return;
       }
       let conv = randomU32(this.opts.random);
@@ -715,7 +681,7 @@ export class KcpServer extends SessionHost {
       const b = new Uint8Array(18);
       encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
       this.counters.add('handshakes');
-      this.enqueue(from, b);
+      this.sendReply(from, b);
     } else if (c.type === 'close') {
       const s = this.byConv.get(c.conv);
       if (s === undefined || s.cookie !== c.cookie) {
@@ -728,7 +694,7 @@ export class KcpServer extends SessionHost {
     }
   }
 
-  protected override forget(s: KcpSession): void {
+  protected forget(s: KcpSession): void {
     if (this.opts.mode === 'cookie') this.byConv.delete(s.conv);
     else {
       const convs = this.byAddr.get(s.address);
@@ -737,40 +703,6 @@ export class KcpServer extends SessionHost {
         if (convs.size === 0) this.byAddr.delete(s.address);
       }
     }
-  }
-
-  /**
-   * Copy the next datagram into `out` and return its length and destination address, or
-   * `undefined` when nothing is waiting. Datagrams longer than `out` are dropped and counted.
-   */
-  pollTransmit(now: number, out: Uint8Array): { length: number; to: string } | undefined {
-    void now;
-    const ob = this.outbox;
-    while (ob.length > 0) {
-      const to = ob.peekTo();
-      const b = ob.shift();
-      if (b.length > out.length) {
-        this.counters.add('transmitTooLarge');
-        continue;
-      }
-      out.set(b);
-      this.counters.add('datagramsOut');
-      return { length: b.length, to };
-    }
-    return undefined;
-  }
-
-  /**
-   * Like `pollTransmit` without the copy: the next datagram and its destination, ownership passing
-   * to the caller (for drivers whose socket send is asynchronous), or `undefined`.
-   */
-  pollDatagram(now: number): { bytes: Uint8Array; to: string } | undefined {
-    void now;
-    if (this.outbox.length === 0) return undefined;
-    const to = this.outbox.peekTo();
-    const bytes = this.outbox.shift();
-    this.counters.add('datagramsOut');
-    return { bytes, to };
   }
 }
 
@@ -782,19 +714,23 @@ export interface KcpClientOptions extends KcpSessionOptions {
   handshakeRetryMs?: number;
   /** Cookie mode: give up (`'handshake-timeout'`) after this long, ms (default 5000). */
   handshakeTimeoutMs?: number;
-  /** Address label of the server in events and `session.address` (default "server"). */
+  /**
+   * The server's address: every datagram goes there, and datagrams from any other address are
+   * dropped and counted in `droppedUnknown` (default "server").
+   */
   remote?: string;
 }
 
 /**
- * One KCP session to a server, as a `SansIoPeer` (drive it with `UdpDriver`, the sim `World`, …).
- * Raw mode talks plain KCP with `conv`; cookie mode performs gamewire's handshake first. Events:
- * `'open'` (ready to send), `'message'`, `'dead-link'`, `'closed'`.
+ * One KCP session to a server, as an `Endpoint` whose one remote is `remote` (a `Host` holding the
+ * client's session). Raw mode talks plain KCP with `conv`; cookie mode performs gamewire's handshake
+ * first. Events: `'open'` (ready to send), `'message'`, `'dead-link'`, `'closed'`.
  */
 export class KcpClient extends SessionHost {
+  /** The server's address (see `KcpClientOptions.remote`). */
+  readonly remote: string;
   private session_: KcpSession | undefined;
   private state_: KcpSessionState;
-  private readonly remote: string;
   private readonly conv_: number | undefined;
   private readonly nonce: number;
   private readonly retryMs: number;
@@ -802,10 +738,12 @@ export class KcpClient extends SessionHost {
   private startedAt: number | undefined;
   private nextConnectAt = -Infinity;
   private ended = false;
+  private endEvent: KcpSessionEvent | undefined;
 
   constructor(options: KcpClientOptions = {}) {
-    super(options);
+    super(options, 1);
     this.remote = options.remote ?? 'server';
+    checkConfig(typeof this.remote === 'string', 'remote must be a string');
     this.retryMs = ms(options.handshakeRetryMs, 250, 'handshakeRetryMs');
     this.timeoutMs = ms(options.handshakeTimeoutMs, 5000, 'handshakeTimeoutMs');
     checkConfig(this.retryMs > 0, 'handshakeRetryMs must be > 0');
@@ -850,43 +788,42 @@ export class KcpClient extends SessionHost {
   /** Close (see `KcpSession.close`); before the handshake completes it just stops. */
   close(options: { linger?: boolean } = {}): void {
     if (this.session_ !== undefined) this.session_.close(options);
-    else if (this.state_ !== 'closed') this.end(undefined, 'local');
+    else if (this.state_ !== 'closed') this.end('local');
   }
 
-  /** Process one datagram from the server at `now` (ms). Bad bytes are dropped and counted. */
-  handleDatagram(now: number, bytes: Uint8Array): void {
-    if (now > this.lastNow) this.lastNow = now;
-    this.counters.add('datagramsIn');
+  protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     const s = this.session_;
+    if (from !== this.remote) {
+      this.counters.add('droppedUnknown');
+      return undefined;
+    }
     if (this.opts.mode === 'raw') {
-      if (s === undefined || !isWellFormedKcp(bytes, 0, s.conv)) {
+      if (s === undefined || s.state === 'closed' || !isWellFormedKcp(bytes, 0, s.conv)) {
         this.counters.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
-        return;
+        return undefined;
       }
-      s.input(now, bytes, 0);
-      return;
+      return s.id;
     }
     if (bytes.length < KCP_COOKIE_PREFIX) {
       this.counters.add('droppedMalformed');
-      return;
+      return undefined;
     }
     const prefix = readU32LE(bytes, 0);
     if (prefix !== 0) {
       if (s === undefined || s.state === 'closed' || prefix !== s.cookie) {
         this.counters.add('droppedBadCookie');
-        return;
+        return undefined;
       }
       if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX, s.conv)) {
         this.counters.add('droppedMalformed');
-        return;
+        return undefined;
       }
-      s.input(now, bytes, KCP_COOKIE_PREFIX);
-      return;
+      return s.id;
     }
     const r = decodeControl(bytes);
     if (!r.ok) {
       this.counters.add('droppedMalformed');
-      return;
+      return undefined;
     }
     const c = r.value;
     if (c.type === 'accept' && this.state_ === 'connecting' && c.nonce === this.nonce && s === undefined) {
@@ -895,14 +832,16 @@ export class KcpClient extends SessionHost {
       const ns = this.newSession(c.conv, c.cookie, this.remote, now);
       this.session_ = ns;
       // Announce ourselves at once so the server creates its side even if we have nothing to send.
-      this.sendKeepAlive(ns);
+      ns.sendKeepAlive();
+      this.host.touch(ns.id);
     } else if (c.type === 'refuse' && this.state_ === 'connecting' && c.nonce === this.nonce) {
-      this.end(undefined, 'refused');
+      this.end('refused');
     } else if (c.type === 'close' && s !== undefined && c.conv === s.conv && c.cookie === s.cookie) {
       s.finish('peer');
     } else {
       this.counters.add('droppedUnknown');
     }
+    return undefined;
   }
 
   protected override hostTimers(now: number): void {
@@ -914,14 +853,14 @@ export class KcpClient extends SessionHost {
     if (this.state_ !== 'connecting') return;
     if (this.startedAt === undefined) this.startedAt = now;
     if (this.timeoutMs > 0 && now - this.startedAt >= this.timeoutMs) {
-      this.end(undefined, 'handshake-timeout');
+      this.end('handshake-timeout');
       return;
     }
     if (now >= this.nextConnectAt) {
       this.nextConnectAt = now + this.retryMs;
       const b = new Uint8Array(32);
       encodeConnect(b, this.nonce);
-      this.enqueue(this.remote, b);
+      this.sendReply(this.remote, b);
     }
   }
 
@@ -939,19 +878,24 @@ export class KcpClient extends SessionHost {
     return super.pollTimeout();
   }
 
-  private end(s: KcpSession | undefined, reason: KcpCloseReason): void {
+  override pollEvent(): KcpSessionEvent | undefined {
+    const e = this.endEvent;
+    if (e !== undefined) {
+      this.endEvent = undefined;
+      return e;
+    }
+    return super.pollEvent();
+  }
+
+  /** The handshake ended without a session. */
+  private end(reason: KcpCloseReason): void {
     this.state_ = 'closed';
     this.ended = true;
-    this.pushEvent({ type: 'closed', session: s, reason });
+    this.endEvent = { type: 'closed', session: undefined, reason };
+    this.wake();
   }
 
-  protected override forget(_s: KcpSession): void {
+  protected forget(_s: KcpSession): void {
     this.state_ = 'closed';
-  }
-
-  /** Copy the next datagram for the server into `out`; returns its length or `undefined`. */
-  pollTransmit(now: number, out: Uint8Array): number | undefined {
-    void now;
-    return this.takeOutbox(out);
   }
 }

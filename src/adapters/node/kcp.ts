@@ -150,9 +150,9 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
     // Events stay queued inside the client until our listener is attached (open() already drives it).
     let attached = false;
     const peer: DrivablePeer<KcpSessionEvent> = {
-      handleDatagram: (now, bytes) => client.handleDatagram(now, bytes),
+      handleDatagram: (now, bytes) => client.handleDatagram(now, client.remote, bytes),
       handleTimeout: (now) => client.handleTimeout(now),
-      pollTransmit: (now, out) => client.pollTransmit(now, out),
+      pollTransmit: (now, out) => client.pollTransmit(now, out)?.length,
       pollTimeout: () => client.pollTimeout(),
       pollEvent: () => (attached ? client.pollEvent() : undefined),
       setWaker: (waker) => client.setWaker(waker),
