@@ -78,7 +78,7 @@ describe('ChunkReceiver: reassembly', () => {
     for (const i of order) r.handleDatagram(0, slice(0, data, i));
     const ev = events(r);
     expect(ev).toHaveLength(1);
-    expect(ev[0]).toMatchObject({ type: 'block', chunkId: 0 });
+    expect(ev[0]).toMatchObject({ type: 'block', id: 1 });
     expect(ev[0].type === 'block' && ev[0].data).toEqual(data);
     expect(r.counters()).toMatchObject({ slicesAccepted: n, blocksDelivered: 1, bytesDelivered: 1000 });
     expect(r.memoryBytes()).toBe(0);
@@ -87,7 +87,7 @@ describe('ChunkReceiver: reassembly', () => {
   it('accepts an empty block (one empty slice)', () => {
     const r = receiver();
     r.handleDatagram(0, slice(0, new Uint8Array(0), 0));
-    expect(events(r)).toMatchObject([{ type: 'block', chunkId: 0, data: new Uint8Array(0) }]);
+    expect(events(r)).toMatchObject([{ type: 'block', id: 1, data: new Uint8Array(0) }]);
   });
 
   it('never counts a slice twice and acks every duplicate at once', () => {
@@ -115,7 +115,7 @@ describe('ChunkReceiver: reassembly', () => {
     expect(done.at(-1)).toMatchObject({ chunkId: 0, status: 'complete', cumAck: 2 });
     r.handleDatagram(1, slice(1, b, 0));
     drain(r, 1);
-    expect(r.expectedChunkId).toBe(2);
+    expect(r.expectedBlockId).toBe(3);
     r.handleDatagram(2, slice(0, a, 1, { sendTimeUs: 77 }));
     r.handleDatagram(2, slice(1, b, 0));
     expect(acks(drain(r, 2)).map((x) => [x.chunkId, x.status, x.cumAck, x.echoTimeUs])).toEqual([
@@ -157,7 +157,7 @@ describe('ChunkReceiver: reassembly', () => {
     const b = block(10, 2);
     r.handleDatagram(0, slice(65535, a, 0));
     r.handleDatagram(0, slice(0, b, 0));
-    expect(events(r).map((e) => e.type === 'block' && e.chunkId)).toEqual([65535, 0]);
+    expect(events(r).map((e) => e.type === 'block' && e.id)).toEqual([65536, 65537]);
     r.handleDatagram(0, slice(65535, a, 0));
     expect(acks(drain(r, 0)).map((x) => [x.chunkId, x.status])).toContainEqual([65535, 'complete']);
   });
@@ -167,12 +167,12 @@ describe('ChunkReceiver: reassembly', () => {
     const a = block(10, 1);
     const b = block(10, 2);
     r.handleDatagram(0, slice(8, b, 0, { pipelined: true }));
-    expect(r.expectedChunkId).toBe(7);
+    expect(r.expectedBlockId).toBe(8);
     expect(r.counters().deferredNextChunk).toBe(1);
     expect(drain(r, 0)).toEqual([]);
     r.handleDatagram(1, slice(7, a, 0));
     r.handleDatagram(1, slice(8, b, 0, { pipelined: true }));
-    expect(events(r).map((e) => e.type === 'block' && e.chunkId)).toEqual([7, 8]);
+    expect(events(r).map((e) => e.type === 'block' && e.id)).toEqual([8, 9]);
   });
 });
 
@@ -266,11 +266,11 @@ describe('ChunkReceiver: limits, refusal, cancel', () => {
     expect(r.memoryBytes()).toBe(0);
     const out = drain(r, 0);
     expect(out).toEqual([{ type: 'refuse', session: S, chunkId: 0, reason: 'too-large', limitBytes: 1000 } satisfies RefusePacket]);
-    expect(events(r)).toEqual([{ type: 'refused', chunkId: 0, blockBytes: 5000, limitBytes: 1000 }]);
+    expect(events(r)).toEqual([{ type: 'refused', id: 1, blockBytes: 5000, limitBytes: 1000 }]);
     r.handleDatagram(1, slice(0, big, 4));
     expect(drain(r, 1).map((p) => p.type)).toEqual(['refuse']);
     r.handleDatagram(2, slice(1, block(10), 0));
-    expect(events(r)).toMatchObject([{ type: 'block', chunkId: 1 }]);
+    expect(events(r)).toMatchObject([{ type: 'block', id: 2 }]);
     expect(r.counters()).toMatchObject({ refusedBlocks: 1, refusalsSent: 2 });
   });
 
@@ -309,12 +309,12 @@ describe('ChunkReceiver: limits, refusal, cancel', () => {
     r.handleDatagram(1, cancel(0));
     expect(r.memoryBytes()).toBe(0);
     expect(acks(drain(r, 1))).toMatchObject([{ chunkId: 0, status: 'cancelled', cumAck: 0, hasEcho: false }]);
-    expect(events(r)).toEqual([{ type: 'cancelled', chunkId: 0, reason: 'sender' }]);
+    expect(events(r)).toEqual([{ type: 'cancelled', id: 1, reason: 'sender' }]);
     r.handleDatagram(2, cancel(0));
     r.handleDatagram(2, slice(0, a, 1));
     expect(acks(drain(r, 2)).map((x) => x.status)).toEqual(['cancelled']);
     r.handleDatagram(3, slice(1, block(5), 0));
-    expect(events(r)).toMatchObject([{ type: 'block', chunkId: 1 }]);
+    expect(events(r)).toMatchObject([{ type: 'block', id: 2 }]);
   });
 
   it('answers a cancel for a block it already completed with complete', () => {
@@ -348,15 +348,15 @@ describe('ChunkReceiver: sessions', () => {
     expect(r.sessionId).toBe(99);
     expect(r.memoryBytes()).toBe(10);
     expect(events(r)).toEqual([
-      { type: 'cancelled', chunkId: 5, reason: 'session-changed' },
-      { type: 'block', chunkId: 0, data: fresh },
+      { type: 'cancelled', id: 6, reason: 'session-changed' },
+      { type: 'block', id: 1, data: fresh },
     ]);
     // The old session's late slices are now ignored…
     r.handleDatagram(1001, slice(5, block(640), 1));
     expect(r.counters().wrongSession).toBe(1);
     // …and if it comes back after the new one went silent, it resumes where it was (no re-delivery).
     r.handleDatagram(5000, slice(4, block(10), 0));
-    expect(r.expectedChunkId).toBe(5);
+    expect(r.expectedBlockId).toBe(6);
     expect(r.counters().oldChunk).toBe(1);
   });
 

@@ -8,20 +8,44 @@ import {
   encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, SliceDecoder, type SliceHeader, sliceCountOf,
 } from './wire.js';
 
-/** Events of a `ChunkReceiver`, in chunk order; drained with `pollEvent()`. */
+/**
+ * Events of a `ChunkReceiver`, in block order; drained with `pollEvent()`. `id` is the block id the
+ * sender's `sendBlock` returned (and its events carry): the receiver unwraps the 16-bit wire chunk id.
+ */
 export type ChunkReceiverEvent =
-  /** A complete block (the buffer it was reassembled in; no copy). `chunkId` is its 16-bit wire id. */
-  | { type: 'block'; chunkId: number; data: Uint8Array }
+  /** A complete block (the buffer it was reassembled in; no copy). */
+  | { type: 'block'; id: number; data: Uint8Array }
   /** The sender cancelled a block, or a new sender session replaced the old one mid-block; its partial data was freed. */
-  | { type: 'cancelled'; chunkId: number; reason: 'sender' | 'session-changed' }
-  /** A block announced more than `maxBlockBytes` and was refused (the sender was told). */
-  | { type: 'refused'; chunkId: number; blockBytes: number; limitBytes: number };
+  | { type: 'cancelled'; id: number; reason: 'sender' | 'session-changed' }
+  /** A block announced more than `maxBlockBytes` (bytes) and was refused (the sender was told). */
+  | { type: 'refused'; id: number; blockBytes: number; limitBytes: number };
+
+/** One block a `ChunkReceiver` is assembling (or holds complete, waiting for the one before it). */
+export interface ChunkReceiverBlockProgress {
+  /** The block's id (as the sender's `sendBlock` returned it). */
+  id: number;
+  /** Size of the whole block, bytes. */
+  totalBytes: number;
+  /** Payload bytes received so far (duplicates not counted). */
+  receivedBytes: number;
+}
+
+/** What `ChunkReceiver.progress()` reports. */
+export interface ChunkReceiverProgress {
+  /** Blocks in progress, oldest first: at most two (the one expected next and the one after it). */
+  blocks: ChunkReceiverBlockProgress[];
+  /** Blocks delivered so far (as 'block' events). */
+  deliveredBlocks: number;
+  /** Bytes of those blocks. */
+  deliveredBytes: number;
+}
 
 const RECEIVER_COUNTERS = [
   'datagramsReceived', 'malformed', 'wrongDirection', 'wrongSession', 'sessionSwitches', 'oldChunk',
   'futureChunk', 'slicesAccepted', 'duplicateSlices', 'finishedChunkSlices', 'inconsistentSlices',
   'refusedBlocks', 'refusedSlices', 'cancelsReceived', 'cancelledBlocks', 'deferredNoMemory', 'deferredNextChunk',
   'blocksDelivered', 'bytesDelivered', 'acksSent', 'refusalsSent', 'ackBytesSent', 'outTooSmall', 'eventsDropped',
+  'skippedIds',
 ] as const;
 
 /** Counter names of a `ChunkReceiver` (see docs/chunk.md §Counters). */
@@ -32,8 +56,11 @@ type InKind = 'receiving' | 'complete' | 'cancelled' | 'refused';
 /** One chunk the receiver knows: the one it is assembling, the next one, or one of the last two it finished. */
 class InChunk {
   readonly chunkId: number;
+  /** The block id (the sender's), unwrapped from `chunkId`. */
+  readonly id: number;
   kind: InKind;
   blockBytes = 0;
+  receivedBytes = 0;
   sliceBytes = 0;
   sliceCount = 0;
   data: Uint8Array | undefined;
@@ -56,8 +83,9 @@ class InChunk {
   echoUs = 0;
   echoAt = 0;
 
-  constructor(chunkId: number, kind: InKind) {
+  constructor(chunkId: number, id: number, kind: InKind) {
     this.chunkId = chunkId;
+    this.id = id;
     this.kind = kind;
   }
 
@@ -74,6 +102,7 @@ class InChunk {
 interface SessionMemo {
   session: number;
   expected: number;
+  expectedId: number;
   finished: InChunk[];
 }
 
@@ -99,6 +128,9 @@ export class ChunkReceiver implements SansIoPeer {
   private session: number | undefined;
   private lastActivity = -Infinity;
   private expected = 0;
+  // The block id of `expected`: ids and wire chunk ids advance together, so the low 16 bits of
+  // (expectedId - 1 + firstChunkId) are always `expected`.
+  private expectedId = 1;
   private synced = false;
   private cur: InChunk | undefined;
   private next: InChunk | undefined;
@@ -142,9 +174,21 @@ export class ChunkReceiver implements SansIoPeer {
     return this.session;
   }
 
-  /** Wire id of the chunk the receiver is waiting to complete next. */
-  get expectedChunkId(): number {
-    return this.expected;
+  /** Id of the block the receiver is waiting to complete next (1 before any sender was seen). */
+  get expectedBlockId(): number {
+    return this.expectedId;
+  }
+
+  /** The blocks being assembled, with bytes received of each, and the totals delivered so far. */
+  progress(): ChunkReceiverProgress {
+    const blocks: ChunkReceiverBlockProgress[] = [];
+    for (const c of [this.cur, this.next]) {
+      if (c !== undefined && (c.kind === 'receiving' || c.kind === 'complete')) {
+        blocks.push({ id: c.id, totalBytes: c.blockBytes, receivedBytes: c.receivedBytes });
+      }
+    }
+    const ctr = this.ctr;
+    return { blocks, deliveredBlocks: ctr.get('blocksDelivered'), deliveredBytes: ctr.get('bytesDelivered') };
   }
 
   /** Process one datagram (slice or cancel). Bad or unexpected input is counted and dropped; never throws. */
@@ -211,11 +255,12 @@ export class ChunkReceiver implements SansIoPeer {
   /**
    * Bind to the first session seen (or the pinned one); adopt a different one only after the bound
    * session sent nothing valid for `sessionIdleMs` (never, when pinned). A session seen for the first
-   * time syncs the expected chunk id from its first packet.
+   * time syncs the expected chunk id from its first packet; later packets may skip ids ahead (`skipTo`).
    */
   private admitSession(now: number, session: number, chunkId: number, pipelined: boolean): boolean {
     if (this.session === session && this.synced) {
       this.lastActivity = now;
+      if (this.cur === undefined) this.skipTo(pipelined ? seqAdd16(chunkId, -1) : chunkId);
       return true;
     }
     if (this.session !== session) {
@@ -231,24 +276,48 @@ export class ChunkReceiver implements SansIoPeer {
       if (memo >= 0) {
         const [m] = this.memos.splice(memo, 1);
         this.expected = m.expected;
+        this.expectedId = m.expectedId;
         this.finished = m.finished;
         this.synced = true;
       }
     }
+    const oldest = pipelined ? seqAdd16(chunkId, -1) : chunkId;
     if (!this.synced) {
-      this.expected = pipelined ? seqAdd16(chunkId, -1) : chunkId;
+      this.expected = oldest;
+      this.expectedId = 1 + ((oldest - this.config.firstChunkId) & 0xffff);
       this.finished = [];
       this.synced = true;
     }
     this.lastActivity = now;
+    if (this.cur === undefined) this.skipTo(oldest);
     return true;
+  }
+
+  /**
+   * The sender's oldest block in flight has chunk id `oldest` (a packet's own chunk id, or the one
+   * before it when the packet says `pipelined`), so the sender has finished every block before it.
+   * Ids from E up to `oldest` that the receiver holds no record of were never sent (blocks cancelled
+   * while still queued): skip them. O(1) per packet however far it skips.
+   */
+  private skipTo(oldest: number): void {
+    for (;;) {
+      const d = seqDiff16(oldest, this.expected);
+      if (d <= 0 || this.cur !== undefined) return;
+      const step = this.next === undefined ? d : 1;
+      this.cur = this.next;
+      this.next = undefined;
+      this.expected = seqAdd16(this.expected, step);
+      this.expectedId += step;
+      this.ctr.add('skippedIds', step);
+      this.deliver();
+    }
   }
 
   private switchAway(): void {
     this.ctr.add('sessionSwitches');
     for (const c of [this.cur, this.next]) {
       if (c !== undefined && c.kind === 'receiving' && c.received > 0) {
-        this.pushEvent({ type: 'cancelled', chunkId: c.chunkId, reason: 'session-changed' });
+        this.pushEvent({ type: 'cancelled', id: c.id, reason: 'session-changed' });
       }
     }
     this.freeSlot(this.cur);
@@ -257,7 +326,7 @@ export class ChunkReceiver implements SansIoPeer {
     this.next = undefined;
     for (const f of this.finished) f.ackPending = false;
     if (this.memos.length >= SESSION_MEMO) this.memos.shift();
-    this.memos.push({ session: this.session!, expected: this.expected, finished: this.finished });
+    this.memos.push({ session: this.session!, expected: this.expected, expectedId: this.expectedId, finished: this.finished });
     this.finished = [];
   }
 
@@ -267,13 +336,23 @@ export class ChunkReceiver implements SansIoPeer {
     c.release();
   }
 
-  /** The record for `chunkId` if it is one the receiver tracks (finished, current or next). */
+  /**
+   * The record for `chunkId` if it is one the receiver tracks: current (slot 0), next (1) or one of
+   * the last two finished (-1; not always E−1 and E−2, as skipped ids leave gaps); else slot -2 (old)
+   * or 2 (too far ahead).
+   */
   private lookup(chunkId: number): { rec: InChunk | undefined; slot: number } {
     const d = seqDiff16(chunkId, this.expected);
     if (d === 0) return { rec: this.cur, slot: 0 };
     if (d === 1) return { rec: this.next, slot: 1 };
-    if (d < 0 && d >= -this.finished.length) return { rec: this.finished[-d - 1], slot: -1 };
-    return { rec: undefined, slot: d < 0 ? -2 : 2 };
+    if (d > 1) return { rec: undefined, slot: 2 };
+    for (const f of this.finished) if (f.chunkId === chunkId) return { rec: f, slot: -1 };
+    return { rec: undefined, slot: -2 };
+  }
+
+  /** Block id of chunk `chunkId` at `slot` 0 (E) or 1 (E+1). */
+  private idAt(slot: number): number {
+    return this.expectedId + slot;
   }
 
   private onSlice(now: number, p: SliceHeader, bytes: Uint8Array): void {
@@ -322,8 +401,10 @@ export class ChunkReceiver implements SansIoPeer {
     }
     setBit(c.bits!, s);
     // A plain view, not bytes.subarray(): on a Node Buffer that goes through Buffer's own subarray.
-    c.data!.set(new Uint8Array(bytes.buffer, bytes.byteOffset + SLICE_HEADER_BYTES, bytes.length - SLICE_HEADER_BYTES), s * c.sliceBytes);
+    const len = bytes.length - SLICE_HEADER_BYTES;
+    c.data!.set(new Uint8Array(bytes.buffer, bytes.byteOffset + SLICE_HEADER_BYTES, len), s * c.sliceBytes);
     c.received++;
+    c.receivedBytes += len;
     this.nAccepted++;
     while (c.cum < c.sliceCount && testBit(c.bits!, c.cum)) c.cum++;
     if (s > c.highest) c.highest = s;
@@ -346,7 +427,7 @@ export class ChunkReceiver implements SansIoPeer {
   private open(p: SliceHeader, slot: number): InChunk | undefined {
     const cfg = this.config;
     if (p.blockBytes > cfg.maxBlockBytes) {
-      const c = new InChunk(p.chunkId, 'refused');
+      const c = new InChunk(p.chunkId, this.idAt(slot), 'refused');
       c.blockBytes = p.blockBytes;
       c.limitBytes = cfg.maxBlockBytes;
       this.ctr.add('refusedBlocks');
@@ -364,7 +445,7 @@ export class ChunkReceiver implements SansIoPeer {
       this.ctr.add('deferredNoMemory');
       return undefined;
     }
-    const c = new InChunk(p.chunkId, 'receiving');
+    const c = new InChunk(p.chunkId, this.idAt(slot), 'receiving');
     c.blockBytes = p.blockBytes;
     c.sliceBytes = p.sliceBytes;
     c.sliceCount = n;
@@ -403,7 +484,7 @@ export class ChunkReceiver implements SansIoPeer {
     let c = rec;
     if (c === undefined || c.kind === 'receiving') {
       if (c !== undefined) this.freeSlot(c);
-      c = new InChunk(p.chunkId, 'cancelled');
+      c = new InChunk(p.chunkId, this.idAt(slot), 'cancelled');
       this.ctr.add('cancelledBlocks');
       this.setSlot(slot, c);
     }
@@ -423,19 +504,20 @@ export class ChunkReceiver implements SansIoPeer {
         this.slotBytes -= c.footprint;
         c.release();
         this.eventBlockBytes += data.length;
-        this.events.push({ type: 'block', chunkId: c.chunkId, data });
+        this.events.push({ type: 'block', id: c.id, data });
         this.ctr.add('blocksDelivered');
         this.ctr.add('bytesDelivered', data.length);
       } else if (c.kind === 'cancelled') {
-        this.pushEvent({ type: 'cancelled', chunkId: c.chunkId, reason: 'sender' });
+        this.pushEvent({ type: 'cancelled', id: c.id, reason: 'sender' });
       } else {
-        this.pushEvent({ type: 'refused', chunkId: c.chunkId, blockBytes: c.blockBytes, limitBytes: c.limitBytes });
+        this.pushEvent({ type: 'refused', id: c.id, blockBytes: c.blockBytes, limitBytes: c.limitBytes });
       }
       this.finished.unshift(c);
       if (this.finished.length > 2) this.finished.pop();
       this.cur = this.next;
       this.next = undefined;
       this.expected = seqAdd16(this.expected, 1);
+      this.expectedId++;
     }
   }
 

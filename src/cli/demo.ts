@@ -3,7 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
 import { describeLink } from './proxy.js';
 import { formatSummary, ProgressBar } from './report.js';
-import { receiveOne, sendOne, type ReceiveResult } from './transfer.js';
+import { receiveOne, sendOne, TransferError, type ReceiveResult } from './transfer.js';
+import { stopSignal } from './units.js';
 
 const BLOCK_BYTES = 4 * 1024 * 1024;
 const LINK = { latencyMs: 50, loss: 0.05 };
@@ -18,6 +19,7 @@ function sha256(b: Uint8Array): string {
  * each way, and a sender moving a 4 MiB random block, verified by SHA-256. Exit 0 on success, 1 otherwise.
  */
 async function demo(): Promise<number> {
+  const stop = stopSignal();
   const block = randomBytes(BLOCK_BYTES);
   const want = sha256(block);
   let gotBlock: ((r: ReceiveResult) => void) | undefined;
@@ -29,9 +31,12 @@ async function demo(): Promise<number> {
     port: 0,
     host: '127.0.0.1',
     idleTimeoutMs: 20_000,
+    signal: stop.signal,
     onListening: (a) => listening!(a.port),
     onBlock: (r) => gotBlock!(r),
   });
+  // Awaited below; until then a rejection (Ctrl-C, timeout) must not count as unhandled.
+  receiving.catch(() => undefined);
   const proxy = await UdpLinkProxy.open({
     listenHost: '127.0.0.1',
     target: { host: '127.0.0.1', port: await recvPort },
@@ -55,6 +60,7 @@ async function demo(): Promise<number> {
         burst: false,
         idleTimeoutMs: 20_000,
         progress: new ProgressBar('send', true),
+        signal: stop.signal,
       }),
       deadline,
     ]);
@@ -74,6 +80,7 @@ async function demo(): Promise<number> {
     process.stdout.write(`OK: sha256 ${got} matches\n`);
     return 0;
   } finally {
+    stop.dispose();
     await proxy.close();
   }
 }
@@ -82,6 +89,6 @@ demo().then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stdout.write(`FAIL: ${(err as Error).message ?? String(err)}\n`);
-    process.exit(1);
+    process.exit(err instanceof TransferError ? err.exitCode : 1);
   },
 );
