@@ -28,8 +28,9 @@ export interface PairWorldOptions {
   bToA?: LinkSpec;
   /** Size (bytes) of the buffer handed to `pollTransmit`. Default 1500. */
   mtu?: number;
-  /** Peers, if known at construction; otherwise call `attach`. */
+  /** Peer A, if known at construction (give both, or call `attach` later). */
   a?: SansIoPeer;
+  /** Peer B, if known at construction. */
   b?: SansIoPeer;
   /** Virtual time at start (ms). Default 0. */
   startMs?: number;
@@ -51,7 +52,9 @@ export interface PairWorldStats {
   aToB: LinkCounters;
   /** Counters of the B→A link. */
   bToA: LinkCounters;
+  /** Counters of peer A. */
   a: PeerStats;
+  /** Counters of peer B. */
   b: PeerStats;
   /** Events processed since construction. */
   steps: number;

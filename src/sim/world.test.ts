@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
 import { GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
+import type { LinkCounters } from './link.js';
 import { World } from './world.js';
 
 /** An addressed server: echoes every datagram to whoever sent it. */
@@ -358,5 +360,62 @@ describe('World: scheduled actions', () => {
     world.runFor(100);
     // At 20 the ping sent at 10 and the echo of the first arrive together: routes in creation order.
     expect(log.slice(0, 6)).toEqual(['first@10', 'c>srv@10', 'second@20', 'third@20', 'c>srv@20', 'srv>c@20']);
+  });
+});
+
+describe('World: property', () => {
+  it('for any mix of routes, bottlenecks and changes: time never goes backwards and every datagram is accounted for', () => {
+    const linkArb = fc.record({
+      latencyMs: fc.integer({ min: 0, max: 40 }),
+      jitterMs: fc.integer({ min: 0, max: 20 }),
+      reorder: fc.boolean(),
+      loss: fc.double({ min: 0, max: 0.3, noNaN: true }),
+      duplicate: fc.double({ min: 0, max: 0.1, noNaN: true }),
+      rateBitsPerSec: fc.option(fc.integer({ min: 100_000, max: 10_000_000 }), { nil: undefined }),
+    }, { requiredKeys: [] });
+    const arb = fc.record({
+      seed: fc.integer(),
+      clients: fc.integer({ min: 1, max: 5 }),
+      link: linkArb,
+      via: fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+      bottleneck: linkArb,
+      changes: fc.array(fc.tuple(fc.integer({ min: 0, max: 1500 }), fc.integer({ min: 0, max: 4 }), linkArb), { maxLength: 4 }),
+      integerTime: fc.boolean(),
+    });
+    fc.assert(fc.property(arb, (o) => {
+      const world = new World({ seed: o.seed, link: o.link, bottlenecks: { core: o.bottleneck }, integerTime: o.integerTime });
+      const names = Array.from({ length: o.clients }, (_, i) => `c${i}`);
+      names.forEach((n, i) => { if (o.via[i]) world.route(n, 'srv', { via: 'core' }); });
+      world.add('srv', new EchoServer());
+      const ps = names.map((n, i) => { const p = new Pinger(7 + i, 100); world.addPeer(n, p, 'srv'); return p; });
+      for (const [at, who, cfg] of o.changes) world.at(at, () => world.link(`c${who % o.clients}`, 'srv').reconfigure(world.now, cfg));
+      let last = world.now;
+      let monotonic = true;
+      world.onDeliver = (_f, _t, _b, now) => { if (now < last) monotonic = false; last = now; };
+      const r = world.runUntil(() => false, { maxTimeMs: 60_000 });
+      if (r.reason !== 'idle' || !monotonic) return false;
+      const s = world.stats;
+      let sent = 0;
+      let received = 0;
+      for (const p of Object.values(s.peers)) { sent += p.datagramsSent; received += p.datagramsReceived; }
+      let linkIn = 0;
+      let linkOut = 0;
+      let created = 0;
+      let dropped = 0;
+      const drops = (c: LinkCounters): number => c.droppedLoss + c.droppedQueue + c.droppedMtu + c.droppedOutage + c.droppedInFlight;
+      for (const x of s.routes) {
+        if (x.via === undefined) linkIn += x.link.sent;
+        linkOut += x.link.delivered;
+        created += x.link.duplicated;
+        dropped += drops(x.link);
+      }
+      const b = s.bottlenecks.core;
+      linkIn += b.sent;
+      created += b.duplicated;
+      dropped += drops(b);
+      // Everything sent entered a route or the bottleneck; everything the bottleneck passed on entered a route.
+      return sent === linkIn && s.undeliverable === 0 && received === linkOut && ps.every((p) => p.rtts.every((x) => x >= 0)) &&
+        sent + created === received + dropped && Object.values(s.peers).every((p) => p.stalls === 0 && p.unroutable === 0);
+    }), { numRuns: 80, seed: 20261123 });
   });
 });

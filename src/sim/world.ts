@@ -23,7 +23,9 @@ export interface RouteOptions {
 
 /** A route given at construction: one direction, `from` → `to`. */
 export interface RouteSpec extends RouteOptions {
+  /** Sending address. */
   from: Address;
+  /** Receiving address. */
   to: Address;
 }
 
@@ -97,7 +99,9 @@ export interface PeerStats {
 
 /** Counters of one route (one direction between two addresses). */
 export interface RouteStats {
+  /** Sending address. */
   from: Address;
+  /** Receiving address. */
   to: Address;
   /** The shared bottleneck it crosses, if any. */
   via: string | undefined;
@@ -132,6 +136,7 @@ export interface RunResult {
   now: number;
   /** Steps processed by this call. */
   steps: number;
+  /** Why it returned. */
   reason: RunStopReason;
 }
 
