@@ -7,6 +7,7 @@ import { ChunkReceiver, type ChunkReceiverEvent } from '../chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../chunk/sender.js';
 import { decodeChunkPacket, PacketType, peekPacketType, sliceCountOf } from '../chunk/wire.js';
 import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate } from '../congestion/adaptive.js';
+import { GamewireError } from '../core/errors.js';
 import { DEFAULT_RATE_BYTES_PER_SEC } from '../congestion/fixed.js';
 import { formatSummary, ProgressBar } from './report.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, stopSignal } from './units.js';
@@ -108,11 +109,16 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   if (o.signal?.aborted === true) throw interrupted();
   const receiver = new ChunkReceiver({ maxBlockBytes: o.maxBytes ?? DEFAULT_MAX_BLOCK_BYTES });
   const peer = new ObservedReceiver(receiver);
-  const driver = await UdpDriver.open<ChunkReceiverEvent>(peer, {
-    port: o.port,
-    host: o.host,
-    acceptFirst: (bytes) => peekPacketType(bytes) === PacketType.Slice,
-  });
+  let driver: UdpDriver<ChunkReceiverEvent>;
+  try {
+    driver = await UdpDriver.open<ChunkReceiverEvent>(peer, {
+      port: o.port,
+      host: o.host,
+      acceptFirst: (bytes) => peekPacketType(bytes) === PacketType.Slice,
+    });
+  } catch (err) {
+    throw new TransferError(`cannot listen on ${o.host}:${o.port}: ${reason(err)}`);
+  }
   o.onListening?.(driver.local);
   const openedAt = driver.now();
   let ticker: NodeJS.Timeout | undefined;
@@ -251,7 +257,7 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
   try {
     driver = await UdpDriver.open<ChunkSenderEvent>(sender, { port: o.port, remote: o.to });
   } catch (err) {
-    throw new TransferError(`cannot send to ${o.to.host}:${o.to.port}: ${(err as Error).message}`);
+    throw new TransferError(`cannot send to ${o.to.host}:${o.to.port}: ${reason(err)}`);
   }
   const startedAt = driver.now();
   let ticker: NodeJS.Timeout | undefined;
@@ -314,6 +320,12 @@ function failureExitCode(err: unknown): number {
   if (!(err instanceof TransferError)) throw err;
   process.stderr.write(`error: ${err.message}\n`);
   return err.exitCode;
+}
+
+/** An error's message for a person: without the `code: ` prefix a GamewireError carries. */
+function reason(err: unknown): string {
+  if (err instanceof GamewireError) return err.message.slice(err.code.length + 2);
+  return err instanceof Error ? err.message : String(err);
 }
 
 function fmtSecs(ms: number): string {

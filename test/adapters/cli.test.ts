@@ -103,6 +103,31 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     });
   });
 
+  it('send to a host name that does not resolve fails at once with the lookup error (exit 1)', async () => {
+    const file = join(dir, 'tiny.bin');
+    writeFileSync(file, new Uint8Array(1000));
+    const t0 = performance.now();
+    const run = gamewire('send', file, '--to', 'nosuchhost.invalid:9000', '--timeout', '60s', '--quiet');
+    expect(await run.exit, run.stderr()).toBe(1);
+    expect(run.stderr()).toMatch(/^error: cannot send to nosuchhost\.invalid:9000: .*(ENOTFOUND|EAI_AGAIN|not found|resolve)/im);
+    // One clean line: no stack trace, no error-code prefix, not the old "Not connected".
+    expect(run.stderr().trim().split('\n')).toHaveLength(1);
+    expect(run.stderr()).not.toMatch(/Not connected|invalid-argument|at .*\.ts:\d+/);
+    // Well before --timeout: the lookup error is reported, not waited out.
+    expect(performance.now() - t0).toBeLessThan(30_000);
+  });
+
+  it('recv on a port already in use fails at once with exit 1', async () => {
+    const busy = createSocket('udp4');
+    await new Promise<void>((r) => busy.bind(0, '127.0.0.1', () => r()));
+    const port = busy.address().port;
+    const run = gamewire('recv', '--port', String(port), '--host', '127.0.0.1', '--out', join(dir, 'busy.bin'));
+    const code = await run.exit;
+    busy.close();
+    expect(code, run.stderr()).toBe(1);
+    expect(run.stderr()).toMatch(new RegExp(`^error: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`, 'm'));
+  });
+
   it('proxy --stats-every 0 means off; a positive period prints counters', async () => {
     const off = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '0');
     const on = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '100ms');
