@@ -1,19 +1,14 @@
-import type { RateController } from '../congestion/controller.js';
-import { PacingBudget } from '../congestion/fixed.js';
+import { Path } from '../congestion/path.js';
 import { Counters } from '../core/counters.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
-import { timeDiff32, u32 } from '../core/wrap.js';
+import { seqAdd16, timeDiff32, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
 import { type ChunkSenderConfig, type ResolvedChunkSenderConfig, resolveSenderConfig } from './config.js';
-import { RttEstimator } from './rtt.js';
 import {
   type AckPacket, CANCEL_BYTES, decodeChunkPacket, encodeCancel, MAX_BLOCK_BYTES, type RefusePacket,
   SLICE_HEADER_BYTES, sliceCountOf, writeSlice,
 } from './wire.js';
-
-/** UDP/IPv4 header bytes added to every datagram when accounting wire bytes for pacing. */
-export const UDP_IP_OVERHEAD_BYTES = 28;
 
 /** Why a block was cancelled. */
 export type CancelReason = 'user' | 'datagram-too-large';
@@ -112,18 +107,6 @@ interface Queued {
   data: Uint8Array;
 }
 
-/** Largest resend-delay multiplier while the receiver stays silent (RFC 6298 style backoff). */
-const MAX_BACKOFF = 16;
-
-/** Cap on the learned receiver ack delay added to the resend delay (ms); receivers hold acks ≤ 25 ms. */
-const MAX_PEER_ACK_DELAY_MS = 25;
-
-/**
- * Most block ids between the newest block on the wire and the next one (seqDiff16's range): ids of
- * blocks cancelled while queued never reach the wire, and the receiver skips such gaps (docs/chunk.md).
- */
-const MAX_ID_GAP = 0x8000;
-
 /** Bookkeeping bytes per slice of an in-flight block (bit + f64 send time + u32 FIFO slot), rounded up. */
 const OVERHEAD_PER_SLICE = 13;
 
@@ -133,8 +116,8 @@ const OVERHEAD_PER_SLICE = 13;
  *
  * Drive contract (`SansIoPeer`): feed acks with `handleDatagram(now, bytes)`, call `handleTimeout(now)`
  * when `now ≥ pollTimeout()`, and after any input or command drain `pollTransmit(now, out)` until it
- * returns undefined, then `pollEvent()` likewise. Slices are paced by the `RateController` through a
- * byte budget; each unacked slice is resent no sooner than max(RTT × 1.25, minResendMs) after its
+ * returns undefined, then `pollEvent()` likewise. Slices are paced by the `Path` (its rate controller
+ * and byte budget; a private path unless `config.path` shares one with other lanes); each unacked slice is resent no sooner than max(RTT × 1.25, minResendMs) after its
  * last send, oldest first. When the peer goes silent, fresh slices stop once the wire bytes of fresh
  * slices sent since it last spoke exceed max(`unackedBdpMultiple` × rate × srtt, `unackedFloorBytes`);
  * due resends (backed off) still go out and the first ack lifts the cap. `sendBlock` keeps a
@@ -143,16 +126,14 @@ const OVERHEAD_PER_SLICE = 13;
 export class ChunkSender implements SansIoPeer {
   /** The validated configuration. */
   readonly config: Readonly<ResolvedChunkSenderConfig>;
-  private readonly controller: RateController;
-  private readonly budget: PacingBudget;
-  private readonly rtt: RttEstimator;
+  /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead. */
+  readonly path: Path;
   private readonly ctr = new Counters<ChunkSenderCounter>(SENDER_COUNTERS);
   private readonly queue: Queued[] = [];
   private readonly inflight: OutChunk[] = [];
   private readonly events: ChunkSenderEvent[] = [];
   private nextId = 1;
-  // Id of the newest block put on the wire: bounds how many ids a receiver may have to skip.
-  private lastStartedId = 0;
+  private nextChunkId: number;
   private queuedBytesTotal = 0;
   private lastNow = -Infinity;
   private pickChunk: OutChunk | undefined;
@@ -164,13 +145,6 @@ export class ChunkSender implements SansIoPeer {
   private rateN = 0;
   private rateHead = 0;
   private ackedTotal = 0;
-  private peerAckDelayMs = 0;
-  private backoff = 1;
-  private lastAckAt = -Infinity;
-  private lastProbeAt = -Infinity;
-  // Wire bytes of fresh slices sent since the peer last spoke, and the cap on them (set in `advance`).
-  private freshUnacked = 0;
-  private freshCap = Infinity;
   // Per-datagram counters as plain fields (hot path); folded into counters().
   private nSent = 0;
   private wireSent = 0;
@@ -181,18 +155,19 @@ export class ChunkSender implements SansIoPeer {
 
   constructor(config: ChunkSenderConfig = {}) {
     this.config = resolveSenderConfig(config);
-    this.controller = this.config.rateController;
-    this.budget = new PacingBudget(this.config.pacingBurstMs,
-      2 * (this.config.sliceBytes + SLICE_HEADER_BYTES + UDP_IP_OVERHEAD_BYTES));
-    this.rtt = new RttEstimator(this.config.initialRttMs);
+    const cfg = this.config;
+    this.path = cfg.path ?? new Path({
+      rateController: cfg.rateController, initialRttMs: cfg.initialRttMs, pacingBurstMs: cfg.pacingBurstMs,
+      unackedBdpMultiple: cfg.unackedBdpMultiple, unackedFloorBytes: cfg.unackedFloorBytes,
+      maxDatagramBytes: cfg.sliceBytes + SLICE_HEADER_BYTES,
+    });
+    this.nextChunkId = this.config.firstChunkId;
   }
 
   /**
    * Queue `bytes` (0..2^32−1 bytes, kept by reference) for reliable, ordered delivery; returns the
-   * block's id (1, 2, 3…) used by events, `cancel` and `progress`, and reported by the receiver's
-   * events too. Throws `invalid-argument` for a non-Uint8Array, `block-too-large` if it could never
-   * fit `maxQueuedBytes`, `queue-full` at the limits (or once 32 768 ids were handed out since the
-   * newest block put on the wire: ids cancelled while queued leave gaps a receiver can skip only that far).
+   * block's id (1, 2, 3…) used by events, `cancel` and `progress`. Throws `invalid-argument` for a
+   * non-Uint8Array, `block-too-large` if it could never fit `maxQueuedBytes`, `queue-full` at the limits.
    */
   sendBlock(bytes: Uint8Array): number {
     checkArg(bytes instanceof Uint8Array, 'block must be a Uint8Array');
@@ -205,9 +180,6 @@ export class ChunkSender implements SansIoPeer {
     if (blocks >= cfg.maxQueuedBlocks || this.queuedBytesTotal + bytes.length > cfg.maxQueuedBytes) {
       throw new GamewireError('queue-full',
         `send queue holds ${blocks} blocks / ${this.queuedBytesTotal} bytes (limits ${cfg.maxQueuedBlocks} / ${cfg.maxQueuedBytes})`);
-    }
-    if (this.nextId - this.lastStartedId > MAX_ID_GAP) {
-      throw new GamewireError('queue-full', `${MAX_ID_GAP} block ids handed out since the newest block was put on the wire`);
     }
     const id = this.nextId++;
     this.queue.push({ id, data: bytes });
@@ -256,9 +228,10 @@ export class ChunkSender implements SansIoPeer {
     return { ...this.ctr.snapshot(), datagramsSent: this.nSent, wireBytesSent: this.wireSent, slicesSent: this.nSlices };
   }
 
-  /** The RTT estimator's current view (ms). */
+  /** The path's RTT estimate (ms). */
   rttStats(): { srttMs: number; rttvarMs: number; minRttMs: number | undefined; samples: number } {
-    return { srttMs: this.rtt.srttMs, rttvarMs: this.rtt.rttvarMs, minRttMs: this.rtt.minRttMs, samples: this.rtt.samples };
+    const r = this.path.rtt;
+    return { srttMs: r.srttMs, rttvarMs: r.rttvarMs, minRttMs: r.minRttMs, samples: r.samples };
   }
 
   /**
@@ -267,26 +240,12 @@ export class ChunkSender implements SansIoPeer {
    * backoff (doubled by each probe sent while the receiver is silent, up to 16; reset by any ack).
    */
   resendDelayMs(): number {
-    return (this.rtt.resendDelayMs(this.config.minResendMs) + this.peerAckDelayMs) * this.backoff;
+    return this.path.resendDelayMs(this.config.minResendMs);
   }
 
-  /**
-   * When the oldest sent slice of `c` may be resent (ms). If nothing at all was heard from the
-   * receiver since it was sent (peer silent, or the RTT is larger than assumed), it is a probe:
-   * at most one probe goes out per resend delay, and each one doubles the backoff (RFC 6298 style).
-   */
+  /** When the oldest sent slice of `c` may be resent (ms); a probe while the receiver is silent (see `Path.resendAt`). */
   private headEligibleAt(c: OutChunk, delay: number): number {
-    const sent = c.sentAt[c.fifo[c.fifoHead]];
-    const due = sent + delay;
-    return sent > this.lastAckAt ? Math.max(due, this.lastProbeAt + delay) : due;
-  }
-
-  /** A resend of something sent after the last ack is a probe: back off. */
-  private noteResend(now: number, sentAt: number): void {
-    if (sentAt > this.lastAckAt) {
-      this.backoff = Math.min(this.backoff * 2, MAX_BACKOFF);
-      this.lastProbeAt = now;
-    }
+    return this.path.resendAt(c.sentAt[c.fifo[c.fifoHead]], delay);
   }
 
   /**
@@ -324,7 +283,7 @@ export class ChunkSender implements SansIoPeer {
       rateBytesPerSec: rate,
       etaMs: current === undefined ? undefined : eta(current.totalBytes - current.ackedBytes),
       queueEtaMs: eta(remainingAll),
-      srttMs: this.rtt.srttMs,
+      srttMs: this.path.rtt.srttMs,
     };
   }
 
@@ -345,9 +304,7 @@ export class ChunkSender implements SansIoPeer {
       this.ctr.add('wrongSession');
       return;
     }
-    this.lastAckAt = now;
-    this.backoff = 1;
-    this.freshUnacked = 0;
+    this.path.onPeerHeard(now);
     if (p.type === 'ack') this.onAck(now, p);
     else this.onRefuse(p);
     this.advance(now);
@@ -377,7 +334,7 @@ export class ChunkSender implements SansIoPeer {
           return undefined;
         }
         const n = encodeCancel(out, { session: this.config.sessionId, chunkId: c.chunkId, pipelined: this.isPipelined(c) });
-        if (c.cancelSentAt !== -Infinity) this.noteResend(now, c.cancelSentAt);
+        if (c.cancelSentAt !== -Infinity) this.path.onResend(now, c.cancelSentAt);
         c.cancelSentAt = now;
         this.ctr.add('cancelsSent');
         this.noteSent(now, n);
@@ -401,11 +358,11 @@ export class ChunkSender implements SansIoPeer {
       this.beginCancel(c, 'datagram-too-large');
       return this.pollCancelOrSlice(now, out);
     }
-    const wire = size + UDP_IP_OVERHEAD_BYTES;
+    const wire = this.path.wireBytes(size);
     const unpaced = c.burst && !this.pickResend;
     if (!unpaced) {
-      if (!this.budget.covers(wire)) return undefined;
-      this.budget.spend(wire);
+      if (!this.path.covers(wire)) return undefined;
+      this.path.spend(wire);
     }
     writeSlice(out, 0, this.config.sessionId, c.chunkId, this.isPipelined(c), u32(Math.floor(now * 1000)),
       c.data.length, sliceBytes, s, c.data, offset, len);
@@ -413,22 +370,21 @@ export class ChunkSender implements SansIoPeer {
       c.fifoHead = (c.fifoHead + 1) % c.sliceCount;
       c.fifoLen--;
       this.ctr.add('slicesResent');
-      this.controller.onLoss(now, wire);
-      this.noteResend(now, c.sentAt[s]);
+      this.path.onLoss(now, wire);
+      this.path.onResend(now, c.sentAt[s]);
     } else {
       c.nextFresh++;
       c.sentBytes += len;
-      this.freshUnacked += wire;
       if (c.burst && c.nextFresh === c.sliceCount) {
         c.burst = false;
-        this.budget.clear();
+        this.path.clearBudget();
       }
     }
     c.sentAt[s] = now;
     c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
     c.fifoLen++;
     this.nSlices++;
-    this.noteSent(now, size);
+    this.noteSent(now, size, !this.pickResend);
     return size;
   }
 
@@ -453,7 +409,7 @@ export class ChunkSender implements SansIoPeer {
       }
       while (c.nextFresh < c.sliceCount && testBit(c.acked, c.nextFresh)) c.nextFresh++;
       if (c.burst && c.nextFresh < c.sliceCount) return now;
-      const fresh = c.nextFresh < c.sliceCount && this.freshUnacked <= this.freshCap;
+      const fresh = c.nextFresh < c.sliceCount && this.path.freshAllowed();
       this.dropAckedHead(c);
       const due = c.fifoLen > 0 ? this.headEligibleAt(c, delay) : Infinity;
       const headAt = due === Infinity ? Infinity : Math.max(due, this.budgetReadyAt(c, c.fifo[c.fifoHead]));
@@ -471,15 +427,16 @@ export class ChunkSender implements SansIoPeer {
 
   private budgetReadyAt(c: OutChunk, slice: number): number {
     const len = Math.min(this.config.sliceBytes, c.data.length - slice * this.config.sliceBytes);
-    const t = this.budget.readyAt(SLICE_HEADER_BYTES + len + UDP_IP_OVERHEAD_BYTES);
+    const t = this.path.readyAt(this.path.wireBytes(SLICE_HEADER_BYTES + len));
     // A zero rate (controller paused): look again in 100 ms.
     return t ?? this.lastNow + 100;
   }
 
-  private noteSent(now: number, size: number): void {
+  private noteSent(now: number, size: number, fresh = false): void {
+    const wire = this.path.wireBytes(size);
     this.nSent++;
-    this.wireSent += size + UDP_IP_OVERHEAD_BYTES;
-    this.controller.onSent(now, size + UDP_IP_OVERHEAD_BYTES);
+    this.wireSent += wire;
+    this.path.onSent(now, wire, fresh);
   }
 
   private isPipelined(c: OutChunk): boolean {
@@ -495,7 +452,7 @@ export class ChunkSender implements SansIoPeer {
       if (c.burst && c.nextFresh < c.sliceCount) return this.setPick(c, c.nextFresh, false);
       this.dropAckedHead(c);
       if (c.fifoLen > 0 && this.headEligibleAt(c, delay) <= now) return this.setPick(c, c.fifo[c.fifoHead], true);
-      if (c.nextFresh < c.sliceCount && this.freshUnacked <= this.freshCap) return this.setPick(c, c.nextFresh, false);
+      if (c.nextFresh < c.sliceCount && this.path.freshAllowed()) return this.setPick(c, c.nextFresh, false);
     }
     return false;
   }
@@ -517,10 +474,7 @@ export class ChunkSender implements SansIoPeer {
   /** Refill the budget, retire finished blocks, start queued ones, raise stall notices. */
   private advance(now: number): void {
     if (now > this.lastNow) this.lastNow = now;
-    const rate = this.controller.pacingRate(now);
-    this.budget.refill(now, rate);
-    const m = this.config.unackedBdpMultiple;
-    this.freshCap = m > 0 ? Math.max(m * rate * this.rtt.srttMs * 0.001, this.config.unackedFloorBytes) : Infinity;
+    this.path.update(now);
     this.retire();
     while (this.canStartNext()) this.startNext(now);
     for (const c of this.inflight) {
@@ -540,16 +494,15 @@ export class ChunkSender implements SansIoPeer {
     if (this.inflight.length === 0) return true;
     if (this.inflight.length >= 2 || !this.config.pipeline) return false;
     const c = this.inflight[0];
-    // Only the direct successor may be pipelined: a pipelined packet tells the receiver id − 1 is in flight.
-    return (c.state !== 'sending' || c.nextFresh === c.sliceCount) && this.queue[0].id === c.id + 1;
+    return c.state !== 'sending' || c.nextFresh === c.sliceCount;
   }
 
   private startNext(now: number): void {
     const q = this.queue.shift()!;
     const cfg = this.config;
     const burst = cfg.burst && q.data.length <= cfg.burstMaxBlockBytes;
-    this.inflight.push(new OutChunk(q.id, (cfg.firstChunkId + q.id - 1) & 0xffff, q.data, cfg.sliceBytes, burst, now));
-    this.lastStartedId = q.id;
+    this.inflight.push(new OutChunk(q.id, this.nextChunkId, q.data, cfg.sliceBytes, burst, now));
+    this.nextChunkId = seqAdd16(this.nextChunkId, 1);
   }
 
   /** Stop sending slices of `c`; the receiver is told with cancel packets until it answers. */
@@ -607,11 +560,9 @@ export class ChunkSender implements SansIoPeer {
       const rawUs = timeDiff32(u32(Math.floor(now * 1000)), p.echoTimeUs);
       const ms = (rawUs - p.ackDelayUs) / 1000;
       // Allow 1 ms of rounding below zero (µs truncation on both ends), clamp it to 0.
-      if (rawUs >= 0 && ms > -1 && this.rtt.update(Math.max(ms, 0))) {
+      if (rawUs >= 0 && ms > -1 && this.path.onRttSample(now, Math.max(ms, 0), p.ackDelayUs / 1000)) {
         sample = Math.max(ms, 0);
         this.ctr.add('rttSamples');
-        // Slowly decaying max of the receiver's ack holding time (QUIC's max_ack_delay, learned).
-        this.peerAckDelayMs = Math.max(Math.min(p.ackDelayUs / 1000, MAX_PEER_ACK_DELAY_MS), this.peerAckDelayMs * 0.98);
       } else {
         this.ctr.add('rttRejected');
       }
@@ -636,13 +587,13 @@ export class ChunkSender implements SansIoPeer {
       if (newSlices > 0) {
         c.lastProgressAt = now;
         c.stalled = false;
-        newlyWire = c.ackedBytes - before + newSlices * (SLICE_HEADER_BYTES + UDP_IP_OVERHEAD_BYTES);
+        newlyWire = c.ackedBytes - before + newSlices * this.path.wireBytes(SLICE_HEADER_BYTES);
         this.noteGoodput(now);
         this.ackedTotal += c.ackedBytes - before;
       }
       if (c.ackedCount === c.sliceCount) this.finishDelivered(now, c);
     }
-    if (newlyWire > 0 || sample !== undefined) this.controller.onAck(now, newlyWire, sample);
+    if (newlyWire > 0 || sample !== undefined) this.path.onAck(now, newlyWire, sample !== undefined);
   }
 
   private finishDelivered(now: number, c: OutChunk): void {

@@ -5,6 +5,7 @@ import { NonCryptoRng } from '../core/rng.js';
 import { Link } from '../sim/link.js';
 import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate, type AdaptiveRateState } from './adaptive.js';
 import type { RateController } from './controller.js';
+import { RttEstimator } from './rtt.js';
 
 // ---------------------------------------------------------------------------------------------
 // Closed-loop rig: a paced sender with unlimited data, a bottleneck (drop-tail queue, random loss
@@ -13,6 +14,16 @@ import type { RateController } from './controller.js';
 // ---------------------------------------------------------------------------------------------
 
 const DATAGRAM = 1228;
+
+const estimators = new WeakMap<RateController, RttEstimator>();
+
+/** What a `Path` does on an ack: feed the sample to the path's one RTT estimator, then the controller. */
+function ack(c: RateController, now: number, bytes: number, rttMs: number | undefined): void {
+  let e = estimators.get(c);
+  if (e === undefined) estimators.set(c, (e = new RttEstimator()));
+  const ok = rttMs !== undefined && e.update(now, rttMs);
+  c.onAck(now, bytes, ok ? rttMs : undefined, e);
+}
 
 /** Forward path: datagrams in, (arrival time, id) out in FIFO order. */
 interface ForwardPath {
@@ -269,7 +280,7 @@ function runRig(ctrl: RateController, o: RigOptions): RigResult {
       if (bytes > 0) {
         const rtt = now - sendTime[newest] - held;
         srtt = srtt === 0 ? rtt : srtt + (rtt - srtt) / 8;
-        ctrl.onAck(now, bytes, rtt);
+        ack(ctrl, now, bytes, rtt);
       }
     } else if (t === nextFwd) {
       arrivals.push(fwd.popArrival(now));
@@ -467,7 +478,7 @@ describe('AdaptiveRate unit behaviour', () => {
       for (let t = from, i = 0; t < to; t += 1, i++) {
         c.onSent(t, 1228);
         if (lossEvery > 0 && i % lossEvery === 0) c.onLoss(t, 1228);
-        else c.onAck(t, 1228, rtt);
+        else ack(c, t, 1228, rtt);
       }
     };
     const quiet = new AdaptiveRate({ initialBurstBytes: 0 });
@@ -488,13 +499,13 @@ describe('AdaptiveRate unit behaviour', () => {
     let t = 0;
     for (let i = 0; i < 3000; i++, t++) {
       c.onSent(t, 1228);
-      c.onAck(t, 1228, 40);
+      ack(c, t, 1228, 40);
     }
     const before = c.pacingRate(t);
     for (let i = 0; i < 1000; i++, t++) {
       c.onSent(t, 1228);
       if (i % 2 === 0) c.onLoss(t, 1228);
-      else c.onAck(t, 1228, 40);
+      else ack(c, t, 1228, 40);
     }
     expect(c.stats(t).lossBackoffs).toBeGreaterThan(0);
     expect(c.pacingRate(t)).toBeLessThan(0.75 * before);
@@ -504,10 +515,10 @@ describe('AdaptiveRate unit behaviour', () => {
     const c = new AdaptiveRate({ initialBurstBytes: 0 });
     let t = 0;
     c.onSent(0, DATAGRAM);
-    c.onAck((t += 20), DATAGRAM, 20);
+    ack(c, (t += 20), DATAGRAM, 20);
     for (let i = 0; i < 40; i++) {
       c.onSent(t, DATAGRAM);
-      c.onAck((t += 0.5), DATAGRAM, 1 + (i % 2) * 0.05);
+      ack(c, (t += 0.5), DATAGRAM, 1 + (i % 2) * 0.05);
     }
     const s = c.stats(t);
     // A 19 ms step among 41 samples is one outlier, not 19 ms of jitter: the target stays a few ms
@@ -521,16 +532,16 @@ describe('AdaptiveRate unit behaviour', () => {
     // passed the dispersion test: 262 Mbit/s on a 10 Mbit/s path, and 50 % queue drops followed.
     const pair = new AdaptiveRate();
     for (let i = 0; i < 10; i++) pair.onSent(0, DATAGRAM);
-    pair.onAck(50, 2 * DATAGRAM, 50);
-    pair.onAck(50.15, 4 * DATAGRAM, 50.15);
+    ack(pair, 50, 2 * DATAGRAM, 50);
+    ack(pair, 50.15, 4 * DATAGRAM, 50.15);
     expect(pair.state).toBe('startup');
 
     // Nor may a compressed burst of acks (7 datagrams within 0.62 ms, reordered) raise the start-up
     // estimate as a lower bound: it once read 111 Mbit/s on a 10 Mbit/s path and paced at 222 Mbit/s.
     const burst = new AdaptiveRate();
     for (let i = 0; i < 10; i++) burst.onSent(0, DATAGRAM);
-    burst.onAck(54, DATAGRAM, 54);
-    burst.onAck(54.62, 7 * DATAGRAM, 54);
+    ack(burst, 54, DATAGRAM, 54);
+    ack(burst, 54.62, 7 * DATAGRAM, 54);
     expect(burst.state).toBe('startup');
     expect((burst.pacingRate(55) * 8) / 1e6).toBeLessThan(5);
 
@@ -538,7 +549,7 @@ describe('AdaptiveRate unit behaviour', () => {
     const train = new AdaptiveRate();
     for (let i = 0; i < 10; i++) train.onSent(0, DATAGRAM);
     const gap = (2 * DATAGRAM * 8) / 10e3;
-    for (let k = 0; k < 5; k++) train.onAck(50 + k * gap, 2 * DATAGRAM, 50 + k * gap);
+    for (let k = 0; k < 5; k++) ack(train, 50 + k * gap, 2 * DATAGRAM, 50 + k * gap);
     expect(train.state).toBe('steady');
     expect((train.stats(60).bandwidth * 8) / 1e6).toBeCloseTo(10, 0);
   });
@@ -555,7 +566,7 @@ describe('AdaptiveRate unit behaviour', () => {
         while (due.length > 0 && due[0][0] <= t) {
           const [at, r, lost] = due.shift()!;
           if (lost) c.onLoss(t, DATAGRAM);
-          else c.onAck(at, DATAGRAM, r);
+          else ack(c, at, DATAGRAM, r);
         }
       }
       return c;
@@ -577,8 +588,8 @@ describe('AdaptiveRate unit behaviour', () => {
         for (const [kind, x, dt] of ops) {
           now += dt;
           if (kind === 0) c.onSent(now, x);
-          else if (kind === 1) c.onAck(now, x, Math.abs(x) % 500);
-          else if (kind === 2) c.onAck(now, x, undefined);
+          else if (kind === 1) ack(c, now, x, Math.abs(x) % 500);
+          else if (kind === 2) ack(c, now, x, undefined);
           else c.onLoss(now, x);
           const r = c.pacingRate(now);
           if (!(r >= 10_000 && r <= 1e7)) return false;

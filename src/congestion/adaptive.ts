@@ -1,5 +1,6 @@
 import { checkConfig } from '../core/errors.js';
 import type { RateController } from './controller.js';
+import type { RttEstimator } from './rtt.js';
 
 /** Phase of an `AdaptiveRate` controller; see docs/congestion.md for the transitions. */
 export type AdaptiveRateState = 'startup' | 'steady' | 'probe-rtt';
@@ -42,15 +43,15 @@ export interface AdaptiveRateStats {
   pacingRate: number;
   /** Bottleneck delivery-rate estimate, bytes/s acked (0 before the first sample). */
   bandwidth: number;
-  /** Minimum RTT seen in the current window, ms (Infinity before the first sample). */
+  /** The path's minimum RTT (current window), ms (Infinity before the first sample). */
   minRttMs: number;
-  /** Smoothed RTT (RFC 6298 EWMA, 1/8), ms (0 before the first sample). */
+  /** The path's smoothed RTT (RFC 6298), ms (0 before the first sample). */
   smoothedRttMs: number;
   /** Filtered queueing delay (recent RTT minimum − minimum RTT), ms. */
   queueDelayMs: number;
   /** Standing queue currently aimed for, ms (config, or more on fast-varying or jittery paths). */
   targetQueueMs: number;
-  /** Jitter estimate (decaying peak of the mean RTT change between samples), ms. */
+  /** Jitter used for the target (decaying peak of the path's jitter estimate), ms. */
   jitterMs: number;
   /** Baseline loss fraction the controller tolerates without backing off (0..1). */
   baselineLoss: number;
@@ -101,17 +102,14 @@ export class AdaptiveRate implements RateController {
   private appLimited = false;
   private maxDatagram = DEFAULT_DATAGRAM;
 
+  private rtt: RttEstimator | undefined;
   private minRtt = Infinity;
-  private minRttAt = 0;
   private srtt = 0;
   private readonly dqT = new Float64Array(DEQUE);
   private readonly dqR = new Float64Array(DEQUE);
   private dqHead = 0;
   private dqLen = 0;
-  private lastRtt = -1;
-  private jit = 0;
   private jitPeak = 0;
-  private jitN = 0;
   private rawQd = 0;
   private qd = 0;
   private lastIdleAt = -Infinity;
@@ -193,11 +191,14 @@ export class AdaptiveRate implements RateController {
   }
 
   /**
-   * An ack at `now` (ms) newly confirmed `ackedWireBytes`; `rttMs` is a fresh RTT sample or undefined.
-   * Invalid sizes count as 0 and invalid samples are ignored (never throws).
+   * An ack at `now` (ms) newly confirmed `ackedWireBytes`; `rttMs` is the fresh RTT sample it carried
+   * (already fed to `rtt`, the path's estimator, which this controller reads) or undefined. Invalid
+   * sizes count as 0 and invalid samples are ignored (never throws).
    */
-  onAck(now: number, ackedWireBytes: number, rttMs: number | undefined): void {
+  onAck(now: number, ackedWireBytes: number, rttMs: number | undefined, rtt: RttEstimator): void {
     if (!isNum(now)) return;
+    this.rtt = rtt;
+    this.readRtt();
     const bytes = isNum(ackedWireBytes) && ackedWireBytes > 0 ? ackedWireBytes : 0;
     this.gotAck = true;
     this.ackedTotal += bytes;
@@ -252,18 +253,19 @@ export class AdaptiveRate implements RateController {
     return Math.max(this.minRtt / 4, JITTER_WINDOW * this.jitPeak);
   }
 
+  /** Cache the path estimator's minimum and smoothed RTT (Infinity and 0 before its first sample). */
+  private readRtt(): void {
+    const e = this.rtt!;
+    this.minRtt = e.minRttMs ?? Infinity;
+    this.srtt = e.samples > 0 ? e.srttMs : 0;
+  }
+
   private rttSample(now: number, rtt: number): void {
-    if (rtt < this.minRtt) {
-      this.minRtt = rtt;
-      this.minRttAt = now;
-    }
     if (now < this.collectUntil && rtt < this.collectMin) this.collectMin = rtt;
-    this.srtt = this.srtt === 0 ? rtt : this.srtt + (rtt - this.srtt) / 8;
-    if (this.lastRtt >= 0) this.jit += (Math.abs(rtt - this.lastRtt) - this.jit) / Math.min(16, ++this.jitN);
-    this.lastRtt = rtt;
+    const jit = this.rtt!.jitterMs;
     // While the mean is still a plain average (first 16 samples) the peak follows it down: one
     // outlier among the first samples (an event-loop stall, a slow first ack) must fade as 1/n, not 2 % per round.
-    if (this.jitN < 16 || this.jit > this.jitPeak) this.jitPeak = this.jit;
+    if (this.rtt!.samples <= 16 || jit > this.jitPeak) this.jitPeak = jit;
     // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
     const dq = this.dqR;
     while (this.dqLen > 0 && dq[(this.dqHead + this.dqLen - 1) % DEQUE] >= rtt) this.dqLen--;
@@ -399,18 +401,18 @@ export class AdaptiveRate implements RateController {
     if (this.st === 'steady') {
       if (this.roundMaxQd > PROBE_BELOW * q) this.probeLevel = 0;
       else if (!this.appLimited) this.probeLevel++;
-      if (now - this.minRttAt > this.rttWindowMs) {
+      if (now - (this.rtt?.minRttAtMs ?? now) > this.rttWindowMs) {
         this.st = 'probe-rtt';
         this.slowUntil = now + Math.max(2 * this.qd + 1, 2);
         this.collectUntil = this.slowUntil + 1.5 * this.srtt + 5;
         this.collectMin = Infinity;
       }
     } else if (this.st === 'probe-rtt' && now >= this.collectUntil) {
-      if (this.collectMin < Infinity) this.minRtt = this.collectMin;
-      this.minRttAt = now;
+      this.rtt!.rebaseMin(now, this.collectMin < Infinity ? this.collectMin : this.minRtt);
+      this.readRtt();
       this.st = 'steady';
     }
-    this.jitPeak = Math.max(this.jit, this.jitPeak * JITTER_DECAY);
+    this.jitPeak = Math.max(this.rtt?.jitterMs ?? 0, this.jitPeak * JITTER_DECAY);
     this.roundStart = now;
     this.roundSent = 0;
     this.roundMaxQd = 0;
