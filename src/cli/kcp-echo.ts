@@ -94,7 +94,7 @@ export async function runKcpEchoServer(o: KcpEchoServerOptions): Promise<number>
       `${o.conv === undefined ? '' : `, conv ${o.conv}`})\n`,
   );
   await untilStopSignal();
-  const c = server.server.counters.snapshot();
+  const c = server.server.counters();
   process.stderr.write(`kcp-echo: ${c.sessionsOpened} sessions, ${c.datagramsIn} datagrams in, ${c.datagramsOut} out, ${c.droppedMalformed} malformed, ${dropped} echoes dropped\n`);
   await server.close();
   return 0;

@@ -280,7 +280,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
     for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
       if (b.length > out.length) {
-        this.owner.counters.add('transmitTooLarge');
+        this.owner.ctr.add('transmitTooLarge');
         continue;
       }
       out.set(b);
@@ -372,7 +372,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const b = new Uint8Array(p + KCP_OVERHEAD);
     if (p > 0) writeU32LE(b, 0, this.cookie!);
     writeKeepAlive(b, p, this.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
-    this.owner.counters.add('keepAlivesSent');
+    this.owner.ctr.add('keepAlivesSent');
     this.enqueue(b);
   }
 
@@ -391,7 +391,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private enqueue(b: Uint8Array): void {
     const owner = this.owner;
     if (owner.queued >= this.opts.maxOutboxDatagrams) {
-      owner.counters.add('outboxFull');
+      owner.ctr.add('outboxFull');
       return;
     }
     owner.queued++;
@@ -406,8 +406,8 @@ const EMPTY = new Uint8Array(0);
  * output, events per session), the counters, the outbox budget. @internal
  */
 abstract class SessionHost implements Endpoint<KcpSessionEvent> {
-  /** Host counters (drops, handshakes, sessions, keep-alives…). */
-  readonly counters = new Counters<KcpHostCounter>(COUNTERS);
+  /** @internal the live counters (sessions bump them too); users read a copy with `counters()`. */
+  readonly ctr = new Counters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
   /** @internal the latest clock seen (ms): the reference for session deadlines after a command. */
@@ -430,6 +430,11 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     });
   }
 
+  /** A copy of the host counters (drops, handshakes, sessions, keep-alives…; see `KcpHostCounter`). */
+  counters(): Readonly<Record<KcpHostCounter, number>> {
+    return this.ctr.snapshot();
+  }
+
   /** A driver's wake hook (see `Endpoint.setWaker`): called when a session's `send`/`close` leaves work. */
   setWaker(waker: (() => void) | undefined): void {
     this.waker = waker;
@@ -448,14 +453,14 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** @internal `s` closed: forget it and retire it from the host (its last datagrams and events still drain). */
   closeSession(s: KcpSession): void {
     this.forget(s);
-    this.counters.add('sessionsClosed');
+    this.ctr.add('sessionsClosed');
     this.host.remove(s.id);
   }
 
   /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
   handleDatagram(now: number, from: string, bytes: Uint8Array): void {
     if (now > this.lastNow) this.lastNow = now;
-    this.counters.add('datagramsIn');
+    this.ctr.add('datagramsIn');
     this.host.handleDatagram(now, from, bytes);
   }
 
@@ -479,7 +484,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    */
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
     const t = this.host.pollTransmit(now, out);
-    if (t !== undefined) this.counters.add('datagramsOut');
+    if (t !== undefined) this.ctr.add('datagramsOut');
     return t;
   }
 
@@ -490,7 +495,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   pollDatagram(now: number): { bytes: Uint8Array; to: string } | undefined {
     void now;
     const r = this.host.takeReply() ?? this.host.takeEach(this.takeOne);
-    if (r !== undefined) this.counters.add('datagramsOut');
+    if (r !== undefined) this.ctr.add('datagramsOut');
     return r;
   }
 
@@ -501,13 +506,13 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   /** A datagram outside any session (handshake answers, CONNECT): through the host's bounded reply queue. */
   protected sendReply(to: string, bytes: Uint8Array): void {
-    if (!this.host.sendTo(to, bytes)) this.counters.add('outboxFull');
+    if (!this.host.sendTo(to, bytes)) this.ctr.add('outboxFull');
   }
 
   protected newSession(conv: number, cookie: number | undefined, address: string, now: number): KcpSession {
     const s = new KcpSession(this, conv, cookie, address, now);
     s.id = this.host.add(address, s);
-    this.counters.add('sessionsOpened');
+    this.ctr.add('sessionsOpened');
     return s;
   }
 
@@ -594,7 +599,7 @@ export class KcpServer extends SessionHost {
 
   private rawRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (!isWellFormedKcp(bytes, 0)) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return undefined;
     }
     const conv = readU32LE(bytes, 0);
@@ -602,11 +607,11 @@ export class KcpServer extends SessionHost {
     let s = convs?.get(conv);
     if (s === undefined) {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
-        this.counters.add('droppedConv');
+        this.ctr.add('droppedConv');
         return undefined;
       }
       if (this.full(this.rawCount)) {
-        this.counters.add('refusedFull');
+        this.ctr.add('refusedFull');
         return undefined;
       }
       s = this.newSession(conv, undefined, from, now);
@@ -622,7 +627,7 @@ export class KcpServer extends SessionHost {
 
   private cookieRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
@@ -631,28 +636,28 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX)) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return undefined;
     }
     const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
     let s = this.byConv.get(conv);
     if (s !== undefined) {
       if (s.cookie !== prefix) {
-        this.counters.add('droppedBadCookie');
+        this.ctr.add('droppedBadCookie');
         return undefined;
       }
       if (s.address !== from) {
         s.moveTo(from);
         this.host.rebind(s.id, from);
-        this.counters.add('migrations');
+        this.ctr.add('migrations');
       }
     } else {
       if (deriveCookie(this.cookieKey!, from, conv) !== prefix) {
-        this.counters.add('droppedBadCookie');
+        this.ctr.add('droppedBadCookie');
         return undefined;
       }
       if (this.full(this.byConv.size)) {
-        this.counters.add('refusedFull');
+        this.ctr.add('refusedFull');
         return undefined;
       }
       s = this.newSession(conv, prefix, from, now);
@@ -664,13 +669,13 @@ export class KcpServer extends SessionHost {
   private control(from: string, bytes: Uint8Array): void {
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return;
     }
     const c = r.value;
     if (c.type === 'connect') {
       if (this.full(this.byConv.size)) {
-        this.counters.add('refusedFull');
+        this.ctr.add('refusedFull');
         const b = new Uint8Array(11);
         encodeRefuse(b, c.nonce, KcpRefuseReason.SERVER_FULL);
         this.sendReply(from, b);
@@ -680,17 +685,17 @@ export class KcpServer extends SessionHost {
       while (this.byConv.has(conv)) conv = randomU32(this.opts.random);
       const b = new Uint8Array(18);
       encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
-      this.counters.add('handshakes');
+      this.ctr.add('handshakes');
       this.sendReply(from, b);
     } else if (c.type === 'close') {
       const s = this.byConv.get(c.conv);
       if (s === undefined || s.cookie !== c.cookie) {
-        this.counters.add('droppedBadCookie');
+        this.ctr.add('droppedBadCookie');
         return;
       }
       s.finish('peer');
     } else {
-      this.counters.add('droppedUnknown');
+      this.ctr.add('droppedUnknown');
     }
   }
 
@@ -794,41 +799,41 @@ export class KcpClient extends SessionHost {
   protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     const s = this.session_;
     if (from !== this.remote) {
-      this.counters.add('droppedUnknown');
+      this.ctr.add('droppedUnknown');
       return undefined;
     }
     if (this.opts.mode === 'raw') {
       if (s === undefined || s.state === 'closed' || !isWellFormedKcp(bytes, 0, s.conv)) {
-        this.counters.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
+        this.ctr.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
         return undefined;
       }
       return s.id;
     }
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
     if (prefix !== 0) {
       if (s === undefined || s.state === 'closed' || prefix !== s.cookie) {
-        this.counters.add('droppedBadCookie');
+        this.ctr.add('droppedBadCookie');
         return undefined;
       }
       if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX, s.conv)) {
-        this.counters.add('droppedMalformed');
+        this.ctr.add('droppedMalformed');
         return undefined;
       }
       return s.id;
     }
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.counters.add('droppedMalformed');
+      this.ctr.add('droppedMalformed');
       return undefined;
     }
     const c = r.value;
     if (c.type === 'accept' && this.state_ === 'connecting' && c.nonce === this.nonce && s === undefined) {
       this.state_ = 'open';
-      this.counters.add('handshakes');
+      this.ctr.add('handshakes');
       const ns = this.newSession(c.conv, c.cookie, this.remote, now);
       this.session_ = ns;
       // Announce ourselves at once so the server creates its side even if we have nothing to send.
@@ -839,7 +844,7 @@ export class KcpClient extends SessionHost {
     } else if (c.type === 'close' && s !== undefined && c.conv === s.conv && c.cookie === s.cookie) {
       s.finish('peer');
     } else {
-      this.counters.add('droppedUnknown');
+      this.ctr.add('droppedUnknown');
     }
     return undefined;
   }
