@@ -303,24 +303,42 @@ describe('DriveLoop on a virtual clock', () => {
     expect(loop.state).toBe('closed');
   });
 
-  it('close({ linger }) keeps answering until the remote is quiet for quietMs', async () => {
+  it('close({ linger }) keeps answering until the remote is quiet for quietMs and 2.5x its last gap', async () => {
     const { p, ep, loop } = setup();
     let done = false;
     void loop.close({ quietMs: 100, maxMs: 10_000 }).then(() => (done = true));
     expect(loop.state).toBe('lingering');
-    for (const at of [50, 120, 200]) {
+    for (const at of [50, 120, 160]) {
       p.advance(at);
       loop.handleDatagram('s:1', new Uint8Array([1]));
       p.turn();
     }
     expect(p.sent.length).toBe(3); // every late duplicate acked
-    p.advance(299);
+    p.advance(259); // last gap 40 ms: the 100 ms floor rules
     expect(loop.state).toBe('lingering');
-    p.advance(300);
+    p.advance(260);
     expect(loop.state).toBe('closed');
     await Promise.resolve();
     expect(done).toBe(true);
     expect(p.timers.size).toBe(0);
+  });
+
+  it('close({ linger }) follows a remote that backs off: resends 100, 200, 400, 800 ms apart are all answered', () => {
+    const { p, loop } = setup();
+    void loop.close({ quietMs: 150, maxMs: 10_000 });
+    let at = 0;
+    for (const gap of [0, 100, 200, 400, 800]) {
+      at += gap;
+      p.advance(at);
+      expect(loop.state, `at ${at}`).toBe('lingering');
+      loop.handleDatagram('s:1', new Uint8Array([1]));
+      p.turn();
+    }
+    expect(p.sent.length).toBe(5);
+    p.advance(at + 1999); // 2.5 x 800
+    expect(loop.state).toBe('lingering');
+    p.advance(at + 2000);
+    expect(loop.state).toBe('closed');
   });
 
   it('close({ linger }) is bounded by maxMs even when the remote never goes quiet', () => {

@@ -48,9 +48,14 @@ export interface DriveLoopOptions<E> {
   timerResolutionMs?: number;
 }
 
-/** How {@link DriveLoop.close} lingers. Times in ms. */
+/**
+ * How {@link DriveLoop.close} lingers. Times in ms. The remote counts as quiet once no datagram
+ * arrived for `quietMs` AND for 2.5 times the gap between its last two datagrams: a remote that
+ * backs off exponentially resends within about twice its last gap, so a long gap does not end the
+ * linger early.
+ */
 export interface LingerOptions {
-  /** Stop once no datagram arrived for this long (default 1000). */
+  /** Shortest quiet time that ends the linger (default 1000). */
   quietMs?: number;
   /** …but at most this long after `close` (default 10 000). */
   maxMs?: number;
@@ -58,6 +63,9 @@ export interface LingerOptions {
 
 /** `'running'`, `'lingering'` (closing, still answering) or `'closed'`. */
 export type DriveLoopState = 'running' | 'lingering' | 'closed';
+
+// The linger's quiet time is at least this many times the remote's last inter-datagram gap.
+const LINGER_GAP_FACTOR = 2.5;
 
 // After timers and transmits, a deadline already due (a command issued from an event handler) is
 // served again in the same drain, this many times at most; then the timer takes over.
@@ -92,6 +100,7 @@ export class DriveLoop<E = unknown, T = unknown> {
   private lingerQuiet = 0;
   private lingerMax = 0;
   private lastIn = -Infinity;
+  private prevIn = -Infinity;
   private readonly closers: (() => void)[] = [];
   private readonly onTimerBound = (): void => {
     this.timer = undefined;
@@ -143,6 +152,7 @@ export class DriveLoop<E = unknown, T = unknown> {
   handleDatagram(from: Address, bytes: Uint8Array): void {
     if (this.state_ === 'closed') return;
     const now = this.platform.now();
+    this.prevIn = this.lastIn;
     this.lastIn = now;
     this.endpoint.handleDatagram(now, from, bytes);
     this.wake();
@@ -206,8 +216,8 @@ export class DriveLoop<E = unknown, T = unknown> {
   /**
    * Close. Without `linger`: one last drain (what is due leaves, queued events are delivered), then
    * stop; inside an event handler, at the end of the running drain. With `linger`: keep running —
-   * receiving, answering, delivering events — until no datagram arrived for `quietMs`, at most
-   * `maxMs`, so the remote gets the acks it still needs; then stop. Resolves once stopped; the
+   * receiving, answering, delivering events — until the remote is quiet (see {@link LingerOptions}),
+   * at most `maxMs`, so it gets the acks it still needs; then stop. Resolves once stopped; the
    * endpoint's waker is removed and the timer cleared. Calling it again returns the same outcome
    * (a second call without linger ends a linger at once).
    */
@@ -233,7 +243,9 @@ export class DriveLoop<E = unknown, T = unknown> {
 
   /** When a linger ends: quiet since the last datagram (or since `close`), capped by `maxMs`. */
   private lingerDeadline(): number {
-    const quietEnd = Math.max(this.lastIn, this.lingerStart) + this.lingerQuiet;
+    const gap = this.lastIn - this.prevIn; // NaN/Infinity until two datagrams: then the floor alone
+    const quiet = Number.isFinite(gap) ? Math.max(this.lingerQuiet, LINGER_GAP_FACTOR * gap) : this.lingerQuiet;
+    const quietEnd = Math.max(this.lastIn, this.lingerStart) + quiet;
     return Math.min(quietEnd, this.lingerStart + this.lingerMax);
   }
 
