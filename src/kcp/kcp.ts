@@ -1,6 +1,7 @@
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { ByteSlab, Deque, SnRing, type Slab } from './queues.js';
+import { KcpArena, type Slab, type SlabCopy } from './arena.js';
+import { Deque, SnRing } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
 /** Default MTU in bytes (`IKCP_MTU_DEF`); mss = mtu - 24. */
@@ -51,26 +52,7 @@ const PROBE_SEGMENTS: readonly (readonly [number, KcpCommand])[] = [[ASK_SEND, K
 const EMPTY = new Uint8Array(0);
 const NO_ACKS = new Uint32Array(0);
 
-// Payload copies of every Kcp share slabs; a segment holds one reference to its slab until it is
-// acknowledged (send) or read (receive), so an idle Kcp pins none and dead slabs are reused. Send and
-// receive data have different lifetimes, hence two.
-const sendSlab = new ByteSlab();
-const recvSlab = new ByteSlab();
-
-// Datagram scratch buffers shared by every Kcp, one per nesting level of flushes: an output callback
-// may flush another Kcp while the view it was handed is still live, so that flush takes the next level.
-// C gives each control block its own (mtu + 24) * 3 bytes; here a level holds at least the largest
-// datagram (or oversize segment) written at that level so far.
-const scratch: Uint8Array[] = [];
-let scratchDepth = 0;
-
-function scratchAt(depth: number, min: number): Uint8Array {
-  const b = scratch[depth];
-  if (b !== undefined && b.length >= min) return b;
-  const grown = new Uint8Array(Math.max(min, (KCP_MTU_DEFAULT + KCP_OVERHEAD) * 3));
-  scratch[depth] = grown;
-  return grown;
-}
+export { KcpArena, KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT, type KcpArenaCounter, type KcpArenaOptions } from './arena.js';
 
 /** `input()` result: 0 accepted; -1 shorter than 24 bytes or conv mismatch; -2 `len` past the end; -3 unknown cmd. */
 export type KcpInputResult = 0 | -1 | -2 | -3;
@@ -93,6 +75,7 @@ export type KcpCounterName =
   | 'pushOutsideWindow'
   | 'pushDuplicate'
   | 'ackListFull'
+  | 'pushOverBudget'
   | 'sendTooLarge'
   | 'sendQueueFull'
   | 'retransmitTimeout'
@@ -102,7 +85,7 @@ export type KcpCounterName =
 
 const COUNTER_NAMES: readonly KcpCounterName[] = [
   'inputDatagrams', 'inputRejectedShort', 'inputRejectedConv', 'inputRejectedLength', 'inputRejectedCommand',
-  'inputTrailingBytes', 'pushOutsideWindow', 'pushDuplicate', 'ackListFull', 'sendTooLarge', 'sendQueueFull',
+  'inputTrailingBytes', 'pushOutsideWindow', 'pushDuplicate', 'ackListFull', 'pushOverBudget', 'sendTooLarge', 'sendQueueFull',
   'retransmitTimeout', 'retransmitFast', 'outputDatagrams', 'outputBytes',
 ];
 
@@ -129,6 +112,8 @@ export class KcpCounters {
   pushDuplicate = 0;
   /** ACKs dropped at `maxPendingAcks`. */
   ackListFull = 0;
+  /** PUSH dropped without ACK: its payload would exceed the arena's receive budget (`KcpArena`). */
+  pushOverBudget = 0;
   /** `send` -2: more than 127 fragments. */
   sendTooLarge = 0;
   /** `send` -4: `maxSendQueueSegments` reached. */
@@ -199,10 +184,15 @@ export interface KcpOptions {
   maxSendQueueSegments?: number;
   /** Bound on ACKs waiting for the next flush; further ACKs are dropped and counted (default 65536). */
   maxPendingAcks?: number;
+  /**
+   * Where payload copies and datagram scratch live, with the receive budget (`KcpArena`). A host
+   * passes one arena to all its `Kcp`s; by default each `Kcp` gets its own (8 MiB receive budget).
+   */
+  arena?: KcpArena;
 }
 
 /** One segment on a send or receive queue. Fields are C's `IKCPSEG`. */
-class Segment {
+class Segment implements SlabCopy {
   sn = 0;
   frg: number;
   ts = 0;
@@ -213,21 +203,16 @@ class Segment {
   len: number;
   /** Payload; on the send queue it may be longer than `len` (stream-mode spare room). */
   data: Uint8Array;
-  /** The slab `data` lies in (one reference, released once), or undefined for its own buffer. */
-  slab: Slab | undefined;
+  /** The arena slab `data` lies in (released once), or undefined. */
+  slab: Slab | undefined = undefined;
+  /** Bytes of an own buffer charged to the arena, or 0. */
+  own = 0;
 
-  constructor(data: Uint8Array, len: number, frg: number, slab: Slab | undefined) {
-    this.data = data;
+  constructor(len: number, frg: number) {
+    this.data = EMPTY;
     this.len = len;
     this.frg = frg;
-    this.slab = slab;
   }
-}
-
-function releaseSend(seg: Segment): void {
-  if (seg.slab === undefined) return;
-  sendSlab.release(seg.slab);
-  seg.slab = undefined;
 }
 
 function intArg(name: string, v: number, lo: number, hi: number): number {
@@ -267,6 +252,8 @@ export class Kcp {
   readonly maxSendQueueSegments: number;
   /** Bound on pending ACKs (see `KcpOptions.maxPendingAcks`). */
   readonly maxPendingAcks: number;
+  /** Where this `Kcp`'s payload copies and scratch buffers live (see `KcpOptions.arena`). */
+  readonly arena: KcpArena;
 
   private readonly output: KcpOutput;
 
@@ -309,6 +296,7 @@ export class Kcp {
   private readonly rcvBuf = new SnRing<Segment>(4);
   private nsndBuf = 0;
   private nrcvBuf = 0;
+  private disposed = false;
 
   // Pending ACKs as (sn, ts) pairs; allocated on the first one.
   private acks = NO_ACKS;
@@ -330,6 +318,10 @@ export class Kcp {
     if (maxQ !== Infinity) intArg('maxSendQueueSegments', maxQ, 1, 2 ** 31 - 1);
     this.maxSendQueueSegments = maxQ;
     this.maxPendingAcks = intArg('maxPendingAcks', o.maxPendingAcks ?? KCP_MAX_PENDING_ACKS_DEFAULT, 1, 2 ** 26);
+    if (o.arena !== undefined && !(o.arena instanceof KcpArena)) {
+      throw new GamewireError('invalid-argument', 'arena must be a KcpArena');
+    }
+    this.arena = o.arena ?? new KcpArena();
     if (o.mtu !== undefined && this.setMtu(o.mtu) !== 0) {
       throw new GamewireError('invalid-argument', `mtu must be at least ${KCP_MTU_MIN}, got ${o.mtu}`);
     }
@@ -589,6 +581,7 @@ export class Kcp {
    */
   send(data: Uint8Array): number {
     if (!(data instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'send() takes a Uint8Array');
+    if (this.disposed) throw new GamewireError('closed', 'send() after dispose()');
     const mss = this.mss_;
     let len = data.length;
     let pos = 0;
@@ -616,11 +609,12 @@ export class Kcp {
     }
 
     // One slab copy per segment, so a long message needs no buffer of its own.
+    const pool = this.arena.send;
     for (let i = 0, off = pos; i < count; i++) {
       const size = Math.min(mss, len - (off - pos));
-      const frg = this.stream_ ? 0 : count - i - 1;
-      const copy = sendSlab.copy(data, off, off + size);
-      this.sndQueue.push(new Segment(copy, size, frg, sendSlab.last));
+      const seg = new Segment(size, this.stream_ ? 0 : count - i - 1);
+      if (size > 0) pool.copy(seg, data, off, off + size);
+      this.sndQueue.push(seg);
       off += size;
     }
     return this.sendReturnsBytes ? data.length : 0;
@@ -631,11 +625,8 @@ export class Kcp {
     if (need > tail.data.length) {
       const grown = new Uint8Array(Math.min(this.mss_, Math.max(need, tail.data.length * 2, 64)));
       grown.set(tail.len === tail.data.length ? tail.data : tail.data.subarray(0, tail.len));
-      tail.data = grown;
-      if (tail.slab !== undefined) {
-        sendSlab.release(tail.slab);
-        tail.slab = undefined;
-      }
+      this.arena.send.release(tail);
+      this.arena.send.adopt(tail, grown);
     }
     tail.data.set(extend === data.length ? data : data.subarray(0, extend), tail.len);
     tail.len = need;
@@ -693,18 +684,16 @@ export class Kcp {
   // bytes to own), refill from rcv_buf, maybe tell our window.
   private consume(out: Uint8Array | undefined): Uint8Array {
     const q = this.rcvQueue;
+    const pool = this.arena.receive;
     const recover = q.length >= this.rcvWnd_;
     let first: Uint8Array = EMPTY;
     let len = 0;
     while (q.length > 0) {
       const seg = q.shift()!;
       if (out !== undefined) out.set(seg.data, len);
-      // A slab view is copied: the slab is reused once its references are gone.
+      // A slab view is copied: the slab is reused once its copies are released.
       else first = seg.slab === undefined ? seg.data : seg.data.slice();
-      if (seg.slab !== undefined) {
-        recvSlab.release(seg.slab);
-        seg.slab = undefined;
-      }
+      pool.release(seg);
       len += seg.len;
       if (seg.frg === 0) break;
     }
@@ -735,6 +724,7 @@ export class Kcp {
    */
   input(data: Uint8Array, now?: number): KcpInputResult {
     if (!(data instanceof Uint8Array)) throw new GamewireError('invalid-argument', 'input() takes a Uint8Array');
+    if (this.disposed) throw new GamewireError('closed', 'input() after dispose()');
     if (now !== undefined) this.current_ = clockArg(now);
     const c = this.stats;
     c.inputDatagrams++;
@@ -802,13 +792,24 @@ export class Kcp {
       this.stats.pushOutsideWindow++;
       return;
     }
-    this.pushAck(sn, ts);
     if (timeDiff32(sn, this.rcvNxt_) < 0 || this.rcvBuf.get(sn) !== undefined) {
+      this.pushAck(sn, ts);
       this.stats.pushDuplicate++;
       return;
     }
-    const copy = len === 0 ? EMPTY : recvSlab.copy(data, off, off + len);
-    const seg = new Segment(copy, len, frg, len === 0 ? undefined : recvSlab.last);
+    const seg = new Segment(len, frg);
+    if (len > 0) {
+      // Not acknowledged when refused, so the peer sends it again; the segment filling the gap at
+      // rcvNxt may use the whole budget, later ones only part of it.
+      const arena = this.arena;
+      const limit = sn === this.rcvNxt_ ? arena.maxReceiveBytes : arena.outOfOrderBytes;
+      if (!arena.receive.copy(seg, data, off, off + len, limit)) {
+        this.stats.pushOverBudget++;
+        arena.countDrop(len);
+        return;
+      }
+    }
+    this.pushAck(sn, ts);
     seg.sn = sn;
     seg.ts = ts;
     // Every sn held lies in [rcvNxt, sn]; rcvNxt only grows, so this keeps them in distinct slots.
@@ -863,7 +864,7 @@ export class Kcp {
     const buf = this.sndBuf;
     while (this.nsndBuf > 0 && timeDiff32(una, this.sndUna_) > 0) {
       const seg = buf.slot(this.sndUna_);
-      if (seg !== undefined) releaseSend(seg);
+      if (seg !== undefined) this.arena.send.release(seg);
       buf.clear(this.sndUna_);
       this.nsndBuf--;
       this.sndUna_ = u32Add(this.sndUna_, 1);
@@ -875,7 +876,7 @@ export class Kcp {
     if (timeDiff32(sn, this.sndUna_) < 0 || timeDiff32(sn, this.sndNxt_) >= 0) return;
     const seg = this.sndBuf.slot(sn);
     if (seg === undefined) return;
-    releaseSend(seg);
+    this.arena.send.release(seg);
     this.sndBuf.clear(sn);
     this.nsndBuf--;
     if (sn === this.sndUna_) this.advanceUna();
@@ -1005,12 +1006,13 @@ export class Kcp {
   flushAcks(now?: number): void {
     if (now !== undefined) this.current_ = clockArg(now);
     if (!this.updated || this.ackCount === 0) return;
-    const depth = scratchDepth++;
+    const arena = this.arena;
+    const depth = arena.depth++;
     try {
-      const buffer = scratchAt(depth, this.mtu_);
+      const buffer = arena.scratchAt(depth, this.mtu_);
       this.emit(buffer, this.writeAcks(buffer, this.wndUnused(), this.rcvNxt_));
     } finally {
-      scratchDepth = depth;
+      arena.depth = depth;
     }
   }
 
@@ -1022,11 +1024,12 @@ export class Kcp {
   flush(now?: number): void {
     if (now !== undefined) this.current_ = clockArg(now);
     if (!this.updated) return;
-    const depth = scratchDepth++;
+    const arena = this.arena;
+    const depth = arena.depth++;
     try {
       this.flushWith(depth);
     } finally {
-      scratchDepth = depth;
+      arena.depth = depth;
     }
   }
 
@@ -1034,7 +1037,7 @@ export class Kcp {
     const current = this.current_;
     const conv = this.conv;
     const mtu = this.mtu_;
-    let buffer = scratchAt(depth, mtu);
+    let buffer = this.arena.scratchAt(depth, mtu);
     let ptr = 0;
     const wnd = this.wndUnused();
     const una = this.rcvNxt_;
@@ -1136,7 +1139,7 @@ export class Kcp {
       if (ptr + need > mtu) {
         this.emit(buffer, ptr);
         ptr = 0;
-        if (need > buffer.length) buffer = scratchAt(depth, need);
+        if (need > buffer.length) buffer = this.arena.scratchAt(depth, need);
       }
       writeHeader(buffer, ptr, conv, KcpCommand.PUSH, seg.frg, wnd, current, seg.sn, una, seg.len);
       ptr += KCP_OVERHEAD;
@@ -1163,6 +1166,33 @@ export class Kcp {
       this.cwnd_ = 1;
       this.incr_ = this.mss_;
     }
+  }
+
+  /**
+   * Give every payload copy this `Kcp` holds back to its arena and empty its queues (hosts call it
+   * when a session ends, so a shared arena's budget is not held by dead sessions). Afterwards
+   * `send` and `input` throw `GamewireError('closed')`; counters and settings stay readable.
+   */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    const { send, receive } = this.arena;
+    const releaseSend = (seg: Segment): void => send.release(seg);
+    const releaseReceive = (seg: Segment): void => receive.release(seg);
+    for (let seg = this.sndQueue.shift(); seg !== undefined; seg = this.sndQueue.shift()) send.release(seg);
+    for (let seg = this.rcvQueue.shift(); seg !== undefined; seg = this.rcvQueue.shift()) receive.release(seg);
+    this.sndBuf.drain(releaseSend);
+    this.rcvBuf.drain(releaseReceive);
+    this.nsndBuf = 0;
+    this.nrcvBuf = 0;
+    this.sndUna_ = this.sndNxt_;
+    this.ackCount = 0;
+    this.acks = NO_ACKS;
+  }
+
+  /** True after `dispose()`. */
+  get isDisposed(): boolean {
+    return this.disposed;
   }
 
   /**

@@ -106,6 +106,17 @@ export class SnRing<T extends HasSn> {
     this.slots[sn & this.mask] = undefined;
   }
 
+  /** Call `visit` on every item, emptying the ring. */
+  drain(visit: (item: T) => void): void {
+    const slots = this.slots;
+    for (let i = 0; i < slots.length; i++) {
+      const item = slots[i];
+      if (item === undefined) continue;
+      slots[i] = undefined;
+      visit(item);
+    }
+  }
+
   /** Grow (never shrink) so that items spanning `span` consecutive sequence numbers fit. */
   reserve(span: number): void {
     if (span <= this.slots.length) return;
@@ -116,82 +127,5 @@ export class SnRing<T extends HasSn> {
     for (const item of this.slots) if (item !== undefined) next[item.sn & mask] = item;
     this.slots = next;
     this.mask = mask;
-  }
-}
-
-/** One slab of a `ByteSlab`: its bytes and the number of live copies that point into it. */
-export class Slab {
-  /** Live copies in this slab; the owner releases each exactly once. */
-  refs = 0;
-  /** The slab's storage. */
-  readonly buffer: ArrayBuffer;
-
-  constructor(bytes: number) {
-    this.buffer = new ArrayBuffer(bytes);
-  }
-}
-
-/**
- * Copies small byte ranges into shared slabs (one allocation per slab instead of one per copy,
- * which is what makes typed arrays above 64 bytes expensive). Each copy counts as a reference to its
- * slab until the owner calls `release`; a slab without references is rewound (the one being filled)
- * or kept for reuse (up to `maxFree` slabs), so steady traffic allocates nothing. A copy never
- * released (its owner was dropped) only keeps its slab from being reused; GC frees it as usual.
- */
-export class ByteSlab {
-  /** The slab the last `copy` used, or `undefined` if that copy got its own buffer. */
-  last: Slab | undefined;
-  private cur: Slab | undefined;
-  private pos = 0;
-  private readonly free: Slab[] = [];
-
-  /**
-   * @param slabBytes size of each slab.
-   * @param maxPiece largest range copied into a slab, bytes; larger ones get their own buffer.
-   * @param maxFree most slabs without references kept for reuse.
-   */
-  constructor(
-    private readonly slabBytes = 16384,
-    private readonly maxPiece = 2048,
-    private readonly maxFree = 16,
-  ) {}
-
-  /** Slabs without references currently kept for reuse. */
-  get freeSlabs(): number {
-    return this.free.length;
-  }
-
-  /**
-   * A private copy of `src[from, to)`, counted as `refs` references to its slab (see `last`;
-   * `release` each one once it is dead). Ranges above `maxPiece` get their own buffer.
-   */
-  copy(src: Uint8Array, from: number, to: number, refs = 1): Uint8Array {
-    const len = to - from;
-    if (len > this.maxPiece) {
-      this.last = undefined;
-      return src.slice(from, to);
-    }
-    let slab = this.cur;
-    if (slab === undefined || this.pos + len > this.slabBytes) {
-      slab = this.free.pop() ?? new Slab(this.slabBytes);
-      this.cur = slab;
-      this.pos = 0;
-    }
-    const at = this.pos;
-    const view = new Uint8Array(slab.buffer, at, len);
-    // Short copies by hand: a temporary source view costs more than the loop.
-    if (len <= 32) for (let i = 0; i < len; i++) view[i] = src[from + i]!;
-    else view.set(from === 0 && to === src.length ? src : new Uint8Array(src.buffer, src.byteOffset + from, len));
-    this.pos = (at + len + 7) & ~7;
-    slab.refs += refs;
-    this.last = slab;
-    return view;
-  }
-
-  /** Drop one reference to `slab`; at zero it is rewound (if current) or kept for reuse. */
-  release(slab: Slab): void {
-    if (--slab.refs > 0) return;
-    if (slab === this.cur) this.pos = 0;
-    else if (this.free.length < this.maxFree) this.free.push(slab);
   }
 }
