@@ -9,6 +9,7 @@ export * from './congestion/index.js';
 export { ChunkSender, type ChunkSenderEvent, type ChunkSenderProgress, type CancelReason } from './chunk/sender.js';
 export { ChunkReceiver, type ChunkReceiverEvent } from './chunk/receiver.js';
 export { ChunkEndpoint, type ChunkEndpointConfig } from './chunk/endpoint.js';
+export { ChunkHost, type ChunkHostOptions, type ChunkHostEvent, type ChunkHostPeerEvent } from './chunk/host.js';
 export type { ChunkSenderConfig, ChunkReceiverConfig } from './chunk/config.js';
 export { MAX_BLOCK_BYTES } from './chunk/wire.js';
 export * from './kcp/kcp.js';
