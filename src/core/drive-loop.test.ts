@@ -158,7 +158,7 @@ describe('DriveLoop on a virtual clock', () => {
     p.advance(40);
     expect(ep.timeouts).toEqual([31]);
     expect(events).toEqual([{ type: 'timeout', at: 31 }]);
-    expect(loop.timerWakeups).toBe(1);
+    expect(loop.counters().timerWakeups).toBe(1);
     expect(p.timers.size).toBe(0); // no deadline: no timer
   });
 

@@ -79,7 +79,7 @@ const MAX_ROUNDS = 8;
  * drain (a receiver acks the batch). Commands wake it: `wake()`, or the endpoint's `setWaker` hook.
  */
 export class DriveLoop<E = unknown, T = unknown> {
-  /** Timer wake-ups so far. */
+  /** @internal read with `counters()`. */
   timerWakeups = 0;
 
   private readonly endpoint: Endpoint<E>;
@@ -143,6 +143,11 @@ export class DriveLoop<E = unknown, T = unknown> {
   /** Platform clock at the last datagram fed, ms (`-Infinity` if none). */
   get lastDatagramAt(): number {
     return this.lastIn;
+  }
+
+  /** A copy of the counters: `timerWakeups`, times the one timer fired. */
+  counters(): { timerWakeups: number } {
+    return { timerWakeups: this.timerWakeups };
   }
 
   /**

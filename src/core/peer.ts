@@ -34,7 +34,7 @@ export interface SansIoPeer<E = unknown> {
  * `undefined` and set later (an adapter latching the first sender): until then nothing is sent.
  */
 export class PeerEndpoint<E = unknown> implements Endpoint<E> {
-  /** Datagrams dropped because they came from an address other than `remote`. */
+  /** @internal read with `counters()`. */
   foreignDatagrams = 0;
   private readonly transmit: Transmit;
 
@@ -79,6 +79,11 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
     return this.peer.pollEvent();
   }
 
+  /** A copy of the counters: `foreignDatagrams`, datagrams dropped because they came from an address other than `remote`. */
+  counters(): { foreignDatagrams: number } {
+    return { foreignDatagrams: this.foreignDatagrams };
+  }
+
   setWaker(waker: (() => void) | undefined): void {
     this.peer.setWaker?.(waker);
   }
@@ -90,7 +95,7 @@ export class PeerEndpoint<E = unknown> implements Endpoint<E> {
  * addressed elsewhere is dropped and counted in `foreignTransmits`.
  */
 export class EndpointPeer<E = unknown> implements SansIoPeer<E> {
-  /** Transmits dropped because they were addressed to another address than `remote`. */
+  /** @internal read with `counters()`. */
   foreignTransmits = 0;
 
   /**
@@ -124,6 +129,11 @@ export class EndpointPeer<E = unknown> implements SansIoPeer<E> {
 
   pollEvent(): E | undefined {
     return this.endpoint.pollEvent();
+  }
+
+  /** A copy of the counters: `foreignTransmits`, transmits dropped because they were addressed to another address than `remote`. */
+  counters(): { foreignTransmits: number } {
+    return { foreignTransmits: this.foreignTransmits };
   }
 
   setWaker(waker: (() => void) | undefined): void {

@@ -338,7 +338,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       bytesIn: this.bIn,
       datagramsOut: this.nOut,
       bytesOut: this.bOut,
-      timerWakeups: this.loop.timerWakeups,
+      timerWakeups: this.loop.counters().timerWakeups,
     };
   }
 
