@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, readFile, stat, writeFile } from 'node:fs/promises';
 import { dirname, resolve as resolvePath } from 'node:path';
-import { UdpDriver, type DrivablePeer, type UdpAddress } from '../adapters/node/udp-driver.js';
+import { UdpDriver, type UdpAddress } from '../adapters/node/udp-driver.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from '../chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../chunk/sender.js';
-import { decodeChunkPacket, PacketType, peekPacketType, sliceCountOf } from '../chunk/wire.js';
+import { PacketType, peekPacketType, sliceCountOf } from '../chunk/wire.js';
 import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate } from '../congestion/adaptive.js';
 import { GamewireError } from '../core/errors.js';
 import { DEFAULT_RATE_BYTES_PER_SEC } from '../congestion/fixed.js';
@@ -69,37 +69,6 @@ export interface ReceiveResult {
   from: UdpAddress;
 }
 
-/** Watches the first slice to learn the block size, for the progress bar; otherwise a pass-through. */
-class ObservedReceiver implements DrivablePeer<ChunkReceiverEvent> {
-  blockBytes: number | undefined;
-  sliceBytes = 0;
-  firstAt: number | undefined;
-  constructor(readonly inner: ChunkReceiver) {}
-  handleDatagram(now: number, bytes: Uint8Array): void {
-    if (this.blockBytes === undefined) {
-      const r = decodeChunkPacket(bytes);
-      if (r.ok && r.value.type === 'slice') {
-        this.blockBytes = r.value.blockBytes;
-        this.sliceBytes = r.value.sliceBytes;
-        this.firstAt = now;
-      }
-    }
-    this.inner.handleDatagram(now, bytes);
-  }
-  handleTimeout(now: number): void {
-    this.inner.handleTimeout(now);
-  }
-  pollTransmit(now: number, out: Uint8Array): number | undefined {
-    return this.inner.pollTransmit(now, out);
-  }
-  pollTimeout(): number | undefined {
-    return this.inner.pollTimeout();
-  }
-  pollEvent(): ChunkReceiverEvent | undefined {
-    return this.inner.pollEvent();
-  }
-}
-
 /**
  * Receive one block on a UDP port: latch the first sender whose first datagram is a slice, wait for
  * the complete block, run `onBlock`, then linger (acking late duplicates) so the sender learns it is
@@ -108,10 +77,9 @@ class ObservedReceiver implements DrivablePeer<ChunkReceiverEvent> {
 export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   if (o.signal?.aborted === true) throw interrupted();
   const receiver = new ChunkReceiver({ maxBlockBytes: o.maxBytes ?? DEFAULT_MAX_BLOCK_BYTES });
-  const peer = new ObservedReceiver(receiver);
   let driver: UdpDriver<ChunkReceiverEvent>;
   try {
-    driver = await UdpDriver.open<ChunkReceiverEvent>(peer, {
+    driver = await UdpDriver.open<ChunkReceiverEvent>(receiver, {
       port: o.port,
       host: o.host,
       acceptFirst: (bytes) => peekPacketType(bytes) === PacketType.Slice,
@@ -121,6 +89,9 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   }
   o.onListening?.(driver.local);
   const openedAt = driver.now();
+  // When the sender's first slice arrived (it latched the remote): the start of the transfer.
+  let firstAt: number | undefined;
+  driver.on('remote', () => (firstAt ??= driver.now()));
   let ticker: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
@@ -135,7 +106,7 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       });
       ticker = setInterval(() => {
         const now = driver.now();
-        if (peer.firstAt === undefined) {
+        if (firstAt === undefined) {
           if (o.waitMs !== undefined && now - openedAt > o.waitMs) {
             resolve(new TransferError(`no sender within ${fmtSecs(o.waitMs)} (--wait)`));
           }
@@ -145,19 +116,18 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
           resolve(new TransferError(`the sender went silent for ${fmtSecs(o.idleTimeoutMs)} (--timeout); giving up`));
           return;
         }
-        if (peer.blockBytes !== undefined) {
-          o.progress?.update(Math.min(peer.blockBytes, receiver.counters().slicesAccepted * peer.sliceBytes), peer.blockBytes);
-        }
+        const block = receiver.progress().blocks[0];
+        if (block !== undefined) o.progress?.update(block.receivedBytes, block.totalBytes);
       }, TICK_MS);
     });
     clearInterval(ticker);
     if (outcome instanceof TransferError) {
       o.progress?.stop();
       // Let a refusal reach the sender before we go (not after Ctrl-C: the user wants out).
-      if (peer.firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await linger(driver, 500, 3000);
+      if (firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await linger(driver, 500, 3000);
       throw outcome;
     }
-    const seconds = (outcome.at - (peer.firstAt ?? openedAt)) / 1000;
+    const seconds = (outcome.at - (firstAt ?? openedAt)) / 1000;
     o.progress?.update(outcome.data.length, outcome.data.length);
     o.progress?.stop();
     const result: ReceiveResult = {
