@@ -2,6 +2,7 @@ import { createSocket, type Socket } from 'node:dgram';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { UdpLinkProxy } from '../../src/adapters/node/udp-proxy.js';
+import { nextEvent, until } from './helpers.js';
 
 async function bound(): Promise<Socket> {
   const s = createSocket('udp4');
@@ -19,10 +20,12 @@ describe('UdpLinkProxy over real loopback', () => {
       toServer: { latencyMs: 25 },
     });
     const client = await bound();
+    const announced = nextEvent(proxy, 'client');
     const t0 = performance.now();
     const reply = once(client, 'message');
     client.send(Buffer.from('ping'), proxy.local.port, '127.0.0.1');
     const [msg] = (await reply) as [Buffer];
+    expect(await announced).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
     const rtt = performance.now() - t0;
     expect(msg.toString()).toBe('ping');
     expect(rtt).toBeGreaterThanOrEqual(50);
@@ -48,9 +51,7 @@ describe('UdpLinkProxy over real loopback', () => {
     });
     const client = await bound();
     for (let i = 0; i < 400; i++) client.send(Buffer.alloc(100, i), proxy.local.port, '127.0.0.1');
-    for (let i = 0; i < 100 && got + proxy.counters().toServer.droppedLoss < 400; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await until(() => got + proxy.counters().toServer.droppedLoss === 400, 'every datagram delivered or dropped');
     const c = proxy.counters();
     expect(c.toServer.sent).toBe(400);
     expect(c.toServer.droppedLoss).toBeGreaterThan(140);
