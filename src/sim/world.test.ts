@@ -211,6 +211,9 @@ describe('World: N endpoints', () => {
     expect(world.stats.routes.length).toBe(4);
     expect(world.stats.peers.s).toMatchObject({ datagramsSent: 10, unroutable: 6 });
     expect(world.stats.undeliverable).toBe(4);
+    expect(() => world.send('s', 'x99', new Uint8Array(1))).toThrow(expect.objectContaining({ code: 'invalid-state' }));
+    expect(() => world.route('s', 'x99')).toThrow(expect.objectContaining({ code: 'invalid-state' }));
+    world.send('s', 'x0', new Uint8Array(1)); // an existing route is fine
   });
 
   it('rejects bad use', () => {
@@ -261,7 +264,13 @@ describe('World: changing links mid-run', () => {
     expect(tx.sent).toBe(2000);
     expect(got.length).toBe(2000);
     for (let i = 1; i < got.length; i++) expect(got[i]).toBeGreaterThanOrEqual(got[i - 1]);
-    // After each change the new one-way delay shows within a few datagrams.
+    // Datagram i was sent at i ms: each phase's one-way delay (+ 0–5 ms jitter) shows once FIFO lets it.
+    expect(got[300] - 300).toBeGreaterThanOrEqual(50);
+    expect(got[300] - 300).toBeLessThan(55);
+    expect(got[900] - 900).toBeGreaterThanOrEqual(10);
+    expect(got[900] - 900).toBeLessThan(15);
+    expect(got[1700] - 1700).toBeGreaterThanOrEqual(90);
+    expect(got[1700] - 1700).toBeLessThan(95);
     const c = world.stats.routes[0].link;
     expect(c.droppedLoss + c.droppedQueue + c.droppedOutage + c.droppedInFlight).toBe(0);
   });

@@ -343,7 +343,6 @@ export class World {
       if (opts !== undefined) throw new GamewireError('invalid-state', `route '${from}' → '${to}' already exists: reconfigure its link`);
       return existing.link;
     }
-    if (this.routeList.length >= this.maxRoutes) throw new GamewireError('invalid-state', `maxRoutes (${this.maxRoutes}) reached`);
     return this.createRoute(from, to, opts ?? {}).link;
   }
 
@@ -459,6 +458,7 @@ export class World {
   /** Put `bytes` on the route `from` → `to` now, as if `from` had sent them (through the impairments, without the transmit hook). */
   send(from: Address, to: Address, bytes: Uint8Array): void {
     checkArg(bytes instanceof Uint8Array, 'bytes must be a Uint8Array');
+    checkArg(typeof from === 'string' && typeof to === 'string', 'addresses must be strings');
     const r = this.routesFrom(from).get(to) ?? this.createRoute(from, to, {});
     this.enter(r, bytes);
   }
@@ -483,8 +483,10 @@ export class World {
     return m;
   }
 
+  /** Throws `invalid-state` at `maxRoutes` (transmits check first and count `unroutable` instead). */
   private createRoute(from: Address, to: Address, opts: RouteOptions): Route {
     checkArg(typeof opts === 'object' && opts !== null, 'route options must be an object');
+    if (this.routeList.length >= this.maxRoutes) throw new GamewireError('invalid-state', `maxRoutes (${this.maxRoutes}) reached`);
     let via: Bottleneck | undefined;
     if (opts.via !== undefined) {
       via = this.bottlenecks.get(opts.via);
