@@ -118,7 +118,7 @@ const SESSION_MEMO = 4;
  * Drive contract (`SansIoPeer`): `handleDatagram(now, bytes)` for each datagram, `handleTimeout(now)`
  * when `now ≥ pollTimeout()`, and after any input drain `pollTransmit(now, out)` (acks, refusals)
  * and `pollEvent()` until they return undefined. Every received slice is acked — new ones after
- * `ackEveryNew` slices or `ackDelayMs`, duplicates, gaps, completions and slices of the two chunks it
+ * `ackEveryNew` slices or `ackDelayMs`, duplicates, gaps, completions and slices of the two blocks it
  * finished last at once — so lost acks never hang the sender. Memory never exceeds `maxMemoryBytes`.
  */
 export class ChunkReceiver implements SansIoPeer {

@@ -68,7 +68,7 @@ export interface SlicePacket extends SliceHeader {
   payload: Uint8Array;
 }
 
-/** What an ack says about its chunk. */
+/** What an ack says about its block. */
 export type AckStatus = 'partial' | 'complete' | 'cancelled';
 
 /** A run of the receiver's slice bitfield: bit i of byte j = slice `base + 8j + i` received. */
@@ -79,7 +79,7 @@ export interface AckWindow {
   bits: Uint8Array;
 }
 
-/** Receiver → sender: which slices of a chunk arrived. Applied by the sender like a fuse (only ever adds acks). */
+/** Receiver → sender: which slices of a block arrived. Applied by the sender like a fuse (only ever adds acks). */
 export interface AckPacket {
   type: 'ack';
   session: number;
@@ -225,7 +225,7 @@ export function encodeChunkPacket(out: Uint8Array, p: ChunkPacket, offset = 0): 
 export interface SliceHeader {
   /** Sender-chosen 32-bit session id (u32). */
   session: number;
-  /** 16-bit wrapping chunk id (u16). */
+  /** The block's id on the wire, (firstChunkId + id − 1) mod 2^16 (u16; docs/chunk.md, Block ids). */
   chunkId: number;
   /** True when the previous chunk (chunkId − 1) was still unacked when this was sent. */
   pipelined: boolean;
