@@ -96,7 +96,10 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   let onAbort: (() => void) | undefined;
   try {
     const outcome = await new Promise<{ data: Uint8Array; at: number } | TransferError>((resolve) => {
-      onAbort = () => resolve(interrupted());
+      onAbort = () => {
+        resolve(interrupted());
+        void driver.close(); // also ends a linger at once
+      };
       o.signal?.addEventListener('abort', onAbort);
       driver.on('event', (ev) => {
         if (ev.type === 'block') resolve({ data: ev.data, at: driver.now() });
@@ -124,7 +127,7 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
     if (outcome instanceof TransferError) {
       o.progress?.stop();
       // Let a refusal reach the sender before we go (not after Ctrl-C: the user wants out).
-      if (firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await linger(driver, 500, 3000);
+      if (firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await driver.close({ linger: { quietMs: 500, maxMs: 3000 } });
       throw outcome;
     }
     const seconds = (outcome.at - (firstAt ?? openedAt)) / 1000;
@@ -137,7 +140,7 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       from: driver.remote ?? { host: '?', port: 0 },
     };
     await o.onBlock?.(result);
-    await linger(driver, o.lingerQuietMs ?? 1000, o.lingerMaxMs ?? 10_000, o.signal);
+    await driver.close({ linger: { quietMs: o.lingerQuietMs ?? 1000, maxMs: o.lingerMaxMs ?? 10_000 } });
     return result;
   } finally {
     clearInterval(ticker);
@@ -145,20 +148,6 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
     o.progress?.stop();
     await driver.close();
   }
-}
-
-/** Keep the driver answering until no datagram arrived for `quietMs`, at most `maxMs` (or until aborted). */
-async function linger<E>(driver: UdpDriver<E>, quietMs: number, maxMs: number, signal?: AbortSignal): Promise<void> {
-  const start = driver.now();
-  await new Promise<void>((resolve) => {
-    const t = setInterval(() => {
-      const now = driver.now();
-      if (signal?.aborted === true || now - Math.max(driver.lastDatagramAt, start) >= quietMs || now - start >= maxMs) {
-        clearInterval(t);
-        resolve();
-      }
-    }, Math.min(quietMs, 50));
-  });
 }
 
 /** Options of {@link sendOne}. Rates in bytes/s (wire), times in ms. */
