@@ -2,6 +2,7 @@ import { Counters } from '../core/counters.js';
 import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
+import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { Kcp, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
 import { deadlineOf } from './scheduler.js';
 import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
@@ -58,8 +59,8 @@ export interface KcpSessionOptions {
   lingerTimeoutMs?: number;
   /** Datagrams waiting for `pollTransmit`; beyond it new ones are dropped and counted (default 8192). */
   maxOutboxDatagrams?: number;
-  /** CSPRNG filling its argument (cookie keys, nonces, conv). Default `crypto.getRandomValues`. */
-  random?: (out: Uint8Array) => void;
+  /** CSPRNG filling its argument (cookie keys, nonces, conv). Default `cryptoRandom` (`crypto.getRandomValues`). */
+  random?: RandomSource;
 }
 
 /** Counter names of a `KcpServer` / `KcpClient` (sessions keep KCP's own counters: `session.kcp.counters()`). */
@@ -101,14 +102,6 @@ interface ResolvedOptions {
   random: (out: Uint8Array) => void;
 }
 
-function defaultRandom(out: Uint8Array): void {
-  const c = (globalThis as { crypto?: { getRandomValues?: (a: Uint8Array) => Uint8Array } }).crypto;
-  if (c?.getRandomValues === undefined) {
-    throw new GamewireError('invalid-config', 'no crypto.getRandomValues here: pass options.random');
-  }
-  c.getRandomValues(out);
-}
-
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;
   checkConfig(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${name} must be a finite number of ms ≥ 0`);
@@ -137,14 +130,8 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
     deadLinkPolicy: policy,
     lingerTimeoutMs: ms(o.lingerTimeoutMs, 5000, 'lingerTimeoutMs'),
     maxOutboxDatagrams: maxOut,
-    random: o.random ?? defaultRandom,
+    random: o.random ?? cryptoRandom,
   };
-}
-
-function randomU32(random: (out: Uint8Array) => void): number {
-  const b = new Uint8Array(4);
-  random(b);
-  return readU32LE(b, 0);
 }
 
 /**
@@ -246,7 +233,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.lastRecvAt = now;
     this.kcp.input(view, now);
     this.parked = false;
-    if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
+
   }
 
   /** @internal run KCP and the session timers at `now`. */
