@@ -233,7 +233,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.lastRecvAt = now;
     this.kcp.input(view, now);
     this.parked = false;
-
+    if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
   }
 
   /** @internal run KCP and the session timers at `now`. */
