@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -137,6 +137,30 @@ describe('the packed package (npm pack --dry-run)', () => {
       }
     }
     expect(broken).toEqual([]);
+  });
+
+  it('a TypeScript user needs @types/node only for gamewire/node (what the README says)', () => {
+    const app = join(stage, 'consumer');
+    mkdirSync(join(app, 'node_modules', '@types'), { recursive: true });
+    symlinkSync(stage, join(app, 'node_modules', 'gamewire'), 'dir');
+    symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(app, 'node_modules', '@types', 'node'), 'dir');
+    writeFileSync(join(app, 'package.json'), '{ "type": "module" }');
+    writeFileSync(join(app, 'browser.ts'), "import { ChunkReceiver, ChunkSender } from 'gamewire';\nimport { World } from 'gamewire/testing';\nvoid [ChunkReceiver, ChunkSender, World];\n");
+    writeFileSync(join(app, 'server.ts'), "import { UdpDriver } from 'gamewire/node';\nvoid UdpDriver;\n");
+    const tsc = (file: string, types: string[]): string => {
+      const config = join(app, `tsconfig.${file}.json`);
+      const compilerOptions = { noEmit: true, strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', lib: ['es2022', 'dom'], types };
+      writeFileSync(config, JSON.stringify({ compilerOptions, files: [file] }));
+      try {
+        execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', config], { cwd: app, stdio: 'pipe' });
+        return 'ok';
+      } catch (err) {
+        return String((err as { stdout?: Buffer }).stdout ?? err);
+      }
+    };
+    expect(tsc('browser.ts', [])).toBe('ok');
+    expect(tsc('server.ts', ['node'])).toBe('ok');
+    expect(tsc('server.ts', [])).toMatch(/node:events|NodeJS/);
   });
 
   it('the checks above can fail: they see a link outside the package and a heading that is not there', () => {
