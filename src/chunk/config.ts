@@ -3,6 +3,7 @@ import { AdaptiveRate } from '../congestion/adaptive.js';
 import { FixedRate } from '../congestion/fixed.js';
 import { Path } from '../congestion/path.js';
 import { checkConfig } from '../core/errors.js';
+import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { DEFAULT_SLICE_BYTES, MAX_ACK_WINDOW_BYTES, MAX_BLOCK_BYTES, MAX_SLICE_BYTES, MIN_SLICE_BYTES } from './wire.js';
 
 /** Options of a `ChunkSender`; every field is optional (defaults in docs/chunk.md §Limits). */
@@ -30,9 +31,17 @@ export interface ChunkSenderConfig {
   maxQueuedBytes?: number;
   /** Start the next block once every slice of the current one was sent once (≤ 2 in flight). Default true. */
   pipeline?: boolean;
-  /** 32-bit id of this sender incarnation; set a random one per process so stale datagrams of an earlier one are ignored. Default 0. */
+  /**
+   * 32-bit id of this sender incarnation (u32), so the receiver ignores stale datagrams of an earlier
+   * one. Default: drawn from `random`.
+   */
   sessionId?: number;
-  /** Wire chunk id of the first block (u16). Default 0. */
+  /** Source of the default `sessionId` (tests pass a seeded one). Default `cryptoRandom` (`crypto.getRandomValues`). */
+  random?: RandomSource;
+  /**
+   * Wire chunk id of block 1 (u16): block `id` travels as chunk id (firstChunkId + id − 1) mod 2^16.
+   * The receiver must be configured with the same value to report the same ids. Default 0.
+   */
   firstChunkId?: number;
   /** A `stalled` event fires when an in-flight block makes no ack progress for this long, ms. Default 5000. */
   stallTimeoutMs?: number;
@@ -94,6 +103,8 @@ export interface ChunkReceiverConfig {
   ackWindowBytes?: number;
   /** Accept only this session id (u32). Default: bind to the first sender seen. */
   sessionId?: number;
+  /** The sender's `firstChunkId` (u16), so the block ids in events match the sender's. Default 0. */
+  firstChunkId?: number;
   /** A different session is adopted only after the bound one sent nothing valid for this long, ms. Default 2000. */
   sessionIdleMs?: number;
   /** Most undrained non-block events kept (blocks are bounded by memory). Default 1024. */
@@ -108,13 +119,14 @@ export interface ResolvedChunkReceiverConfig {
   ackDelayMs: number;
   ackWindowBytes: number;
   sessionId: number | undefined;
+  firstChunkId: number;
   sessionIdleMs: number;
   maxEvents: number;
 }
 
 const SENDER_KEYS: ReadonlySet<string> = new Set([
   'rateBytesPerSec', 'rateController', 'minResendMs', 'initialRttMs', 'sliceBytes', 'burst', 'burstMaxBlockBytes',
-  'maxQueuedBlocks', 'maxQueuedBytes', 'pipeline', 'sessionId', 'firstChunkId', 'stallTimeoutMs', 'pacingBurstMs',
+  'maxQueuedBlocks', 'maxQueuedBytes', 'pipeline', 'sessionId', 'random', 'firstChunkId', 'stallTimeoutMs', 'pacingBurstMs',
   'maxEvents', 'unackedBdpMultiple', 'unackedFloorBytes', 'path',
 ]);
 
@@ -122,8 +134,8 @@ const SENDER_KEYS: ReadonlySet<string> = new Set([
 const PATH_KEYS = ['rateBytesPerSec', 'rateController', 'initialRttMs', 'pacingBurstMs', 'unackedBdpMultiple', 'unackedFloorBytes'] as const;
 
 const RECEIVER_KEYS: ReadonlySet<string> = new Set([
-  'maxBlockBytes', 'maxMemoryBytes', 'ackEveryNew', 'ackDelayMs', 'ackWindowBytes', 'sessionId', 'sessionIdleMs',
-  'maxEvents',
+  'maxBlockBytes', 'maxMemoryBytes', 'ackEveryNew', 'ackDelayMs', 'ackWindowBytes', 'sessionId', 'firstChunkId',
+  'sessionIdleMs', 'maxEvents',
 ]);
 
 function isInt(v: unknown, lo: number, hi: number): boolean {
@@ -159,6 +171,7 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
       typeof rc.onSent === 'function' && typeof rc.onAck === 'function' && typeof rc.onLoss === 'function',
     'rateController must implement RateController');
   }
+  checkConfig(c.random === undefined || typeof c.random === 'function', 'random must be a function');
   const r: ResolvedChunkSenderConfig = {
     rateController: rc ?? (c.rateBytesPerSec !== undefined ? new FixedRate(c.rateBytesPerSec) : new AdaptiveRate()),
     minResendMs: c.minResendMs ?? 20,
@@ -169,7 +182,7 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
     maxQueuedBlocks: c.maxQueuedBlocks ?? 1024,
     maxQueuedBytes: c.maxQueuedBytes ?? 64 * 1024 * 1024,
     pipeline: c.pipeline ?? true,
-    sessionId: c.sessionId ?? 0,
+    sessionId: c.sessionId ?? randomU32(c.random ?? cryptoRandom),
     firstChunkId: c.firstChunkId ?? 0,
     stallTimeoutMs: c.stallTimeoutMs ?? 5000,
     pacingBurstMs: c.pacingBurstMs ?? 10,
@@ -208,6 +221,7 @@ export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChun
     ackDelayMs: c.ackDelayMs ?? 5,
     ackWindowBytes: c.ackWindowBytes ?? 32,
     sessionId: c.sessionId,
+    firstChunkId: c.firstChunkId ?? 0,
     sessionIdleMs: c.sessionIdleMs ?? 2000,
     maxEvents: c.maxEvents ?? 1024,
   };
@@ -217,6 +231,7 @@ export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChun
   checkConfig(isNum(r.ackDelayMs, 0, 25), 'ackDelayMs must be a number in 0..25');
   checkConfig(isInt(r.ackWindowBytes, 1, MAX_ACK_WINDOW_BYTES), `ackWindowBytes must be an integer in 1..${MAX_ACK_WINDOW_BYTES}`);
   checkConfig(r.sessionId === undefined || isInt(r.sessionId, 0, 0xffffffff), 'sessionId must be an integer in 0..2^32-1');
+  checkConfig(isInt(r.firstChunkId, 0, 0xffff), 'firstChunkId must be an integer in 0..65535');
   checkConfig(isNum(r.sessionIdleMs, 0, Number.MAX_SAFE_INTEGER), 'sessionIdleMs must be a number ≥ 0');
   checkConfig(isInt(r.maxEvents, 1, 1_000_000), 'maxEvents must be an integer in 1..1000000');
   return r;

@@ -2,7 +2,7 @@ import { Path } from '../congestion/path.js';
 import { Counters } from '../core/counters.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
-import { seqAdd16, timeDiff32, u32 } from '../core/wrap.js';
+import { timeDiff32, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
 import { type ChunkSenderConfig, type ResolvedChunkSenderConfig, resolveSenderConfig } from './config.js';
 import {
@@ -107,6 +107,12 @@ interface Queued {
   data: Uint8Array;
 }
 
+/**
+ * Most block ids between the newest block on the wire and the next one (seqDiff16's range): ids of
+ * blocks cancelled while queued never reach the wire, and the receiver skips such gaps (docs/chunk.md).
+ */
+const MAX_ID_GAP = 0x8000;
+
 /** Bookkeeping bytes per slice of an in-flight block (bit + f64 send time + u32 FIFO slot), rounded up. */
 const OVERHEAD_PER_SLICE = 13;
 
@@ -133,7 +139,8 @@ export class ChunkSender implements SansIoPeer {
   private readonly inflight: OutChunk[] = [];
   private readonly events: ChunkSenderEvent[] = [];
   private nextId = 1;
-  private nextChunkId: number;
+  // Id of the newest block put on the wire: bounds how many ids a receiver may have to skip.
+  private lastStartedId = 0;
   private queuedBytesTotal = 0;
   private lastNow = -Infinity;
   private pickChunk: OutChunk | undefined;
@@ -161,13 +168,14 @@ export class ChunkSender implements SansIoPeer {
       unackedBdpMultiple: cfg.unackedBdpMultiple, unackedFloorBytes: cfg.unackedFloorBytes,
       maxDatagramBytes: cfg.sliceBytes + SLICE_HEADER_BYTES,
     });
-    this.nextChunkId = this.config.firstChunkId;
   }
 
   /**
    * Queue `bytes` (0..2^32−1 bytes, kept by reference) for reliable, ordered delivery; returns the
-   * block's id (1, 2, 3…) used by events, `cancel` and `progress`. Throws `invalid-argument` for a
-   * non-Uint8Array, `block-too-large` if it could never fit `maxQueuedBytes`, `queue-full` at the limits.
+   * block's id (1, 2, 3…) used by events, `cancel` and `progress`, and reported by the receiver's
+   * events too. Throws `invalid-argument` for a non-Uint8Array, `block-too-large` if it could never
+   * fit `maxQueuedBytes`, `queue-full` at the limits (or once 32 768 ids were handed out since the
+   * newest block put on the wire: ids cancelled while queued leave gaps a receiver can skip only that far).
    */
   sendBlock(bytes: Uint8Array): number {
     checkArg(bytes instanceof Uint8Array, 'block must be a Uint8Array');
@@ -180,6 +188,9 @@ export class ChunkSender implements SansIoPeer {
     if (blocks >= cfg.maxQueuedBlocks || this.queuedBytesTotal + bytes.length > cfg.maxQueuedBytes) {
       throw new GamewireError('queue-full',
         `send queue holds ${blocks} blocks / ${this.queuedBytesTotal} bytes (limits ${cfg.maxQueuedBlocks} / ${cfg.maxQueuedBytes})`);
+    }
+    if (this.nextId - this.lastStartedId > MAX_ID_GAP) {
+      throw new GamewireError('queue-full', `${MAX_ID_GAP} block ids handed out since the newest block was put on the wire`);
     }
     const id = this.nextId++;
     this.queue.push({ id, data: bytes });
@@ -494,15 +505,16 @@ export class ChunkSender implements SansIoPeer {
     if (this.inflight.length === 0) return true;
     if (this.inflight.length >= 2 || !this.config.pipeline) return false;
     const c = this.inflight[0];
-    return c.state !== 'sending' || c.nextFresh === c.sliceCount;
+    // Only the direct successor may be pipelined: a pipelined packet tells the receiver id − 1 is in flight.
+    return (c.state !== 'sending' || c.nextFresh === c.sliceCount) && this.queue[0].id === c.id + 1;
   }
 
   private startNext(now: number): void {
     const q = this.queue.shift()!;
     const cfg = this.config;
     const burst = cfg.burst && q.data.length <= cfg.burstMaxBlockBytes;
-    this.inflight.push(new OutChunk(q.id, this.nextChunkId, q.data, cfg.sliceBytes, burst, now));
-    this.nextChunkId = seqAdd16(this.nextChunkId, 1);
+    this.inflight.push(new OutChunk(q.id, (cfg.firstChunkId + q.id - 1) & 0xffff, q.data, cfg.sliceBytes, burst, now));
+    this.lastStartedId = q.id;
   }
 
   /** Stop sending slices of `c`; the receiver is told with cancel packets until it answers. */
