@@ -354,6 +354,14 @@ describe('DriveLoop on a virtual clock', () => {
     expect(p.t).toBeLessThanOrEqual(540);
   });
 
+  it('close() refuses a bad linger with invalid-config and keeps running', () => {
+    const { loop } = setup();
+    expect(() => loop.close({ quietMs: -1 })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => loop.close({ maxMs: Infinity })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => loop.close(5 as unknown as boolean)).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(loop.state).toBe('running');
+  });
+
   it('a second close() without linger ends a linger at once', () => {
     const { loop } = setup();
     void loop.close(true);

@@ -228,12 +228,13 @@ export class DriveLoop<E = unknown, T = unknown> {
    */
   close(linger?: LingerOptions | boolean): Promise<void> {
     if (this.state_ === 'closed') return Promise.resolve();
+    const o = linger === undefined || linger === false ? undefined : linger === true ? {} : linger;
+    checkConfig(o === undefined || (typeof o === 'object' && o !== null), 'linger must be a boolean or { quietMs, maxMs }');
+    const quiet = o?.quietMs ?? 1000;
+    const max = o?.maxMs ?? 10_000;
+    checkConfig(quiet >= 0 && max >= 0 && Number.isFinite(quiet) && Number.isFinite(max), 'linger quietMs and maxMs must be finite and ≥ 0');
     const done = new Promise<void>((resolve) => this.closers.push(resolve));
-    if (linger !== undefined && linger !== false && this.state_ === 'running') {
-      const o = linger === true ? {} : linger;
-      const quiet = o.quietMs ?? 1000;
-      const max = o.maxMs ?? 10_000;
-      checkConfig(quiet >= 0 && max >= 0 && Number.isFinite(quiet) && Number.isFinite(max), 'linger quietMs and maxMs must be finite and ≥ 0');
+    if (o !== undefined && this.state_ === 'running') {
       this.state_ = 'lingering';
       this.lingerStart = this.platform.now();
       this.lingerQuiet = quiet;
