@@ -16,7 +16,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { writeReadmeSection } from './readme.js';
 import { NonCryptoRng } from '../src/core/rng.js';
-import { Kcp, type KcpOptions } from '../src/kcp/kcp.js';
+import { Kcp, KcpArena, type KcpOptions } from '../src/kcp/kcp.js';
 import { KcpScheduler } from '../src/kcp/scheduler.js';
 import { KcpServer } from '../src/kcp/session.js';
 import { runTestCpp, type TestCppMode, type TestCppResult } from '../test/kcp/interop-testcpp.js';
@@ -295,8 +295,11 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
   const toClient: Uint8Array[][] = Array.from({ length: N }, () => []);
   const clients: Kcp[] = [];
   const cSched = new KcpScheduler<Kcp>();
+  // Each side is one host: its Kcps share one arena (payload slabs and scratch buffers).
+  const clientOpts = { ...SCALE_KCP, arena: new KcpArena() };
+  const serverOpts = { ...SCALE_KCP, arena: new KcpArena() };
   for (let i = 0; i < N; i++) {
-    const k = new Kcp(i + 1, (d) => toServer[i]!.push(d.slice()), SCALE_KCP);
+    const k = new Kcp(i + 1, (d) => toServer[i]!.push(d.slice()), clientOpts);
     clients.push(k);
     cSched.add(k, 0);
   }
@@ -313,7 +316,7 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
     for (let i = 0; i < N; i++) indexOf.set(addrOf(i), i);
   } else {
     for (let i = 0; i < N; i++) {
-      const k = new Kcp(i + 1, (d) => toClient[i]!.push(d.slice()), SCALE_KCP);
+      const k = new Kcp(i + 1, (d) => toClient[i]!.push(d.slice()), serverOpts);
       servers.push(k);
       if (strategy !== 'update-all') sSched.add(k, 0);
     }
@@ -416,11 +419,14 @@ function memoryAfterGc(): { heap: number; arrayBuffers: number } {
 function buildIdleKcps(): unknown {
   const keep: Kcp[] = [];
   const sched = new KcpScheduler<Kcp>();
+  // The kept Kcps share one arena, as a host's do; the temporary peers share another.
+  const kept = { ...SCALE_KCP, arena: new KcpArena() };
+  const peers = { ...SCALE_KCP, arena: new KcpArena() };
   for (let i = 0; i < N; i++) {
     // b is the session kept; a is its temporary peer, unreachable once the exchange is done.
     const link: { a?: Kcp; b?: Kcp } = {};
-    const a = new Kcp(i, (d) => link.b?.input(d, 0), SCALE_KCP);
-    const b = new Kcp(i, (d) => link.a?.input(d, 0), SCALE_KCP);
+    const a = new Kcp(i, (d) => link.b?.input(d, 0), peers);
+    const b = new Kcp(i, (d) => link.a?.input(d, 0), kept);
     link.a = a;
     link.b = b;
     a.update(0);
@@ -446,9 +452,10 @@ function buildIdleKcps(): unknown {
 function buildIdleServer(echo = false): unknown {
   const server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: 0, idleTimeoutMs: 0 });
   const clients = new Map<string, Kcp>();
+  const clientOpts = { ...SCALE_KCP, arena: new KcpArena() };
   for (let i = 0; i < N; i++) {
     const addr = `10.0.${i >> 8}.${i & 255}:4000`;
-    const c = new Kcp(i, (d) => server.handleDatagram(c.current, addr, d), SCALE_KCP);
+    const c = new Kcp(i, (d) => server.handleDatagram(c.current, addr, d), clientOpts);
     clients.set(addr, c);
     c.update(0);
     c.send(new Uint8Array(32));

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { GamewireError } from '../core/errors.js';
-import { KcpArena, SlabPool, type Slab, type SlabCopy } from './arena.js';
+import { KcpArena, SlabPool, type SlabCopy } from './arena.js';
+import { Kcp, type KcpOptions } from './kcp.js';
+import { encodeKcpHeader, KCP_OVERHEAD, KcpCommand } from './segment.js';
 
 function holder(): SlabCopy {
   return { data: new Uint8Array(0), slab: undefined, own: 0 };
@@ -10,7 +12,7 @@ function holder(): SlabCopy {
 const aligned = (n: number): number => (n + 7) & ~7;
 
 describe('SlabPool', () => {
-  it('never overwrites a live copy; slabs in use stay within 8x the live bytes plus the one being filled', () => {
+  it('never overwrites a live copy; when it takes a slab, those in use are within 8x the live bytes plus two', () => {
     // Short-lived copies are released oldest first (read in order); long-lived ones (held out of
     // order, or never read) only now and then, at random: the pattern that pins mostly-empty slabs.
     type Op = { copy: number; long: boolean } | 'release-short' | 'release-long';
@@ -47,12 +49,15 @@ describe('SlabPool', () => {
           } else {
             const src = Uint8Array.from({ length: o.copy + 3 }, () => next() & 0xff);
             const h = holder();
+            const before = pool.inUse - ownBytes;
             if (!pool.copy(h, src, 3, src.length)) expect.fail('refused without a budget');
             if (h.slab !== undefined) liveBytes += aligned(o.copy);
             ownBytes += h.own;
             (o.long ? long : short).push({ h, want: [...src.subarray(3)] });
+            // Slabs are taken only here: then every one in use but the current and the last is 1/8 full.
+            const slabs = pool.inUse - ownBytes;
+            if (slabs > before && slabs > 8 * liveBytes + 2 * 256) expect(slabs).toBeLessThanOrEqual(8 * liveBytes + 2 * 256);
           }
-          if (pool.inUse - ownBytes > 8 * liveBytes + 256) expect(pool.inUse - ownBytes).toBeLessThanOrEqual(8 * liveBytes + 256);
           if (i % 16 === 0) for (const c of [...short, ...long]) check(c);
         });
         for (const c of [...short, ...long]) check(c);
@@ -106,14 +111,18 @@ describe('SlabPool', () => {
     const old = p.slab;
     for (const h of hs) pool.release(h);
     expect(p.slab).toBe(old); // still the slab being filled: not compacted
+    pool.copy(holder(), src, 0, 16); // retires it with 8 live bytes
+    expect(p.slab).toBe(old);
     expect(pool.compactions).toBe(0);
-    pool.copy(holder(), src, 0, 16); // retires it with 8 live bytes: p moves
+    for (let i = 0; i < 7; i++) pool.copy(holder(), src, 0, 16); // fills the next slab
+    expect(pool.inUse).toBe(2 * 128);
+    pool.copy(holder(), src, 0, 16); // a slab is needed: first p moves, freeing the old one
     expect(p.slab).not.toBe(old);
     expect([...p.data]).toEqual([0, 1, 2]);
     expect(pool.compactions).toBe(1);
     expect(pool.compactedBytes).toBe(3);
-    expect(pool.freeSlabs).toBe(1);
-    expect(pool.inUse).toBe(128);
+    expect(pool.freeSlabs).toBe(1); // the emptied slab is kept for reuse
+    expect(pool.inUse).toBe(2 * 128);
   });
 
   it('refuses copies that need memory beyond the limit and never holds more than maxBytes', () => {
@@ -152,9 +161,12 @@ describe('KcpArena', () => {
     expect(() => new KcpArena({ maxReceiveBytes: -1 })).toThrow(GamewireError);
     expect(() => new KcpArena({ maxReceiveBytes: 1.5 })).toThrow(GamewireError);
     expect(new KcpArena({ maxReceiveBytes: Infinity }).outOfOrderBytes).toBe(Infinity);
-    const a = new KcpArena({ maxReceiveBytes: 1000 });
-    expect(a.maxReceiveBytes).toBe(1000);
-    expect(a.outOfOrderBytes).toBe(750);
+    const a = new KcpArena({ maxReceiveBytes: 100_000 });
+    expect(a.maxReceiveBytes).toBe(100_000);
+    expect(a.inOrderBytes).toBe(100_000 - 16384);
+    expect(a.outOfOrderBytes).toBe(75_000);
+    expect(new KcpArena({ maxReceiveBytes: 20_000 }).outOfOrderBytes).toBe(20_000 - 16384);
+    expect(new KcpArena({ maxReceiveBytes: 1000 }).inOrderBytes).toBe(0);
     expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, compactions: 0, compactedBytes: 0 });
   });
 
@@ -167,5 +179,173 @@ describe('KcpArena', () => {
     expect(b1).not.toBe(b0);
     expect(a.scratchAt(0, 5000).length).toBe(5000);
     expect(a.scratchBytes).toBe(5000 + 4272);
+  });
+});
+
+// ---- Kcps on an arena -------------------------------------------------------------------------
+
+const TURBO: KcpOptions = { nodelay: 1, interval: 10, resend: 2, nc: true, sndWnd: 128, rcvWnd: 128 };
+
+/** One PUSH datagram of `payload` for conversation `conv`, as any raw-mode peer may send it. */
+function push(conv: number, sn: number, payload: Uint8Array, una = 0): Uint8Array {
+  const d = new Uint8Array(KCP_OVERHEAD + payload.length);
+  encodeKcpHeader(d, 0, { conv, cmd: KcpCommand.PUSH, frg: 0, wnd: 128, ts: 0, sn, una, len: payload.length });
+  d.set(payload, KCP_OVERHEAD);
+  return d;
+}
+
+/** A sender → receiver pair with instant delivery through queues (no loss). */
+class Pair {
+  readonly toB: Uint8Array[] = [];
+  readonly toA: Uint8Array[] = [];
+  readonly a: Kcp;
+  readonly b: Kcp;
+  readonly got: Uint8Array[] = [];
+
+  constructor(conv: number, bArena: KcpArena, aOptions: KcpOptions = TURBO) {
+    this.a = new Kcp(conv, (d) => this.toB.push(d.slice()), aOptions);
+    this.b = new Kcp(conv, (d) => this.toA.push(d.slice()), { ...TURBO, arena: bArena });
+  }
+
+  step(now: number, read: boolean): void {
+    this.a.update(now);
+    for (const d of this.toB.splice(0)) this.b.input(d, now);
+    if (read) for (let m = this.b.recvMessage(); m !== undefined; m = this.b.recvMessage()) this.got.push(m);
+    this.b.update(now);
+    for (const d of this.toA.splice(0)) this.a.input(d, now);
+  }
+}
+
+function message(i: number, size: number): Uint8Array {
+  return Uint8Array.from({ length: size }, (_, j) => (i * 31 + j) & 0xff);
+}
+
+function expectMessages(got: Uint8Array[], n: number, size: number): void {
+  expect(got.length).toBe(n);
+  got.forEach((m, i) => {
+    if (m.length !== size || m.some((b, j) => b !== ((i * 31 + j) & 0xff))) expect([i, ...m.subarray(0, 8)]).toEqual([i, ...message(i, 8)]);
+  });
+}
+
+describe('Kcp on a KcpArena', () => {
+  it('drops data segments beyond the receive budget without ACK and counts them; memory stays within it; all arrives once the reader reads', () => {
+    const budget = 64 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const p = new Pair(1, arena);
+    const n = 300;
+    for (let i = 0; i < n; i++) expect(p.a.send(message(i, 1000))).toBe(0);
+    let maxHeld = 0;
+    for (let now = 0; now < 20_000 && p.got.length < n; now += 10) {
+      p.step(now, now >= 1000); // the reader stalls for the first second
+      maxHeld = Math.max(maxHeld, arena.receiveBytes);
+      expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+      if (now === 990) {
+        expect(p.b.counters().pushOverBudget).toBeGreaterThan(0);
+        expect(p.b.rcvQueueLength + p.b.rcvBufLength).toBeLessThan(budget / 1000);
+      }
+    }
+    expectMessages(p.got, n, 1000);
+    expect(maxHeld).toBeGreaterThan(budget / 2);
+    const drops = p.b.counters().pushOverBudget;
+    expect(arena.counters().receiveDropped).toBe(drops);
+    expect(arena.counters().receiveDroppedBytes).toBe(drops * 1000);
+    // Dropped segments were never acknowledged, so the sender had to send them again.
+    expect(p.a.counters().retransmitTimeout + p.a.counters().retransmitFast).toBeGreaterThanOrEqual(drops);
+    expect(p.a.waitSnd()).toBe(0);
+  });
+
+  it('a raw-mode peer holding small out-of-order segments does not pin a slab each (they are compacted) and never beyond the budget', () => {
+    const budget = 1024 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const honest = new Pair(1, arena, { ...TURBO, sndWnd: 16 }); // about 16 KiB per 10 ms step
+    const victim = new Kcp(2, () => {}, { ...TURBO, arena }); // the attacker's session on the same host
+    const n = 2400; // 2.4 MB through the shared arena
+    for (let i = 0; i < n; i++) honest.a.send(message(i, 1000));
+    let sn = 1; // sn 0 never comes, so every segment stays in the receive buffer
+    let maxHeld = 0;
+    for (let now = 0; now < 20_000 && honest.got.length < n; now += 10) {
+      honest.step(now, true);
+      // One 1-byte segment per ~16 KiB of honest traffic: without compaction, each pins a 16 KiB slab.
+      if (sn < 128 && honest.got.length >= sn * 16) victim.input(push(2, sn++, Uint8Array.of(sn)), now);
+      maxHeld = Math.max(maxHeld, arena.receiveBytes);
+    }
+    expectMessages(honest.got, n, 1000);
+    expect(sn).toBe(128);
+    expect(victim.rcvBufLength).toBe(127); // all held, none dropped
+    expect(victim.counters().pushOverBudget).toBe(0);
+    expect(arena.counters().compactions).toBeGreaterThan(50);
+    // 127 live bytes, 8 each with alignment: far below the 127 × 16 KiB they would pin uncompacted.
+    expect(maxHeld).toBeLessThanOrEqual(budget);
+    expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384);
+    victim.dispose();
+    expect(arena.receiveBytes).toBeLessThanOrEqual(3 * 16384);
+  });
+
+  it('peers filling the out-of-order share of a shared budget do not stop another session', () => {
+    const budget = 640 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const honest = new Pair(1, arena);
+    const victims = [2, 3, 4, 5].map((conv) => new Kcp(conv, () => {}, { ...TURBO, arena }));
+    // 4 × 127 out-of-order segments of 1.5 KiB: 762 KB, more than the whole budget.
+    for (const v of victims) for (let sn = 1; sn < 128; sn++) v.input(push(v.conv, sn, new Uint8Array(1500).fill(sn)), 0);
+    const dropped = victims.reduce((n, v) => n + v.counters().pushOverBudget, 0);
+    expect(dropped).toBeGreaterThan(0);
+    expect(arena.counters().receiveDropped).toBe(dropped);
+    expect(arena.receiveBytes).toBeLessThanOrEqual((budget * 3) / 4);
+    const n = 2000;
+    for (let i = 0; i < n; i++) honest.a.send(message(i, 1000));
+    let now = 0;
+    for (; now < 20_000 && honest.got.length < n; now += 10) {
+      honest.step(now, true);
+      expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+    }
+    expectMessages(honest.got, n, 1000);
+    expect(now).toBeLessThan(1000); // 2 MB in 10 ms steps of one window each: not slowed down
+    // The first peer's segments all fit; the last one's were refused (none acknowledged).
+    expect(victims[0]!.rcvBufLength).toBe(127);
+    const last = victims[3]!;
+    expect(last.rcvBufLength + last.counters().pushOverBudget).toBe(127);
+    expect(last.counters().pushOverBudget).toBeGreaterThan(0);
+    expect(last.pendingAckCount).toBe(last.rcvBufLength);
+    // When the gap fills, the held segments become readable.
+    victims[0]!.input(push(2, 0, Uint8Array.of(0)), 30_000);
+    expect(victims[0]!.rcvQueueLength).toBe(128);
+  });
+
+  it('dispose() gives every copy back to the arena; the Kcp refuses further use', () => {
+    const arena = new KcpArena();
+    const p = new Pair(1, arena);
+    const sender = new Kcp(9, () => {}, { ...TURBO, arena });
+    for (let i = 0; i < 40; i++) sender.send(message(i, 3000)); // own buffers above 2 KiB, and slabs
+    sender.send(message(0, 10));
+    for (let i = 0; i < 50; i++) p.a.send(message(i, 1000));
+    for (let now = 0; now < 200; now += 10) p.step(now, false);
+    expect(arena.receiveBytes).toBeGreaterThan(0);
+    expect(arena.sendBytes).toBeGreaterThan(40 * 3000);
+    p.b.dispose();
+    sender.dispose();
+    expect(arena.receive.inUse).toBeLessThanOrEqual(16384); // the slab being filled
+    expect(arena.send.inUse).toBeLessThanOrEqual(16384);
+    expect(p.b.rcvQueueLength + p.b.rcvBufLength).toBe(0);
+    expect(sender.waitSnd()).toBe(0);
+    expect(() => sender.send(new Uint8Array(1))).toThrow(GamewireError);
+    expect(() => p.b.input(new Uint8Array(24))).toThrow(GamewireError);
+    p.b.dispose(); // idempotent
+  });
+
+  it('a Kcp without an arena owns one; Kcps on one arena share its scratch buffer', () => {
+    const a = new Kcp(1, () => {});
+    const b = new Kcp(1, () => {});
+    expect(a.arena).not.toBe(b.arena);
+    const shared = new KcpArena();
+    const c = new Kcp(1, () => {}, { arena: shared });
+    const d = new Kcp(2, () => {}, { arena: shared });
+    expect(c.arena).toBe(shared);
+    for (const k of [c, d]) {
+      k.send(new Uint8Array(100));
+      k.update(0);
+    }
+    expect(shared.scratchBytes).toBe(4272);
+    expect(() => new Kcp(1, () => {}, { arena: {} as KcpArena })).toThrow(GamewireError);
   });
 });

@@ -50,12 +50,13 @@ function aligned(n: number): number {
  * small typed arrays expensive) under a byte budget.
  * - Each copy holds its slab until `release`; a slab without live copies is rewound (the one being
  *   filled) or kept for reuse (up to `maxFree`), so steady traffic allocates nothing.
- * - Compaction: a slab that is no longer filled and whose live copies fall below 1/8 of it has them
- *   moved to the current slab (their holders' `data` change), so long-lived small copies cannot pin
- *   mostly-empty slabs: slabs in use hold at least 1/8 live bytes, apart from the current one and
- *   those waiting for room in the budget.
+ * - Compaction: before a slab is taken, the live copies of every slab that is no longer filled and
+ *   holds less than 1/8 live bytes move to the current slab (their holders' `data` change), so
+ *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
+ *   are the one being filled, the one just left, and others holding at least 1/8 live bytes.
  * - Budget: `allocated` (slabs in use, kept for reuse, and own buffers) never exceeds `maxBytes`; a
  *   copy that needs new memory beyond its `limit` is refused (`copy` returns false, nothing held).
+ *   Compaction may use up to `maxBytes`, so copies should be given a `limit` at least one slab lower.
  */
 export class SlabPool {
   /** Bytes in use: slabs holding copies or being filled, plus own buffers charged. */
@@ -114,9 +115,7 @@ export class SlabPool {
       this.inUse += len;
       return true;
     }
-    if (!this.place(owner, src, from, len, limit)) return false;
-    if (this.pending.length > 0) this.compact();
-    return true;
+    return this.place(owner, src, from, len, limit);
   }
 
   /** Make `buffer` `owner`'s data, charged as an own buffer (drop whatever it held first with `release`). */
@@ -143,13 +142,22 @@ export class SlabPool {
     let slab = this.cur;
     let at = this.pos;
     if (slab === undefined || at + len > this.slabBytes) {
-      // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
-      if (this.inUse + this.slabBytes > limit) return false;
-      if (slab !== undefined && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
-      slab = this.free.pop() ?? new Slab(this.slabBytes);
-      this.inUse += this.slabBytes;
-      this.cur = slab;
-      at = 0;
+      // Compact only when memory is about to be taken: sparse slabs whose last copies are released
+      // before then (in-order traffic) are never copied.
+      if (this.pending.length > 0 && !this.compacting) {
+        this.compact();
+        slab = this.cur;
+        at = this.pos;
+      }
+      if (slab === undefined || at + len > this.slabBytes) {
+        // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
+        if (this.inUse + this.slabBytes > limit) return false;
+        if (slab !== undefined && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
+        slab = this.free.pop() ?? new Slab(this.slabBytes);
+        this.inUse += this.slabBytes;
+        this.cur = slab;
+        at = 0;
+      }
     }
     const view = new Uint8Array(slab.buffer, at, len);
     // Short copies by hand: a temporary source view costs more than the loop.
@@ -169,10 +177,7 @@ export class SlabPool {
   private unref(slab: Slab, size: number): void {
     slab.live -= size;
     if (--slab.refs > 0) {
-      if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) {
-        this.markSparse(slab);
-        this.compact();
-      }
+      if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
       return;
     }
     slab.owners.length = 0;
@@ -183,7 +188,6 @@ export class SlabPool {
     }
     this.inUse -= this.slabBytes;
     if (this.free.length < this.maxFree) this.free.push(slab);
-    if (this.pending.length > 0) this.compact();
   }
 
   private markSparse(slab: Slab): void {
@@ -191,8 +195,8 @@ export class SlabPool {
     this.pending.push(slab);
   }
 
-  // Moves the live copies of every sparse slab into the current one. Stops, leaving the rest listed,
-  // when the budget has no room for another slab; a later release or copy tries again.
+  // Moves the live copies of every sparse slab into the current one (and fresh ones as it fills).
+  // Stops, leaving the rest listed, when the budget has no room for another slab.
   private compact(): void {
     if (this.compacting) return;
     this.compacting = true;
@@ -236,9 +240,10 @@ export class SlabPool {
 export interface KcpArenaOptions {
   /**
    * Budget for received payload held by every `Kcp` on this arena (slabs, own buffers and slabs kept
-   * for reuse), bytes (default 8 MiB). Above it, incoming data segments are dropped without ACK and
-   * counted; out-of-order segments may use only 3/4 of it, so the segment that fills a gap always
-   * finds room. Honest traffic needs about 2 × rcvWnd × mss per `Kcp` (receive queue and buffer).
+   * for reuse), bytes (default 8 MiB). Incoming data segments that would need memory beyond it are
+   * dropped without ACK and counted. Out-of-order segments may use only 3/4 of it, so the segment
+   * that fills a gap finds room; one 16 KiB slab is kept for compaction. Honest traffic needs about
+   * 2 × rcvWnd × mss per `Kcp` (receive queue and buffer) at most.
    */
   maxReceiveBytes?: number;
 }
@@ -258,7 +263,9 @@ export type KcpArenaCounter = 'receiveDropped' | 'receiveDroppedBytes' | 'compac
 export class KcpArena {
   /** Budget for held received payload, bytes (see `KcpArenaOptions.maxReceiveBytes`). */
   readonly maxReceiveBytes: number;
-  /** Out-of-order received data may bring `receive.inUse` up to this many bytes (3/4 of the budget). @internal */
+  /** The segment at rcvNxt may bring `receive.inUse` up to this (the budget less one slab, kept for compaction). @internal */
+  readonly inOrderBytes: number;
+  /** Out-of-order received data may bring `receive.inUse` up to this (3/4 of the budget at most). @internal */
   readonly outOfOrderBytes: number;
   /** Slabs for received segments (budgeted). @internal */
   readonly receive: SlabPool;
@@ -277,7 +284,8 @@ export class KcpArena {
       throw new GamewireError('invalid-argument', `maxReceiveBytes must be an integer ≥ 0 or Infinity, got ${String(max)}`);
     }
     this.maxReceiveBytes = max;
-    this.outOfOrderBytes = max === Infinity ? Infinity : Math.floor((max * 3) / 4);
+    this.inOrderBytes = Math.max(0, max - SLAB_BYTES);
+    this.outOfOrderBytes = Math.min(this.inOrderBytes, Math.floor((max * 3) / 4));
     this.receive = new SlabPool(max);
   }
 

@@ -297,6 +297,8 @@ export class Kcp {
   private nsndBuf = 0;
   private nrcvBuf = 0;
   private disposed = false;
+  // Set when a flush advertised a window cut by the arena's budget: the next read tells the new one.
+  private memoryLimited = false;
 
   // Pending ACKs as (sn, ts) pairs; allocated on the first one.
   private acks = NO_ACKS;
@@ -698,7 +700,8 @@ export class Kcp {
       if (seg.frg === 0) break;
     }
     this.moveRcvBuf();
-    if (recover && q.length < this.rcvWnd_) this.probe |= ASK_TELL;
+    if ((recover || this.memoryLimited) && q.length < this.rcvWnd_) this.probe |= ASK_TELL;
+    this.memoryLimited = false;
     return first;
   }
 
@@ -802,7 +805,7 @@ export class Kcp {
       // Not acknowledged when refused, so the peer sends it again; the segment filling the gap at
       // rcvNxt may use the whole budget, later ones only part of it.
       const arena = this.arena;
-      const limit = sn === this.rcvNxt_ ? arena.maxReceiveBytes : arena.outOfOrderBytes;
+      const limit = sn === this.rcvNxt_ ? arena.inOrderBytes : arena.outOfOrderBytes;
       if (!arena.receive.copy(seg, data, off, off + len, limit)) {
         this.stats.pushOverBudget++;
         arena.countDrop(len);
@@ -974,7 +977,14 @@ export class Kcp {
 
   private wndUnused(): number {
     const n = this.rcvQueue.length;
-    return n < this.rcvWnd_ ? this.rcvWnd_ - n : 0;
+    const wnd = n < this.rcvWnd_ ? this.rcvWnd_ - n : 0;
+    // Above C: near the arena's receive budget, advertise what it can still hold (at least one
+    // segment, so the peer keeps probing with data rather than waiting 7 s for a window probe).
+    const arena = this.arena;
+    const room = arena.inOrderBytes - arena.receive.inUse;
+    if (room >= wnd * this.mss_) return wnd;
+    this.memoryLimited = true;
+    return Math.max(wnd === 0 ? 0 : 1, Math.floor(room / this.mss_));
   }
 
   // The ACK part of ikcp_flush: writes the pending ACKs from offset 0, emitting each full datagram,
