@@ -537,19 +537,35 @@ describe('Link.reconfigure', () => {
     expect(() => link.reconfigure(0, {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
   });
 
-  it('a new rate serialises new datagrams behind the queue already there; queueDelayMs reports the backlog', () => {
-    // 1000 wire bytes = 8 ms at 1 Mbit/s, 1 ms at 8 Mbit/s.
-    const link = new Link({ rateBitsPerSec: 1e6, overheadBytes: 0 }, 3);
-    for (let i = 0; i < 5; i++) link.send(0, new Uint8Array(1000));
-    expect(link.queueDelayMs).toBe(40);
-    link.reconfigure(4, { rateBitsPerSec: 8e6 });
-    expect(link.queueDelayMs).toBe(36);
-    link.send(4, new Uint8Array(1000));
-    link.send(4, new Uint8Array(1000));
-    const times: number[] = [];
-    for (let t = link.pollTimeout(); t !== undefined; t = link.pollTimeout()) { link.pollDeliver(t); times.push(t); }
-    expect(times).toEqual([8, 16, 24, 32, 40, 41, 42]);
-    expect(link.counters().droppedQueue).toBe(0);
+  it('a new rate applies to the queue from now on: the backlog and the datagram on the wire speed up or slow down', () => {
+    // 1000 wire bytes = 8 ms at 1 Mbit/s, 1 ms at 8 Mbit/s, 16 ms at 0.5 Mbit/s; 10 ms of propagation after.
+    const run = (bitsPerSec: number): { times: number[]; delayAt4: number } => {
+      const link = new Link({ rateBitsPerSec: 1e6, overheadBytes: 0, latencyMs: 10, reorder: false }, 3);
+      for (let i = 0; i < 5; i++) link.send(0, new Uint8Array(1000));
+      expect(link.queueDelayMs).toBe(40);
+      link.reconfigure(4, { rateBitsPerSec: bitsPerSec }); // half of the first datagram is on the wire
+      const delayAt4 = link.queueDelayMs;
+      link.send(4, new Uint8Array(1000));
+      const times: number[] = [];
+      for (let t = link.pollTimeout(); t !== undefined; t = link.pollTimeout()) { link.pollDeliver(t); times.push(t - 10); }
+      expect(link.counters().droppedQueue).toBe(0);
+      return { times, delayAt4 };
+    };
+    expect(run(8e6)).toEqual({ times: [4.5, 5.5, 6.5, 7.5, 8.5, 9.5], delayAt4: 4.5 });
+    expect(run(0.5e6)).toEqual({ times: [12, 28, 44, 60, 76, 92], delayAt4: 72 });
+    expect(run(1e6).times).toEqual([8, 16, 24, 32, 40, 48]); // unchanged rate, unchanged schedule
+  });
+
+  it('removing the rate lets the whole backlog go at once; jittered and duplicated datagrams move with it', () => {
+    const link = new Link({ rateBitsPerSec: 1e6, overheadBytes: 0, latencyMs: 5, jitterMs: 3, duplicate: 0.5 }, 11);
+    for (let i = 0; i < 20; i++) link.send(0, packet(i, 1000)); // 160 ms of backlog
+    const copies = link.inFlight;
+    expect(copies).toBeGreaterThan(25);
+    link.reconfigure(1, { rateBitsPerSec: undefined });
+    expect(link.queueDelayMs).toBe(0);
+    for (let n = 0; n < copies; n++) expect(link.pollDeliver(9)).toBeDefined(); // all due by 1 + 5 + 3
+    expect(link.pollTimeout()).toBeUndefined();
+    expect(link.counters().delivered).toBe(copies);
   });
 
   it('outage windows set mid-run drop sends inside them, not datagrams already in flight', () => {

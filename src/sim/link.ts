@@ -60,7 +60,7 @@ export function deriveSeed(seed: number, index: number): number {
  * decides, in order: outage → MTU → loss (Bernoulli, Gilbert-Elliott, shuffle bag) → in-flight cap →
  * bottleneck queue (drop-tail, serialisation at `rateBitsPerSec`) → latency + jitter (+ FIFO clamp
  * when `reorder` is false) → outage at arrival → duplicate. Same config and seed, same results.
- * `reconfigure(now, changes)` changes the impairments mid-run without touching datagrams in flight.
+ * `reconfigure(now, changes)` changes the impairments mid-run without losing datagrams in flight.
  */
 export class Link {
   private cfg: Readonly<LinkConfig>;
@@ -83,6 +83,9 @@ export class Link {
   // Bottleneck: FIFO ring of (departure time, wire bytes) for datagrams not yet fully serialised.
   private qDep = new Float64Array(64);
   private qWire = new Float64Array(64);
+  // Schedule sequence numbers of each queued datagram's delivery and duplicate (-1: none), for re-timing.
+  private qSeq = new Float64Array(64);
+  private qDupSeq = new Float64Array(64);
   private qHead = 0;
   private qLen = 0;
   private qBytes = 0;
@@ -128,9 +131,10 @@ export class Link {
   /**
    * Change impairments from `now` (ms) on: `changes` is merged onto the settings given so far (a key
    * set to `undefined` goes back to its default; `rateBitsPerSec: undefined` removes the bottleneck).
-   * Nothing in flight is lost or moved: datagrams already accepted keep the delivery time they were
-   * given, and datagrams sent from `now` on queue behind those still in the bottleneck, serialised at
-   * the new rate, then take the new delay (overtaking older ones only if `reorder` allows it). New
+   * Nothing in flight is lost or re-decided. A new rate applies at once to the bottleneck's backlog
+   * (the datagram on the wire finishes at the new rate, those behind it follow, and their deliveries
+   * move with them); datagrams past the bottleneck keep their delivery times. A new delay applies to
+   * datagrams sent from `now` on (they overtake older ones only if `reorder` allows it). New
    * queue limits apply to arrivals (a queue already above them drains, nothing is evicted); `outage`
    * windows replace the old list; the random streams continue (no re-seeding). Throws
    * `invalid-config` (link unchanged) on a bad result, `invalid-argument` if `now` goes backwards.
@@ -141,10 +145,12 @@ export class Link {
     for (const [k, v] of Object.entries(changes)) (spec as Record<string, unknown>)[k] = v;
     const cfg = resolveLinkConfig(spec);
     this.advance(now);
+    const oldMsPerByte = this.msPerWireByte;
     this.cfg = cfg;
     this.spec = specOf(spec);
     if (cfg.gilbertElliott === undefined) this.geBad = false;
     this.apply();
+    if (this.msPerWireByte !== oldMsPerByte) this.retimeQueue(now, oldMsPerByte);
   }
 
   /**
@@ -182,20 +188,25 @@ export class Link {
     if (this.pending.length >= cfg.maxInFlight || this.pending.bytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
 
     let departure = now;
+    let slot = -1;
     if (this.msPerWireByte > 0) {
       const wire = len + cfg.overheadBytes;
       this.drainQueue(now);
       if (this.qLen >= this.qLimitDatagrams || this.qBytes + wire > this.qLimitBytes) { c.droppedQueue++; return; }
       departure = (this.lastDeparture > now ? this.lastDeparture : now) + wire * this.msPerWireByte;
       this.lastDeparture = departure;
-      this.enqueue(departure, wire);
+      slot = this.enqueue(departure, wire);
     }
 
     const base = departure + cfg.latencyMs;
-    if (!this.schedule(base + jitter, bytes)) return;
+    const seq = this.schedule(base + jitter, bytes);
+    if (slot >= 0) this.qSeq[slot] = seq;
+    if (seq < 0) return;
     if (dup) {
       if (this.pending.length >= cfg.maxInFlight || this.pending.bytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
-      if (this.schedule(base + dupJitter, bytes)) c.duplicated++;
+      const dupSeq = this.schedule(base + dupJitter, bytes);
+      if (slot >= 0) this.qDupSeq[slot] = dupSeq;
+      if (dupSeq >= 0) c.duplicated++;
     }
   }
 
@@ -335,20 +346,21 @@ export class Link {
     return false;
   }
 
-  private schedule(time: number, src: Uint8Array): boolean {
+  /** Returns the schedule's sequence number of the delivery, or -1 when it falls in an outage. */
+  private schedule(time: number, src: Uint8Array): number {
     let t = time;
     if (!this.cfg.reorder && t < this.lastDelivery) t = this.lastDelivery;
     if (this.cfg.outage !== undefined && this.inOutage(t)) {
       this.c.droppedOutage++;
-      return false;
+      return -1;
     }
     this.lastDelivery = t;
     const len = src.length;
     const store = this.alloc(len);
     store.set(src);
-    this.pending.push(t, store, len, this.tag);
+    const seq = this.pending.push(t, store, len, this.tag);
     if (this.pending.length > this.c.inFlightPeak) this.c.inFlightPeak = this.pending.length;
-    return true;
+    return seq;
   }
 
   private alloc(len: number): Uint8Array {
@@ -379,25 +391,63 @@ export class Link {
     }
   }
 
-  private enqueue(departure: number, wire: number): void {
+  /** Returns the ring index of the new entry (its sequence numbers are set by the caller). */
+  private enqueue(departure: number, wire: number): number {
     if (this.qLen === this.qDep.length) {
       const cap = this.qDep.length;
       const dep = new Float64Array(cap * 2);
       const wr = new Float64Array(cap * 2);
+      const sq = new Float64Array(cap * 2);
+      const dq = new Float64Array(cap * 2);
       for (let i = 0; i < this.qLen; i++) {
-        dep[i] = this.qDep[(this.qHead + i) % cap];
-        wr[i] = this.qWire[(this.qHead + i) % cap];
+        const j = (this.qHead + i) % cap;
+        dep[i] = this.qDep[j];
+        wr[i] = this.qWire[j];
+        sq[i] = this.qSeq[j];
+        dq[i] = this.qDupSeq[j];
       }
       this.qDep = dep;
       this.qWire = wr;
+      this.qSeq = sq;
+      this.qDupSeq = dq;
       this.qHead = 0;
     }
     const tail = (this.qHead + this.qLen) % this.qDep.length;
     this.qDep[tail] = departure;
     this.qWire[tail] = wire;
+    this.qSeq[tail] = -1;
+    this.qDupSeq[tail] = -1;
     this.qLen++;
     this.qBytes += wire;
     if (this.qLen > this.c.queuedPeakDatagrams) this.c.queuedPeakDatagrams = this.qLen;
     if (this.qBytes > this.c.queuedPeakBytes) this.c.queuedPeakBytes = this.qBytes;
+    return tail;
+  }
+
+  /**
+   * The bottleneck's rate changed from `oldMsPerByte` to the current one at `now`: what is still queued
+   * is serialised at the new rate from now on (the datagram on the wire finishes its remaining part at
+   * the new rate), so departures and the deliveries scheduled from them move.
+   */
+  private retimeQueue(now: number, oldMsPerByte: number): void {
+    this.drainQueue(now);
+    if (this.qLen === 0 || oldMsPerByte === 0) return;
+    const cap = this.qDep.length;
+    const shift = new Map<number, number>();
+    let prev = now;
+    for (let i = 0; i < this.qLen; i++) {
+      const j = (this.qHead + i) % cap;
+      const old = this.qDep[j];
+      const dep = i === 0
+        ? now + (old - now) * (this.msPerWireByte / oldMsPerByte)
+        : prev + this.qWire[j] * this.msPerWireByte;
+      if (this.qSeq[j] >= 0) shift.set(this.qSeq[j], dep - old);
+      if (this.qDupSeq[j] >= 0) shift.set(this.qDupSeq[j], dep - old);
+      this.qDep[j] = dep;
+      prev = dep;
+    }
+    this.lastDeparture = prev;
+    this.pending.retime(shift, now, !this.cfg.reorder);
+    if (!this.cfg.reorder && this.pending.length > 0) this.lastDelivery = this.pending.maxTime();
   }
 }

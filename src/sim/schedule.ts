@@ -31,6 +31,8 @@ export class DeliverySchedule {
   popSize = 0;
   /** Tag of the entry removed by the last `pop`. */
   popTag = 0;
+  /** Sequence number (scheduling order) of the entry removed by the last `pop`. */
+  popSeq = 0;
 
   /** Number of entries. */
   get length(): number {
@@ -44,14 +46,24 @@ export class DeliverySchedule {
     return this.hLen === 0 || ft <= this.hTime[0] ? ft : this.hTime[0];
   }
 
+  /** Time of the latest entry (O(entries out of order)), or -Infinity when empty. */
+  maxTime(): number {
+    let t = this.fLen === 0 ? -Infinity : this.fTime[(this.fHead + this.fLen - 1) % this.fTime.length];
+    for (let i = 0; i < this.hLen; i++) if (this.hTime[i] > t) t = this.hTime[i];
+    return t;
+  }
+
   /** Payload size of the earliest entry, or `undefined`. */
   peekSize(): number | undefined {
     if (this.length === 0) return undefined;
     return this.fifoFirst() ? this.fSize[this.fHead] : this.hSize[0];
   }
 
-  /** Add an entry due at `time` holding `size` payload bytes in `data`, with an integer `tag` (int32) returned by `pop`. */
-  push(time: number, data: Uint8Array, size: number, tag = 0): void {
+  /**
+   * Add an entry due at `time` holding `size` payload bytes in `data`, with an integer `tag` (int32)
+   * returned by `pop`. Returns its sequence number (for `retime`).
+   */
+  push(time: number, data: Uint8Array, size: number, tag = 0): number {
     const seq = this.seq++;
     this.bytes += size;
     const cap = this.fTime.length;
@@ -67,6 +79,52 @@ export class DeliverySchedule {
     } else {
       this.heapPush(time, seq, data, size, tag);
     }
+    return seq;
+  }
+
+  /**
+   * Move entries: each entry whose sequence number is in `shift` gets that many ms added to its time,
+   * but never below `floor`. With `fifo`, times are then clamped to be non-decreasing in scheduling
+   * order (as they were). Rebuilds the schedule: O(n log n), for rare events such as a link reconfiguration.
+   */
+  retime(shift: ReadonlyMap<number, number>, floor: number, fifo: boolean): void {
+    const n = this.length;
+    const time = new Float64Array(n);
+    const seq = new Float64Array(n);
+    const size = new Int32Array(n);
+    const tag = new Int32Array(n);
+    const data = new Array<Uint8Array>(n);
+    for (let k = 0; k < n; k++) {
+      const t = this.peekTime()!;
+      data[k] = this.pop();
+      seq[k] = this.popSeq;
+      const d = shift.get(this.popSeq);
+      time[k] = d === undefined ? t : Math.max(floor, t + d);
+      size[k] = this.popSize;
+      tag[k] = this.popTag;
+    }
+    const order = Array.from({ length: n }, (_, k) => k);
+    if (fifo) {
+      order.sort((x, y) => seq[x] - seq[y]);
+      let max = -Infinity;
+      for (const k of order) {
+        if (time[k] < max) time[k] = max;
+        max = time[k];
+      }
+    }
+    order.sort((x, y) => time[x] - time[y] || seq[x] - seq[y]);
+    while (this.fTime.length < n) this.growFifo();
+    this.fHead = 0;
+    this.fLen = 0;
+    for (const k of order) {
+      this.fTime[this.fLen] = time[k];
+      this.fSeq[this.fLen] = seq[k];
+      this.fSize[this.fLen] = size[k];
+      this.fData[this.fLen] = data[k];
+      this.fTag[this.fLen] = tag[k];
+      this.fLen++;
+      this.bytes += size[k];
+    }
   }
 
   /** Remove the earliest entry (the schedule must not be empty); its size is left in `popSize`. */
@@ -77,6 +135,7 @@ export class DeliverySchedule {
       this.fData[i] = undefined;
       this.popSize = this.fSize[i];
       this.popTag = this.fTag[i];
+      this.popSeq = this.fSeq[i];
       this.fHead = (i + 1) % this.fTime.length;
       this.fLen--;
       this.bytes -= this.popSize;
@@ -150,6 +209,7 @@ export class DeliverySchedule {
     const top = hd[0]!;
     this.popSize = hz[0];
     this.popTag = hg[0];
+    this.popSeq = hs[0];
     this.bytes -= this.popSize;
     const n = --this.hLen;
     const t = ht[n];

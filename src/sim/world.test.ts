@@ -275,24 +275,27 @@ describe('World: changing links mid-run', () => {
     expect(c.droppedLoss + c.droppedQueue + c.droppedOutage + c.droppedInFlight).toBe(0);
   });
 
-  it('a rate change takes effect for what is sent next; the queue built before drains, nothing is dropped', () => {
+  it('a rate change applies at once, to the backlog too; nothing in flight is dropped', () => {
     const world = new World({ seed: 4, link: { latencyMs: 20, rateBitsPerSec: 2e6, queueDatagrams: 1000 } });
     const sink = new Sink();
     const tx = new Stream(4e6, 1000); // twice the bottleneck until the change
     world.add('rx', sink);
     world.addPeer('tx', tx, 'rx');
     world.at(1000, () => world.link('tx', 'rx').reconfigure(world.now, { rateBitsPerSec: 8e6 }));
-    world.runFor(1000);
-    const queued = world.link('tx', 'rx').queueDelayMs;
-    expect(queued).toBeGreaterThan(1000); // ~257 datagrams of backlog at 2 Mbit/s
-    world.runFor(4000);
+    world.runFor(999);
+    const before = world.link('tx', 'rx').queueDelayMs;
+    expect(before).toBeGreaterThan(1000); // ~257 datagrams of backlog at 2 Mbit/s
+    world.runFor(1);
+    const after = world.link('tx', 'rx').queueDelayMs;
+    expect(after).toBeGreaterThan(before / 4 - 2); // the same backlog at 4× the rate
+    expect(after).toBeLessThan(before / 4 + 2);
+    world.runFor(2000);
     const got = sink.got.get('tx')!;
     const c = world.stats.routes[0].link;
     expect(c.droppedQueue).toBe(0);
     expect(got.length).toBe(c.sent - world.link('tx', 'rx').inFlight);
-    // The old backlog drains at 2 Mbit/s until ~2.05 s, what queued behind it at 8 Mbit/s by ~3.2 s:
-    // after that, throughput tracks the 4 Mbit/s sender (below the new 8 Mbit/s).
-    const late = got.filter((t) => t >= 4000 && t < 5000).length;
+    // The backlog is gone by ~1.27 s; then throughput tracks the 4 Mbit/s sender (below the new 8 Mbit/s).
+    const late = got.filter((t) => t >= 2000 && t < 3000).length;
     expect(late).toBeGreaterThanOrEqual(495);
     expect(late).toBeLessThanOrEqual(505);
     expect(world.link('tx', 'rx').queueDelayMs).toBeLessThan(2);
