@@ -1,7 +1,7 @@
 import type { Address, Endpoint } from '../core/endpoint.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../core/peer.js';
-import type { LinkConfig } from './config.js';
+import { type LinkConfig, resolveLinkConfig } from './config.js';
 import { deriveSeed, Link, type LinkCounters } from './link.js';
 import { preset } from './presets.js';
 
@@ -224,7 +224,7 @@ export class World {
   private readonly defaultLink: Partial<LinkConfig>;
   private readonly slots: Slot[] = [];
   private readonly byAddress = new Map<Address, Slot>();
-  /** Routes whose source has no endpoint (traffic sent with `send`), by `from`. */
+  /** Routes from addresses with no endpoint (configured before it is added, or used by `send`), by `from`. */
   private readonly orphanRoutes = new Map<Address, Map<Address, Route>>();
   private readonly routeList: Route[] = [];
   private readonly bottlenecks = new Map<string, Bottleneck>();
@@ -262,7 +262,7 @@ export class World {
     this.maxRoutes = opts.maxRoutes ?? 10_000;
     checkArg(Number.isInteger(this.maxRoutes) && this.maxRoutes >= 1, 'maxRoutes must be an integer ≥ 1');
     this.defaultLink = resolveSpec(opts.link ?? {});
-    new Link(this.defaultLink, 0); // validates the default now, not at the first datagram
+    resolveLinkConfig(this.defaultLink); // validate now, not at the first datagram
     this.out = new Uint8Array(mtu);
     if (opts.reuseReceiveBuffer === true) this.rx = new Uint8Array(mtu);
     this.integerTime = opts.integerTime ?? false;
