@@ -6,6 +6,8 @@ export default defineConfig({
   resolve: { alias: { 'gamewire/testing': fileURLToPath(new URL('./src/testing.ts', import.meta.url)) } },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
+    // One fast-check seed for every property; FC_SEED=<int> replays one, FC_SEED=random explores.
+    setupFiles: ['test/setup/fast-check.ts'],
     pool: 'forks',
     testTimeout: 120_000,
     hookTimeout: 60_000,
