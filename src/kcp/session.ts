@@ -227,7 +227,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.finish('local');
   }
 
-  /** @internal a datagram the owner routed here (checked well-formed, cookie prefix included). */
+  /** Host side (its owner calls it, not the application): a datagram routed here (checked well-formed, cookie prefix included). */
   handleDatagram(now: number, bytes: Uint8Array): void {
     const view = this.cookie === undefined ? bytes : bytes.subarray(KCP_COOKIE_PREFIX);
     this.lastRecvAt = now;
@@ -236,7 +236,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
   }
 
-  /** @internal run KCP and the session timers at `now`. */
+  /** Host side: run KCP and the session timers at `now` (ms). */
   handleTimeout(now: number): void {
     const kcp = this.kcp;
     if (!this.parked) {
@@ -263,7 +263,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     }
   }
 
-  /** @internal the next datagram into `out` (one longer than `out` is dropped and counted). */
+  /** Host side: the next datagram into `out` (one longer than `out` is dropped and counted). */
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
     for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
       if (b.length > out.length) {
@@ -289,7 +289,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     return b;
   }
 
-  /** @internal next time (ms) the host must wake this session, or undefined. */
+  /** Host side: next time (ms) the host must wake this session, or undefined. */
   pollTimeout(): number | undefined {
     if (this.state_ === 'closed') return undefined;
     const now = this.owner.lastNow;
@@ -306,7 +306,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   }
 
   /**
-   * @internal next event. Messages are read from KCP lazily here (one per call), so unread data
+   * Host side: next event. Messages are read from KCP lazily here (one per call), so unread data
    * stays inside KCP's receive window, which throttles the peer.
    */
   pollEvent(): KcpSessionEvent | undefined {
@@ -390,7 +390,7 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * Shared machinery of `KcpServer` and `KcpClient`: a `Host` of sessions (one deadline heap, round-robin
- * output, events per session), the counters, the outbox budget. @internal
+ * output, events per session), the counters, the outbox budget. Not exported itself.
  */
 abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** @internal the live counters (sessions bump them too); users read a copy with `counters()`. */
