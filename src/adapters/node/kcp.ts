@@ -99,11 +99,6 @@ export class KcpUdpServer extends EventEmitter<KcpUdpEvents> {
     return new KcpUdpServer(server, driver);
   }
 
-  /** Timer wake-ups so far. */
-  get wakeups(): number {
-    return this.driver.counters().timerWakeups;
-  }
-
   /** Run the server after the current task (not needed when sending through sessions). */
   kick(): void {
     this.driver.kick();
