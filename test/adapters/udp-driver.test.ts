@@ -364,6 +364,17 @@ describe('UdpDriver over real loopback', () => {
     }
   });
 
+  it('one-remote mode over IPv6: a connected udp6 socket to [::1]', async () => {
+    const server = await UdpDriver.openEndpoint<Address>(new EchoEndpoint(), { host: '::1' });
+    const blaster = new Blaster(300);
+    const client = await UdpDriver.open(blaster, { remote: { host: '::1', port: server.local.port } });
+    const [ev] = await nextEvent<[{ type: string; at: number }]>(client, 'event');
+    expect(ev).toEqual({ type: 'all-echoed', at: 300 });
+    expect(client.remote).toEqual({ host: '::1', port: server.local.port });
+    await client.close();
+    await server.close();
+  });
+
   it('an unresolvable remote host rejects open() with invalid-argument and leaves no socket open', async () => {
     const before = udpHandles();
     const err = await UdpDriver.open(new Echo(), { remote: { host: 'no-such-host.invalid', port: 9 } }).catch((e: unknown) => e);
