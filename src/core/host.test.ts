@@ -253,6 +253,7 @@ describe('Host', () => {
         const live: { id: number; p: TestPeer }[] = [];
         let now = 0;
         let seq = 0;
+        let lastWake = -Infinity;
         for (const o of ops) {
           if (o.k === 'add') {
             if (h.full) continue;
@@ -274,11 +275,13 @@ describe('Host', () => {
             const due = live.filter((x) => x.p.deadline !== undefined && x.p.deadline <= now).map((x) => x.p);
             const before = live.map((x) => x.p.wakes.length);
             h.handleTimeout(now);
+            lastWake = now;
             live.forEach((x, j) => expect(x.p.wakes.length - before[j]!).toBe(due.includes(x.p) ? 1 : 0));
           }
+          // The re-key rule: a peer woken by the latest handleTimeout is not due again before 1 ms later.
           const model = Math.min(...live.map((x) => x.p.deadline ?? Infinity).map((d, j) => {
             const w = live[j]!.p.wakes.at(-1);
-            return w !== undefined && d <= w ? w + 1 : d;
+            return w !== undefined && w === lastWake && d <= w ? w + 1 : d;
           }));
           expect(h.pollTimeout() ?? Infinity).toBe(model);
           if (o.k !== 'drain') continue;

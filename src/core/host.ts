@@ -72,6 +72,7 @@ const RETIRED = 2;
 const IN_TX = 4;
 const IN_EV = 8;
 const DIRTY = 16;
+const WOKE = 32;
 
 /** A FIFO of slot numbers; each slot is in it at most once, so it never holds more than the host's slots. */
 class SlotQueue {
@@ -132,9 +133,11 @@ implements Endpoint<HostEvent<E>> {
   private readonly heap = new DeadlineHeap(16);
   private peerOf: (P | undefined)[] = [];
   private addr: Address[] = [];
-  private gen: number[] = [];
+  private gen = new Int32Array(16);
   private flags = new Uint8Array(16);
-  private wokeAt = new Float64Array(16);
+  // Slots woken by the latest handleTimeout (flag WOKE) and its time: the re-key rule needs no more.
+  private woke: number[] = [];
+  private wokeAt = -Infinity;
   private readonly free: number[] = [];
   private used = 0;
   private live = 0;
@@ -209,7 +212,6 @@ implements Endpoint<HostEvent<E>> {
     this.peerOf[slot] = peer;
     this.addr[slot] = address;
     this.flags[slot] = LIVE;
-    this.wokeAt[slot] = -Infinity;
     if (this.route === undefined) this.byAddress.set(address, slot);
     this.used++;
     this.live++;
@@ -341,9 +343,15 @@ implements Endpoint<HostEvent<E>> {
   handleTimeout(now: number): void {
     checkArg(typeof now === 'number' && !Number.isNaN(now), 'now must be a number of ms');
     this.flushDirty();
+    if (now !== this.wokeAt) {
+      for (const slot of this.woke) this.flags[slot]! &= ~WOKE;
+      this.woke = [];
+      this.wokeAt = now;
+    }
     const heap = this.heap;
     for (let slot = heap.popDue(now); slot >= 0; slot = heap.popDue(now)) {
-      this.wokeAt[slot] = now;
+      this.flags[slot]! |= WOKE;
+      this.woke.push(slot);
       this.ctr.wakeups++;
       this.peerOf[slot]!.handleTimeout(now);
       this.afterInput(slot);
@@ -464,14 +472,13 @@ implements Endpoint<HostEvent<E>> {
     const slot = this.peerOf.length;
     this.peerOf.push(undefined);
     this.addr.push('');
-    this.gen.push(0);
     if (slot >= this.flags.length) {
       const f = new Uint8Array(this.flags.length * 2);
       f.set(this.flags);
       this.flags = f;
-      const w = new Float64Array(this.wokeAt.length * 2);
-      w.set(this.wokeAt);
-      this.wokeAt = w;
+      const g = new Int32Array(this.gen.length * 2);
+      g.set(this.gen);
+      this.gen = g;
     }
     return slot;
   }
@@ -522,7 +529,7 @@ implements Endpoint<HostEvent<E>> {
       }
       const t = p.pollTimeout();
       if (t === undefined) this.heap.delete(slot);
-      else this.heap.reschedule(slot, t, this.wokeAt[slot]!);
+      else this.heap.reschedule(slot, t, (this.flags[slot]! & WOKE) !== 0 ? this.wokeAt : -Infinity);
     }
   }
 

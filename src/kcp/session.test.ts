@@ -40,6 +40,8 @@ class Net {
   /** Every datagram, as transmitted: [from, to, hex]. */
   readonly wire: [string, string, string][] = [];
   echo = true;
+  /** Poll the server's events (false: leave messages inside KCP, as a slow application would). */
+  pollServer = true;
   private seed = 1;
 
   constructor(opts: KcpServerOptions, link: Partial<LinkConfig> = { latencyMs: 10, jitterMs: 5 }) {
@@ -89,7 +91,7 @@ class Net {
   }
 
   private pollEvents(): void {
-    for (let ev = this.server.pollEvent(); ev !== undefined; ev = this.server.pollEvent()) {
+    for (let ev = this.pollServer ? this.server.pollEvent() : undefined; ev !== undefined; ev = this.server.pollEvent()) {
       this.serverEvents.push(ev);
       if (ev.type === 'message' && this.echo && ev.session.state === 'open') ev.session.send(ev.data);
     }
@@ -283,6 +285,35 @@ describe('KcpServer / KcpClient, raw mode', () => {
     expect(closedReason(p.events)).toBe('local');
     net.runFor(200);
     expect(net.serverEvents.filter((e) => e.type === 'message').length).toBe(30);
+  });
+
+  it('every session receives into the host\'s one arena, under one budget; a closed session gives its share back', () => {
+    const budget = 96 * 1024;
+    const net = new Net({ kcp: FAST, maxReceiveBytes: budget, idleTimeoutMs: 0 });
+    const peers = ['c1', 'c2', 'c3'].map((a, i) => net.add(a, { conv: i + 1, kcp: FAST, idleTimeoutMs: 0 }));
+    net.echo = false;
+    net.pollServer = false;
+    net.runFor(1);
+    for (const p of peers) for (let i = 0; i < 100; i++) p.client.send(new Uint8Array(1000).fill(i));
+    let peak = 0;
+    net.runUntil(() => {
+      peak = Math.max(peak, net.server.arena.receiveBytes);
+      return false;
+    }, 3000);
+    const sessions = [...net.server.sessions()];
+    expect(sessions.map((x) => x.kcp.arena)).toEqual([net.server.arena, net.server.arena, net.server.arena]);
+    expect(peak).toBeLessThanOrEqual(budget);
+    expect(peak).toBeGreaterThan(budget / 2);
+    expect(net.server.arena.counters().receiveDropped).toBeGreaterThan(0);
+    // A session closed with data unread returns its buffers to the arena.
+    const held = net.server.arena.receiveBytes;
+    const inUse = (): number => sessions.reduce((n, x) => n + x.kcp.rcvQueueLength + x.kcp.rcvBufLength, 0);
+    const before = inUse();
+    expect(before).toBeGreaterThan(0);
+    net.server.session(1, 'c1')!.close();
+    expect(inUse()).toBeLessThan(before);
+    expect(net.server.arena.receiveBytes).toBeLessThanOrEqual(held);
+    expect(net.server.counters().sessionsClosed).toBe(1);
   });
 
   it('never throws on random bytes and stays bounded', () => {

@@ -3,7 +3,7 @@ import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
-import { Kcp, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
+import { Kcp, KcpArena, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
 import { deadlineOf } from './scheduler.js';
 import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
 import {
@@ -45,8 +45,18 @@ export interface KcpSessionOptions {
   mode?: KcpSessionMode;
   /** Largest datagram sent, bytes (default 1400). KCP's own mtu is this minus 4 in cookie mode. */
   mtu?: number;
-  /** Tuning of every session's `Kcp` (windows, nodelay, interval, resend, nc, stream, minRto…). */
+  /**
+   * Tuning of every session's `Kcp` (windows, nodelay, interval, resend, nc, stream, minRto…). An
+   * `arena` given here is shared by the sessions instead of the host's own (see `maxReceiveBytes`).
+   */
   kcp?: Omit<KcpOptions, 'mtu'>;
+  /**
+   * Received payload held by all sessions together, bytes: the budget of the one `KcpArena` the host
+   * owns for every session (default 8 MiB, `KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT`). Beyond it incoming
+   * data segments are dropped and counted (`arena.counters()`), and near it sessions advertise smaller
+   * windows. Honest traffic needs about 2 × rcvWnd × mss per receiving session.
+   */
+  maxReceiveBytes?: number;
   /** Send the ACKs an input owes at once (`Kcp.flushAcks`), not at the next interval; data still waits (default false). */
   immediateAck?: boolean;
   /** Send a keep-alive probe (a KCP WASK) after this long without receiving anything (default 1000; 0 off). */
@@ -99,6 +109,7 @@ interface ResolvedOptions {
   deadLinkPolicy: 'close' | 'notify';
   lingerTimeoutMs: number;
   maxOutboxDatagrams: number;
+  maxReceiveBytes: number | undefined;
   random: (out: Uint8Array) => void;
 }
 
@@ -123,6 +134,9 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
   checkConfig(o.random === undefined || typeof o.random === 'function', 'random must be a function');
   const kcp = { ...(o.kcp ?? {}) };
   if ('mtu' in kcp) throw new GamewireError('invalid-config', 'set mtu on the session options, not in kcp');
+  const mrb = o.maxReceiveBytes;
+  checkConfig(mrb === undefined || mrb === Infinity || (Number.isInteger(mrb) && mrb >= 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(mrb === undefined || kcp.arena === undefined, 'give maxReceiveBytes or kcp.arena, not both');
   return {
     mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
     keepAliveMs: ms(o.keepAliveMs, 1000, 'keepAliveMs'),
@@ -130,6 +144,7 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
     deadLinkPolicy: policy,
     lingerTimeoutMs: ms(o.lingerTimeoutMs, 5000, 'lingerTimeoutMs'),
     maxOutboxDatagrams: maxOut,
+    maxReceiveBytes: mrb,
     random: o.random ?? cryptoRandom,
   };
 }
@@ -162,10 +177,11 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private lastProbeAt = -Infinity;
   private lingerDeadline: number | undefined;
   private lingering = false;
-  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the owner's budget).
-  private out: Uint8Array[] = [];
+  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the owner's budget),
+  // and events; both dropped when empty, as an idle session has neither (thousands of idle sessions).
+  private out: Uint8Array[] | undefined;
   private outHead = 0;
-  private readonly events: KcpSessionEvent[] = [];
+  private events: KcpSessionEvent[] | undefined;
 
   /** @internal created by a host. */
   constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number) {
@@ -176,9 +192,9 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.address_ = address;
     this.lastRecvAt = now;
     const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
-    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, mtu: this.opts.mtu - prefix });
+    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: owner.arena, mtu: this.opts.mtu - prefix });
     this.kcp.update(now);
-    this.events.push({ type: 'open', session: this });
+    this.events = [{ type: 'open', session: this }];
   }
 
   /** Peer address as the host was given it (changes on migration in cookie mode). */
@@ -249,7 +265,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
         this.finish('dead-link');
         return;
       }
-      this.events.push({ type: 'dead-link', session: this });
+      this.pushEvent({ type: 'dead-link', session: this });
     }
     const o = this.opts;
     if (this.lingering) {
@@ -278,11 +294,12 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal the next datagram itself (ownership passes to the caller), or undefined. */
   takeDatagram(): Uint8Array | undefined {
-    if (this.outHead === this.out.length) return undefined;
-    const b = this.out[this.outHead]!;
-    this.out[this.outHead++] = EMPTY;
-    if (this.outHead === this.out.length) {
-      this.out.length = 0;
+    const out = this.out;
+    if (out === undefined) return undefined;
+    const b = out[this.outHead]!;
+    out[this.outHead++] = EMPTY;
+    if (this.outHead === out.length) {
+      this.out = undefined;
       this.outHead = 0;
     }
     this.owner.queued--;
@@ -310,8 +327,12 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
    * stays inside KCP's receive window, which throttles the peer.
    */
   pollEvent(): KcpSessionEvent | undefined {
-    const e = this.events.shift();
-    if (e !== undefined) return e;
+    const evs = this.events;
+    if (evs !== undefined) {
+      const e = evs.shift()!;
+      if (evs.length === 0) this.events = undefined;
+      return e;
+    }
     if (this.state_ === 'closed') return undefined;
     const data = this.kcp.recvMessage();
     if (data === undefined) return undefined;
@@ -329,7 +350,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   moveTo(address: string): void {
     const from = this.address_;
     this.address_ = address;
-    this.events.push({ type: 'migrated', session: this, from });
+    this.pushEvent({ type: 'migrated', session: this, from });
   }
 
   /** @internal end the session (idempotent): last flush, CLOSE (cookie mode), what it had received, `'closed'`. */
@@ -346,9 +367,11 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
       }
     }
     for (let m = this.kcp.recvMessage(); m !== undefined; m = this.kcp.recvMessage()) {
-      this.events.push({ type: 'message', session: this, data: m });
+      this.pushEvent({ type: 'message', session: this, data: m });
     }
-    this.events.push({ type: 'closed', session: this, reason });
+    this.pushEvent({ type: 'closed', session: this, reason });
+    // Return its buffers to the host's arena (its budget is shared with the live sessions).
+    this.kcp.dispose();
     this.owner.closeSession(this);
   }
 
@@ -382,7 +405,13 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
       return;
     }
     owner.queued++;
-    this.out.push(b);
+    if (this.out === undefined) this.out = [b];
+    else this.out.push(b);
+  }
+
+  private pushEvent(e: KcpSessionEvent): void {
+    if (this.events === undefined) this.events = [e];
+    else this.events.push(e);
   }
 }
 
@@ -401,6 +430,8 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   lastNow = -Infinity;
   /** @internal datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
   queued = 0;
+  /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
+  readonly arena: KcpArena;
   protected readonly host: Host<KcpSession, KcpSessionEvent>;
   private waker: (() => void) | undefined;
   private readonly takeOne = (s: KcpSession): { bytes: Uint8Array; to: string } | undefined => {
@@ -410,6 +441,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   constructor(options: KcpSessionOptions, maxSessions: number) {
     this.opts = resolveOptions(options);
+    this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes });
     this.host = new Host<KcpSession, KcpSessionEvent>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
