@@ -239,6 +239,39 @@ describe('Host', () => {
     expect(() => new Host<TestPeer>({ route: () => undefined, accept: () => undefined })).toThrow(/invalid-config/);
   });
 
+  it('wakes its driver on commands, and relays a peer\'s own wake hook as a touch', () => {
+    class WakingPeer extends TestPeer {
+      wake: (() => void) | undefined;
+      setWaker(w: (() => void) | undefined): void {
+        this.wake = w;
+      }
+    }
+    const h = new Host<TestPeer>();
+    let wakes = 0;
+    h.setWaker(() => wakes++);
+    const p = new WakingPeer('a');
+    const id = h.add('a', p);
+    expect(wakes).toBe(1);
+    drain(h);
+    events(h);
+    p.outbox = [5];
+    p.deadline = 40;
+    p.wake!(); // the peer's own command (e.g. sendBlock) reaches the host
+    expect(wakes).toBe(2);
+    expect(h.pollTimeout()).toBe(40);
+    expect(drain(h)).toEqual([['a', 5]]);
+    h.sendTo('x', Uint8Array.of(1));
+    h.touch(id);
+    expect(wakes).toBe(4);
+    h.handleDatagram(0, 'a', Uint8Array.of(2)); // input is the driver's own doing: no wake
+    expect(wakes).toBe(4);
+    h.remove(id);
+    expect(wakes).toBe(5);
+    drain(h);
+    events(h);
+    expect(p.wake).toBeUndefined(); // freed: the host took its hook back
+  });
+
   it('property: wake-ups match a model of deadlines, and every drain is fair round robin', () => {
     const op = fc.oneof(
       fc.record({ k: fc.constant('add' as const), d: fc.option(fc.integer({ min: 0, max: 200 })) }),
