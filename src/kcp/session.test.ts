@@ -316,6 +316,26 @@ describe('KcpServer / KcpClient, raw mode', () => {
     expect(net.server.counters().sessionsClosed).toBe(1);
   });
 
+  it('a client takes datagrams only from its remote; the rest are dropped and counted', () => {
+    const c = new KcpClient({ conv: 9, kcp: FAST, remote: 'srv:1' });
+    c.handleTimeout(0);
+    expect(c.pollEvent()?.type).toBe('open');
+    const k = new Kcp(9, (d) => {
+      c.handleDatagram(5, 'elsewhere:2', d);
+      c.handleDatagram(5, 'srv:1', d);
+    }, FAST);
+    k.send(new Uint8Array([42]));
+    k.update(0);
+    const ev = c.pollEvent();
+    expect(ev?.type === 'message' && [...ev.data]).toEqual([42]);
+    expect(c.pollEvent()).toBeUndefined();
+    expect(c.counters().droppedUnknown).toBe(1);
+    c.send(new Uint8Array([1]));
+    c.handleTimeout(100);
+    const tx = c.pollTransmit(100, new Uint8Array(1500));
+    expect(tx?.to).toBe('srv:1');
+  });
+
   it('never throws on random bytes and stays bounded', () => {
     for (const mode of ['raw', 'cookie'] as const) {
       const s = new KcpServer({ mode, maxSessions: 8, random: seeded(3) });
