@@ -8,9 +8,11 @@ import type { RateController } from './controller.js';
 import { RttEstimator } from './rtt.js';
 
 // ---------------------------------------------------------------------------------------------
-// Closed-loop rig: a paced sender with unlimited data, a bottleneck (drop-tail queue, random loss
-// before it, fixed one-way delay), a receiver that acks (every datagram, or batched like the chunk
-// receiver) over a lossy reverse path, and resend-timer loss detection. Virtual time, seeded.
+// Closed-loop rig for the controller alone: a paced sender with unlimited data, the simulator's Link as
+// the bottleneck (drop-tail queue, random loss before it, one-way delay; reconfigured mid-run for rate
+// and RTT changes), a receiver that acks (every datagram, or batched like the chunk receiver) over a
+// lossy reverse path, and resend-timer loss detection. Virtual time, seeded. Whole transfers (chunk
+// sender, receiver, several flows) run on the world in test/scenario/congestion-adaptive.test.ts.
 // ---------------------------------------------------------------------------------------------
 
 const DATAGRAM = 1228;
@@ -25,69 +27,12 @@ function ack(c: RateController, now: number, bytes: number, rttMs: number | unde
   c.onAck(now, bytes, ok ? rttMs : undefined, e);
 }
 
-/** Forward path: datagrams in, (arrival time, id) out in FIFO order. */
-interface ForwardPath {
-  /** Returns 'queue' when the bottleneck dropped it, 'loss' for random loss, else 'ok'. */
-  send(now: number, id: number): 'ok' | 'queue' | 'loss';
-  nextArrival(): number | undefined;
-  popArrival(now: number): number;
-  /** Queueing delay a datagram entering now would see (ms). */
-  queueDelay(now: number): number;
-  setRate(bitsPerSec: number): void;
-  setOneWay(ms: number): void;
-}
-
-/** A tiny bottleneck whose rate and delay can change mid-run (src/sim's Link is immutable). */
-class TinyBottleneck implements ForwardPath {
-  private readonly dep: number[] = [];
-  private depHead = 0;
-  private lastDep = 0;
-  private readonly arrT: number[] = [];
-  private readonly arrId: number[] = [];
-  private arrHead = 0;
-  private bytesPerMs: number;
-
-  constructor(bitsPerSec: number, private owd: number, private readonly queue: number, private readonly loss: number,
-    private readonly rng: NonCryptoRng) {
-    this.bytesPerMs = bitsPerSec / 8000;
-  }
-
-  send(now: number, id: number): 'ok' | 'queue' | 'loss' {
-    if (this.rng.chance(this.loss)) return 'loss';
-    while (this.depHead < this.dep.length && this.dep[this.depHead] <= now) this.depHead++;
-    if (this.dep.length - this.depHead >= this.queue) return 'queue';
-    const d = Math.max(now, this.lastDep) + DATAGRAM / this.bytesPerMs;
-    this.lastDep = d;
-    this.dep.push(d);
-    const t = Math.max(d + this.owd, this.arrT.length > 0 ? this.arrT[this.arrT.length - 1] : 0);
-    this.arrT.push(t);
-    this.arrId.push(id);
-    return 'ok';
-  }
-
-  nextArrival(): number | undefined {
-    return this.arrHead < this.arrT.length ? this.arrT[this.arrHead] : undefined;
-  }
-
-  popArrival(): number {
-    return this.arrId[this.arrHead++];
-  }
-
-  queueDelay(now: number): number {
-    return Math.max(0, this.lastDep - now);
-  }
-
-  setRate(bitsPerSec: number): void {
-    this.bytesPerMs = bitsPerSec / 8000;
-  }
-
-  setOneWay(ms: number): void {
-    this.owd = ms;
-  }
-}
-
-/** The project's emulator (src/sim `Link`): 8-byte datagrams plus 1220 bytes of counted overhead = 1228 wire bytes. */
-class SimLinkPath implements ForwardPath {
+/**
+ * The forward path: the simulator's `Link` (src/sim) with a drop-tail bottleneck, random loss before
+ * it and optional jitter; `reconfigure` changes its rate or delay mid-run without losing what is in
+ * flight. 8-byte datagrams carry the id, plus 1220 bytes of counted overhead = 1228 wire bytes.
+ */
+class ForwardPath {
   private readonly link: Link;
   private readonly buf = new Uint8Array(8);
   private lastQueueDrops = 0;
@@ -99,6 +44,7 @@ class SimLinkPath implements ForwardPath {
     }, seed);
   }
 
+  /** Returns 'queue' when the bottleneck dropped it, 'loss' for random loss, else 'ok'. */
   send(now: number, id: number): 'ok' | 'queue' | 'loss' {
     new DataView(this.buf.buffer).setUint32(0, id);
     this.link.send(now, this.buf);
@@ -118,16 +64,13 @@ class SimLinkPath implements ForwardPath {
     return new DataView(d.buffer, d.byteOffset).getUint32(0);
   }
 
+  /** Queueing delay (ms) the datagram just accepted by `send` found ahead of it. */
   queueDelay(): number {
-    return (this.link.queuedBytes * 8000) / this.link.config.rateBitsPerSec!;
+    return (Math.max(0, this.link.queuedBytes - DATAGRAM) * 8000) / this.link.config.rateBitsPerSec!;
   }
 
-  setRate(): void {
-    throw new Error('src/sim Link rates are fixed');
-  }
-
-  setOneWay(): void {
-    throw new Error('src/sim Link delays are fixed');
+  change(now: number, c: { rateBitsPerSec?: number; latencyMs?: number }): void {
+    this.link.reconfigure(now, c);
   }
 }
 
@@ -138,9 +81,7 @@ interface RigOptions {
   seed: number;
   durationMs: number;
   queueDatagrams?: number;
-  /** Use src/sim's Link for the forward path. */
-  simLink?: boolean;
-  /** Forward jitter (ms, uniform 0..jitterMs; needs simLink) and whether it may reorder (default true). */
+  /** Forward jitter (ms, uniform 0..jitterMs) and whether it may reorder (default true). */
   jitterMs?: number;
   reorder?: boolean;
   /** Receiver acks after this many new datagrams (default 1)… */
@@ -183,9 +124,7 @@ function runRig(ctrl: RateController, o: RigOptions): RigResult {
   let owd = o.rttMs / 2;
   let linkBps = o.rateBitsPerSec / 8;
   const queue = o.queueDatagrams ?? 100;
-  const fwd: ForwardPath = o.simLink
-    ? new SimLinkPath(o.rateBitsPerSec, owd, queue, o.loss, o.seed, o.jitterMs ?? 0, o.reorder ?? true)
-    : new TinyBottleneck(o.rateBitsPerSec, owd, queue, o.loss, rng);
+  const fwd = new ForwardPath(o.rateBitsPerSec, owd, queue, o.loss, o.seed, o.jitterMs ?? 0, o.reorder ?? true);
   const changes = [...(o.changes ?? [])];
   const ackEvery = o.ackEvery ?? 1;
   const ackDelay = o.ackDelayMs ?? 0;
@@ -254,14 +193,10 @@ function runRig(ctrl: RateController, o: RigOptions): RigResult {
       winMaxQ = 0;
     } else if (t === nextChange) {
       const c = changes.shift()!;
-      if (c.rateBitsPerSec !== undefined) {
-        linkBps = c.rateBitsPerSec / 8;
-        fwd.setRate(c.rateBitsPerSec);
-      }
-      if (c.rttMs !== undefined) {
-        owd = c.rttMs / 2;
-        fwd.setOneWay(owd);
-      }
+      if (c.rateBitsPerSec !== undefined) linkBps = c.rateBitsPerSec / 8;
+      if (c.rttMs !== undefined) owd = c.rttMs / 2;
+      fwd.change(now, c.rateBitsPerSec !== undefined ? { rateBitsPerSec: c.rateBitsPerSec } : {});
+      if (c.rttMs !== undefined) fwd.change(now, { latencyMs: owd });
     } else if (t === ackDue) {
       sendAck();
     } else if (t === nextRev) {
@@ -298,11 +233,10 @@ function runRig(ctrl: RateController, o: RigOptions): RigResult {
       acked[id] = false;
       lossReported[id] = false;
       ctrl.onSent(now, DATAGRAM);
-      const q = fwd.queueDelay(now);
       const r = fwd.send(now, id);
       if (r === 'queue') queueDrops++;
       else if (r === 'loss') randomDrops++;
-      else if (q > winMaxQ) winMaxQ = q;
+      else winMaxQ = Math.max(winMaxQ, fwd.queueDelay());
     }
   }
   return { sent, queueDrops, randomDrops, windows };
@@ -408,10 +342,10 @@ describe('AdaptiveRate closed loop (100-datagram drop-tail bottleneck)', () => {
     }
   });
 
-  it('agrees with the src/sim Link emulator', () => {
+  it('fills the bottleneck on another seed, with and without 10 % random loss', () => {
     for (const p of PATHS) {
       for (const loss of [0, 0.1]) {
-        const r = runRig(new AdaptiveRate(), { ...p, loss, seed: 7, durationMs: 50 * p.rttMs, simLink: true });
+        const r = runRig(new AdaptiveRate(), { ...p, loss, seed: 7, durationMs: 50 * p.rttMs });
         expect(convergedAt(r.windows, 0.85)).toBeLessThanOrEqual(4);
         expect(utilisation(r.windows, 5)).toBeGreaterThan(0.95);
         expect(r.queueDrops / r.sent).toBeLessThan(0.02);
@@ -423,7 +357,7 @@ describe('AdaptiveRate closed loop (100-datagram drop-tail bottleneck)', () => {
     for (const reorder of [true, false]) {
       for (const seed of [1, 2]) {
         const r = runRig(new AdaptiveRate(), {
-          rateBitsPerSec: 10e6, rttMs: 50, loss: 0, seed, durationMs: 3000, simLink: true, jitterMs: 10, reorder,
+          rateBitsPerSec: 10e6, rttMs: 50, loss: 0, seed, durationMs: 3000, jitterMs: 10, reorder,
         });
         expect(utilisation(r.windows, 20)).toBeGreaterThan(reorder ? 0.95 : 0.85);
         expect(r.queueDrops).toBe(0);

@@ -57,6 +57,8 @@ export interface AdaptiveRateStats {
   baselineLoss: number;
   /** Times loss was judged to be congestion and the rate was cut. */
   lossBackoffs: number;
+  /** Times a queue that did not drain was taken for a longer path and the minimum RTT re-based. */
+  rttRebases: number;
 }
 
 const STARTUP_GAIN = 2;
@@ -76,6 +78,16 @@ const WARMUP_EPOCHS = 8;
 const DEFAULT_DATAGRAM = 1228;
 const MIN_RISE_MS = 0.01;
 const TRAIN_MIN_STEPS = 3;
+/** Rounds in a row whose queue did not drain while the rate was held below the bottleneck before the base RTT is re-measured. */
+const REBASE_ROUNDS = 3;
+/** Datagrams of its own each flow keeps queued on top of the target (Vegas, Copa): a smaller flow aims higher and grows. */
+const FAIR_DATAGRAMS = 2;
+/** A round counts as held below the bottleneck when its mean pacing multiplier was under this. */
+const REBASE_BELOW = 0.95;
+/** Jitter multiple of the queue level that ends start-up (steady state aims at JITTER_GAIN × jitter). */
+const STARTUP_JITTER_GAIN = 1;
+/** Growth per round of the learnt buffer ceiling, so a ceiling from an older path is forgotten. */
+const CEILING_RELAX = 1.01;
 
 function isNum(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
@@ -125,6 +137,18 @@ export class AdaptiveRate implements RateController {
   private roundStart = NaN;
   private roundSent = 0;
   private roundMaxQd = 0;
+  private roundMinQd = Infinity;
+  private roundMinRtt = Infinity;
+  private roundMult = 0;
+  private roundAcked = 0;
+  private roundLost = 0;
+  private roundMultN = 0;
+  private prevMinQd = Infinity;
+  private prevDrainMs = 0;
+  private stuckRounds = 0;
+  private bwNormal = 0;
+  private rebases = 0;
+  private ceilingMs = Infinity;
 
   private epStart = NaN;
   private epAcked = 0;
@@ -203,6 +227,7 @@ export class AdaptiveRate implements RateController {
     this.gotAck = true;
     this.ackedTotal += bytes;
     this.epAcked += bytes;
+    this.roundAcked += bytes;
     if (Number.isNaN(this.epStart)) this.epStart = now;
     if (Number.isNaN(this.roundStart)) this.roundStart = now;
     if (isNum(rttMs) && rttMs >= 0) this.rttSample(now, rttMs);
@@ -218,6 +243,7 @@ export class AdaptiveRate implements RateController {
     if (!isNum(now) || !isNum(lostWireBytes) || lostWireBytes <= 0) return;
     if (Number.isNaN(this.epStart)) this.epStart = now;
     this.epLost += lostWireBytes;
+    this.roundLost += lostWireBytes;
     this.endLossEpoch(now);
   }
 
@@ -234,6 +260,7 @@ export class AdaptiveRate implements RateController {
       jitterMs: this.jitPeak,
       baselineLoss: this.lossBase,
       lossBackoffs: this.cuts,
+      rttRebases: this.rebases,
     };
   }
 
@@ -241,11 +268,15 @@ export class AdaptiveRate implements RateController {
     return r < this.minRate ? this.minRate : r > this.maxRate ? this.maxRate : r;
   }
 
-  /** Target standing queue (ms): the configured delay, but at least two datagrams at the estimated rate. */
-  private target(): number {
+  /**
+   * Target standing queue (ms): the configured delay, but at least two datagrams at the estimated
+   * rate, and `jitterGain` × jitter so that delay noise is not taken for a queue — unless that would
+   * fill half the buffer the queue was seen to overflow at (`ceilingMs`).
+   */
+  private target(jitterGain = JITTER_GAIN): number {
     let q = this.targetMs;
-    if (this.bw > 0) q = Math.max(q, (2 * this.maxDatagram * 1000) / this.bw);
-    return Math.max(q, JITTER_GAIN * this.jitPeak);
+    if (this.bw > 0) q += (FAIR_DATAGRAMS * this.maxDatagram * 1000) / this.bw;
+    return Math.max(q, Math.min(jitterGain * this.jitPeak, this.ceilingMs / 2));
   }
 
   /** Filtering window (ms): a quarter of the minimum RTT, longer on jittery paths. */
@@ -286,7 +317,22 @@ export class AdaptiveRate implements RateController {
     this.rawQd = rtt - this.minRtt;
     if (this.qd <= this.target() / 2) this.lastIdleAt = now;
     if (this.qd > this.roundMaxQd) this.roundMaxQd = this.qd;
+    if (this.qd < this.roundMinQd) this.roundMinQd = this.qd;
+    if (rtt < this.roundMinRtt) this.roundMinRtt = rtt;
     if (this.qd > this.epMaxQd) this.epMaxQd = this.qd;
+  }
+
+  /**
+   * Queueing delay over the last quarter of the minimum RTT only (ms): the monotonic deque holds the
+   * minimum of every suffix of the filtering window, so this is its first entry that recent.
+   */
+  private recentQueue(now: number): number {
+    const from = now - this.minRtt / 4;
+    for (let k = 0; k < this.dqLen; k++) {
+      const i = (this.dqHead + k) % DEQUE;
+      if (this.dqT[i] >= from) return this.dqR[i] - this.minRtt;
+    }
+    return 0;
   }
 
   private pushEvent(now: number): void {
@@ -375,7 +421,9 @@ export class AdaptiveRate implements RateController {
       if (this.minRtt > 0 && this.minRtt < Infinity) r = Math.max(r, (this.burstBytes * 1000) / this.minRtt);
       r = Math.max(r, STARTUP_GAIN * this.bw);
       this.rate = this.clamp(r);
-      if (this.qd > q) {
+      // The rate doubles per round: a queue as large as the jitter is already a round too late on a
+      // shallow buffer, and so is a filter as long as the steady state's (8 × jitter) while it grows.
+      if (this.qd > q || this.recentQueue(now) > this.target(STARTUP_JITTER_GAIN)) {
         this.exitStartup();
       } else {
         return;
@@ -383,13 +431,54 @@ export class AdaptiveRate implements RateController {
     }
     if (this.bw <= 0) return;
     const T = Math.max(DRAIN_RTTS * this.minRtt, 4 * q);
-    const e = (q - this.qd) / T;
-    const p = e > P_UP ? P_UP : e < -P_DOWN ? -P_DOWN : e;
-    const probe = this.probeLevel === 0 ? 0 : Math.min(PROBE_MAX, 2 ** this.probeLevel / 128);
+    // On a jittery path the filter spans 8 × jitter (several RTTs) and lags a growing queue by as much;
+    // the minimum of the last quarter RTT is noisier but already shows it (a shallow buffer fills in one RTT).
+    const e = (q - Math.max(this.qd, this.recentQueue(now))) / T;
+    // The loop reacts a filtering window after the queue does: where the window outlasts the RTT
+    // (jitter), every increase per round must shrink with it or the queue overshoots a shallow buffer.
+    const up = Math.min(1, this.minRtt / (1.5 * this.window()));
+    const p = e > P_UP * up ? P_UP * up : e < -P_DOWN ? -P_DOWN : e;
+    const probe = this.probeLevel === 0 ? 0 : up * Math.min(PROBE_MAX, 2 ** this.probeLevel / 128);
     let m = 1 + p + probe;
     if (m < 0.5) m = 0.5;
     const lossComp = 1 / (1 - Math.min(this.lossBase, 0.5));
     this.rate = this.clamp(this.bw * lossComp * m);
+    this.roundMult += m;
+    this.roundMultN++;
+  }
+
+  /**
+   * A queue we hold the rate below the bottleneck for must drain: at multiplier m it loses
+   * (1 − m) ms per ms. When the queueing delay stays well above target round after round while the
+   * rate is held down, and does not fall as it would, it is no queue of ours: the path got longer (a
+   * route change), or a competitor that does not yield keeps it full. Either way the old minimum is
+   * stale; take the smallest RTT of the last round as the new base, and restore the bandwidth known
+   * before the queue appeared (meanwhile the busy samples followed our own reduced rate down). Not
+   * while loss runs above the baseline: a full buffer that stays full is a loss-based competitor's
+   * (or overflow we cannot drain), and taking it as the base would only push the buffer over.
+   */
+  private checkStanding(now: number, dur: number, q: number): void {
+    const m = this.roundMultN > 0 ? this.roundMult / this.roundMultN : 1;
+    const total = this.roundAcked + this.roundLost;
+    const lossy = total > 0 && this.roundLost / total > this.lossBase + 0.01;
+    const stuck = !lossy && m < REBASE_BELOW && this.roundMinQd > 2 * q && this.roundMinQd > this.prevMinQd - this.prevDrainMs / 2;
+    this.stuckRounds = stuck ? this.stuckRounds + 1 : 0;
+    if (this.roundMaxQd <= 2 * q) this.bwNormal = this.bw;
+    this.prevMinQd = this.roundMinQd;
+    this.prevDrainMs = (1 - m) * dur;
+    if (this.stuckRounds < REBASE_ROUNDS || this.roundMinRtt === Infinity) return;
+    this.rtt!.rebaseMin(now, this.roundMinRtt);
+    this.readRtt();
+    this.bw = Math.max(this.bw, this.bwNormal);
+    this.rebases++;
+    this.stuckRounds = 0;
+    this.prevMinQd = Infinity;
+    this.probeLevel = 0;
+    this.epMaxQd = 0;
+    this.prevEpMaxQd = 0;
+    this.dqLen = 0;
+    this.qd = 0;
+    this.control(now);
   }
 
   private endRound(now: number): void {
@@ -401,6 +490,7 @@ export class AdaptiveRate implements RateController {
     if (this.st === 'steady') {
       if (this.roundMaxQd > PROBE_BELOW * q) this.probeLevel = 0;
       else if (!this.appLimited) this.probeLevel++;
+      this.checkStanding(now, dur, q);
       if (now - (this.rtt?.minRttAtMs ?? now) > this.rttWindowMs) {
         this.st = 'probe-rtt';
         this.slowUntil = now + Math.max(2 * this.qd + 1, 2);
@@ -413,9 +503,16 @@ export class AdaptiveRate implements RateController {
       this.st = 'steady';
     }
     this.jitPeak = Math.max(this.rtt?.jitterMs ?? 0, this.jitPeak * JITTER_DECAY);
+    this.ceilingMs *= CEILING_RELAX;
     this.roundStart = now;
     this.roundSent = 0;
     this.roundMaxQd = 0;
+    this.roundMinQd = Infinity;
+    this.roundMinRtt = Infinity;
+    this.roundMult = 0;
+    this.roundMultN = 0;
+    this.roundAcked = 0;
+    this.roundLost = 0;
   }
 
   /**
@@ -434,6 +531,13 @@ export class AdaptiveRate implements RateController {
     if (learn) {
       this.cumTotal += total;
       this.cumLost += this.epLost;
+    }
+    // Loss above the baseline while the queue never drained: the buffer overflows at about the largest
+    // queue seen. Keep the jitter allowance of the target within half of that (a shallow buffer).
+    const excess = frac - this.lossBase;
+    if (!learn && excess > Math.max(0.005, 3 * Math.sqrt((Math.max(this.lossBase, 0.01) * (1 - this.lossBase)) / (total / this.maxDatagram)))) {
+      const seen = Math.max(this.epMaxQd, this.prevEpMaxQd);
+      if (seen > 0) this.ceilingMs = Math.min(this.ceilingMs, seen);
     }
     if (this.lossEpochs < WARMUP_EPOCHS) {
       this.lossBase = this.cumLost / (this.cumTotal + LOSS_PRIOR_DATAGRAMS * this.maxDatagram);
