@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { NonCryptoRng } from '../core/rng.js';
 import { World } from '../sim/world.js';
@@ -121,6 +122,44 @@ describe('ChunkHost', () => {
     expect(host.memoryBytes()).toBeGreaterThan(0);
     expect(host.remove('ok')).toBe(true);
     expect(host.receiver('ok')).toBeUndefined();
+  });
+
+  it('never throws on random bytes and mutated slices from many addresses, and stays within its bounds', () => {
+    const s = new ChunkSender({ sessionId: 3, rateBytesPerSec: 1e9 });
+    s.sendBlock(block(5, 5000));
+    s.handleTimeout(0);
+    const out = new Uint8Array(1500);
+    const slices: Uint8Array[] = [];
+    for (let n = s.pollTransmit(0, out); n !== undefined && slices.length < 8; n = s.pollTransmit(0, out)) slices.push(out.slice(0, n));
+    const dgram = fc.oneof(
+      fc.uint8Array({ maxLength: 64 }),
+      fc.tuple(fc.nat(slices.length - 1), fc.nat(1500), fc.nat(255)).map(([i, at, v]) => {
+        const b = slices[i]!.slice();
+        b[at % b.length] = v;
+        return b;
+      }),
+      fc.nat(slices.length - 1).map((i) => slices[i]!),
+    );
+    const maxMemoryBytes = 64 * 1024;
+    let peak = 0;
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(9), dgram, fc.nat(3000)), { maxLength: 60 }), (ds) => {
+        const host = new ChunkHost({ maxSenders: 3, idleTimeoutMs: 1000, receiver: { maxBlockBytes: 32 * 1024, maxMemoryBytes } });
+        let now = 0;
+        for (const [who, d, dt] of ds) {
+          now += dt;
+          host.handleDatagram(now, `a${who}`, d);
+          if ((host.pollTimeout() ?? Infinity) <= now) host.handleTimeout(now);
+          while (host.pollTransmit(now, out) !== undefined);
+          expect(host.senderCount).toBeLessThanOrEqual(3);
+          peak = Math.max(peak, host.senderCount);
+          expect(host.memoryBytes()).toBeLessThanOrEqual(3 * maxMemoryBytes);
+          while (host.pollEvent() !== undefined);
+        }
+      }),
+      { numRuns: 200 },
+    );
+    expect(peak).toBe(3); // the runs did reach the sender limit
   });
 
   it('rejects bad options', () => {

@@ -92,6 +92,21 @@ describe('Host', () => {
     expect(h.size).toBe(1);
   });
 
+  it('accept may answer statelessly instead of creating a peer', () => {
+    const h: Host<TestPeer> = new Host<TestPeer>({
+      accept: (_now, from, bytes) => {
+        if (bytes[0] === 1) return new TestPeer(from);
+        h.sendTo(from, Uint8Array.of(0xee)); // e.g. a challenge or a refusal
+        return undefined;
+      },
+    });
+    h.handleDatagram(0, 'x', Uint8Array.of(0));
+    expect(h.size).toBe(0);
+    expect(drain(h)).toEqual([['x', 0xee]]);
+    h.handleDatagram(0, 'x', Uint8Array.of(1));
+    expect(h.size).toBe(1);
+  });
+
   it('without accept, datagrams from unknown addresses are dropped and counted', () => {
     const h = new Host<TestPeer>();
     const p = new TestPeer('srv');
