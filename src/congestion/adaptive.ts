@@ -19,7 +19,7 @@ export interface AdaptiveRateConfig {
    * bytes per minimum RTT. 0 disables the train. Default 12 280 (ten 1228-byte datagrams).
    */
   initialBurstBytes?: number;
-  /** Standing queue the controller aims to keep at the bottleneck (ms, > 0). Default 2; never below two datagrams' worth. */
+  /** Standing queue the controller aims to keep at the bottleneck (ms, > 0), on top of two datagrams of its own. Default 2. */
   targetQueueDelayMs?: number;
   /** How long a minimum-RTT sample stays trusted before a brief half-rate dip re-measures it (ms, ≥ 100). Default 10 000. */
   minRttWindowMs?: number;
