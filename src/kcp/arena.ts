@@ -31,8 +31,14 @@ export class Slab {
   live = 0;
   /** Waiting in the pool's compaction list. */
   sparse = false;
-  /** Holders of copies made into this slab; an entry is stale once its `slab` points elsewhere. */
+  /**
+   * Holders of copies made into this slab, `owners[0, nOwners)`; an entry is stale once its `slab`
+   * points elsewhere. Entries past `nOwners` are old ones not yet overwritten (the array is reused
+   * rather than truncated, which would give its storage back only to grow it again).
+   */
   readonly owners: SlabCopy[] = [];
+  /** Entries of `owners` in use. */
+  nOwners = 0;
   /** The slab's storage. */
   readonly buffer: ArrayBuffer;
 
@@ -167,7 +173,7 @@ export class SlabPool {
     this.pos = at + size;
     slab.refs++;
     slab.live += size;
-    slab.owners.push(owner);
+    slab.owners[slab.nOwners++] = owner;
     owner.data = view;
     owner.slab = slab;
     owner.own = 0;
@@ -180,7 +186,7 @@ export class SlabPool {
       if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
       return;
     }
-    slab.owners.length = 0;
+    slab.nOwners = 0;
     slab.sparse = false;
     if (slab === this.cur) {
       this.pos = 0;
@@ -218,7 +224,7 @@ export class SlabPool {
 
   private moveOut(slab: Slab): boolean {
     const owners = slab.owners;
-    for (let i = 0; i < owners.length; i++) {
+    for (let i = 0; i < slab.nOwners; i++) {
       const o = owners[i]!;
       if (o.slab !== slab) continue;
       const d = o.data;
@@ -228,7 +234,7 @@ export class SlabPool {
         return false;
       }
       this.compactedBytes += d.length;
-      // Emptying the slab clears `owners`, which ends the loop.
+      // Emptying the slab resets `nOwners`, which ends the loop.
       this.unref(slab, aligned(d.length));
     }
     this.compactions++;
