@@ -150,6 +150,8 @@ implements Endpoint<HostEvent<E>> {
   private replyHead = 0;
   private readonly transmit: Transmit = { length: 0, to: '' };
   private waker: (() => void) | undefined;
+  // Slot of the event pollPeerEvent returned last.
+  private evSlot = 0;
   private readonly ctr: Record<HostCounter, number> = {
     datagramsIn: 0, unknownAddress: 0, refused: 0, refusedFull: 0, peersAdded: 0, peersFreed: 0, wakeups: 0,
     datagramsOut: 0, repliesDropped: 0, transmitTooLarge: 0,
@@ -442,6 +444,14 @@ implements Endpoint<HostEvent<E>> {
 
   /** The next event of any peer (peers in turn as they had input), tagged, or `undefined`. */
   pollEvent(): HostEvent<E> | undefined {
+    const e = this.pollPeerEvent();
+    if (e === undefined) return undefined;
+    const slot = this.evSlot;
+    return { peer: this.gen[slot]! * SLOT_SPACE + slot, address: this.addr[slot]!, event: e };
+  }
+
+  /** As `pollEvent`, untagged: for owners whose peers' events already name the peer (no wrapper object). */
+  pollPeerEvent(): E | undefined {
     const ev = this.ev;
     while (ev.length > 0) {
       const slot = ev.peek();
@@ -457,7 +467,8 @@ implements Endpoint<HostEvent<E>> {
         this.markDirty(slot);
         this.markTx(slot);
       }
-      return { peer: this.gen[slot]! * SLOT_SPACE + slot, address: this.addr[slot]!, event: e as E };
+      this.evSlot = slot;
+      return e as E;
     }
     return undefined;
   }

@@ -32,7 +32,7 @@ interface Peer {
  * A KcpServer at 'server' and KcpClients on the N-peer World (integer ms, as KCP's clock), with
  * every event polled after each step and the server echoing messages.
  */
-class Net {
+class KcpFixture {
   readonly world: World;
   readonly server: KcpServer;
   readonly peers: Peer[] = [];
@@ -112,7 +112,7 @@ const FAST = { nodelay: 1, interval: 10, resend: 2, nc: true };
 
 describe('KcpServer / KcpClient, raw mode', () => {
   it('echoes for many senders, demultiplexed by address + conv (two clients share a conv)', () => {
-    const net = new Net({ kcp: FAST });
+    const net = new KcpFixture({ kcp: FAST });
     const peers = [net.add('c1', { conv: 1, kcp: FAST }), net.add('c2', { conv: 2, kcp: FAST }), net.add('c3', { conv: 1, kcp: FAST })];
     net.runFor(1);
     for (let i = 0; i < 50; i++) {
@@ -129,7 +129,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
   it('puts nothing but plain KCP on the wire: what its Kcp emits, byte for byte', () => {
     // A bare Kcp receives every call the session makes on its own Kcp, at the same times; the
     // client's datagrams on the wire must be exactly the bare Kcp's output (keep-alive off).
-    const net = new Net({ kcp: FAST, keepAliveMs: 0 }, { latencyMs: 7, jitterMs: 9, loss: 0.15 });
+    const net = new KcpFixture({ kcp: FAST, keepAliveMs: 0 }, { latencyMs: 7, jitterMs: 9, loss: 0.15 });
     const p = net.add('c1', { conv: 0xabcdef01, kcp: FAST, keepAliveMs: 0 });
     net.runFor(1);
     const bare: string[] = [];
@@ -168,7 +168,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
   });
 
   it('refuses sessions beyond maxSessions and counts them; acceptConv filters convs', () => {
-    const net = new Net({ kcp: FAST, maxSessions: 2, acceptConv: (c) => c !== 13 });
+    const net = new KcpFixture({ kcp: FAST, maxSessions: 2, acceptConv: (c) => c !== 13 });
     const a = net.add('a', { conv: 1, kcp: FAST });
     const b = net.add('b', { conv: 2, kcp: FAST });
     const c = net.add('c', { conv: 3, kcp: FAST });
@@ -186,7 +186,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
 
   it('keep-alive holds an idle pair open; a cut link closes both ends by idle timeout', () => {
     const opts = { kcp: FAST, keepAliveMs: 500, idleTimeoutMs: 2000 };
-    const net = new Net(opts);
+    const net = new KcpFixture(opts);
     const p = net.add('c1', { conv: 5, ...opts });
     net.runFor(1);
     p.client.send(new Uint8Array([9]));
@@ -205,7 +205,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
   it('closes on dead link (or only notifies, by policy)', () => {
     for (const policy of ['close', 'notify'] as const) {
       const opts = { kcp: { ...FAST, deadLink: 4 }, idleTimeoutMs: 0, keepAliveMs: 0, deadLinkPolicy: policy };
-      const net = new Net(opts);
+      const net = new KcpFixture(opts);
       const p = net.add('c1', { conv: 5, ...opts });
       net.runFor(1);
       p.cut = true;
@@ -248,7 +248,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
   it('immediateAck lowers the RTT both ends measure, at the cost of separate ACK datagrams', () => {
     const srtt = (immediateAck: boolean): { client: number; server: number; serverDatagrams: number } => {
       const opts = { kcp: { interval: 50 }, immediateAck, keepAliveMs: 0, idleTimeoutMs: 0 };
-      const net = new Net(opts, { latencyMs: 30, jitterMs: 4 });
+      const net = new KcpFixture(opts, { latencyMs: 30, jitterMs: 4 });
       const p = net.add('c1', { conv: 11, ...opts });
       net.runFor(1);
       for (let i = 0; i < 40; i++) {
@@ -273,7 +273,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
   });
 
   it('close with linger waits until everything is acknowledged', () => {
-    const net = new Net({ kcp: FAST }, { latencyMs: 30, loss: 0.2 });
+    const net = new KcpFixture({ kcp: FAST }, { latencyMs: 30, loss: 0.2 });
     const p = net.add('c1', { conv: 8, kcp: FAST });
     net.echo = false;
     net.runFor(1);
@@ -289,7 +289,7 @@ describe('KcpServer / KcpClient, raw mode', () => {
 
   it('every session receives into the host\'s one arena, under one budget; a closed session gives its share back', () => {
     const budget = 96 * 1024;
-    const net = new Net({ kcp: FAST, maxReceiveBytes: budget, idleTimeoutMs: 0 });
+    const net = new KcpFixture({ kcp: FAST, maxReceiveBytes: budget, idleTimeoutMs: 0 });
     const peers = ['c1', 'c2', 'c3'].map((a, i) => net.add(a, { conv: i + 1, kcp: FAST, idleTimeoutMs: 0 }));
     net.echo = false;
     net.pollServer = false;
@@ -362,7 +362,7 @@ describe('cookie mode', () => {
   const COOKIE = { mode: 'cookie' as const, kcp: FAST };
 
   it('handshakes, allocates distinct convs and echoes', () => {
-    const net = new Net(COOKIE);
+    const net = new KcpFixture(COOKIE);
     const peers = [net.add('c1', COOKIE), net.add('c2', COOKIE)];
     expect(net.runUntil(() => peers.every((p) => p.client.state === 'open'), 2000)).toBe(true);
     expect(peers[0]!.client.conv).not.toBe(peers[1]!.client.conv);
@@ -381,7 +381,7 @@ describe('cookie mode', () => {
   });
 
   it('spoofed CONNECTs create no state; wrong cookies are dropped', () => {
-    const net = new Net(COOKIE);
+    const net = new KcpFixture(COOKIE);
     const p = net.add('c1', COOKIE);
     net.runUntil(() => p.client.state === 'open', 2000);
     net.runFor(50);
@@ -411,7 +411,7 @@ describe('cookie mode', () => {
   });
 
   it('moves a session to a new address (known conv + valid cookie)', () => {
-    const net = new Net(COOKIE);
+    const net = new KcpFixture(COOKIE);
     const p = net.add('c1', COOKIE);
     net.runUntil(() => p.client.state === 'open', 2000);
     for (let i = 0; i < 5; i++) p.client.send(new Uint8Array([i]));
@@ -426,7 +426,7 @@ describe('cookie mode', () => {
   });
 
   it('close() reaches the peer as CLOSE', () => {
-    const net = new Net(COOKIE);
+    const net = new KcpFixture(COOKIE);
     const p = net.add('c1', COOKIE);
     net.runUntil(() => p.client.state === 'open', 2000);
     net.runFor(100);
@@ -437,7 +437,7 @@ describe('cookie mode', () => {
   });
 
   it('a full server answers REFUSE; an unanswered client times out', () => {
-    const net = new Net({ ...COOKIE, maxSessions: 1 });
+    const net = new KcpFixture({ ...COOKIE, maxSessions: 1 });
     const a = net.add('a', COOKIE);
     net.runUntil(() => a.client.state === 'open', 2000);
     net.runFor(100);

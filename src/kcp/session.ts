@@ -520,7 +520,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   /** Next event, or `undefined` (sessions take turns; a session's messages are read from KCP lazily). */
   pollEvent(): KcpSessionEvent | undefined {
-    return this.host.pollEvent()?.event;
+    return this.host.pollPeerEvent();
   }
 
   /** A datagram outside any session (handshake answers, CONNECT): through the host's bounded reply queue. */
