@@ -39,7 +39,8 @@ export interface HostOptions<P> {
    * A datagram came from an address with no peer: return a new peer for `from` (it then receives
    * this datagram), or `undefined` to refuse it (dropped, counted in `refused`). Without `accept`,
    * such datagrams are dropped and counted in `unknownAddress`. Not called when the host is full.
-   * It may answer statelessly with `sendTo` (a challenge, a refusal) instead of creating a peer.
+   * It may answer statelessly with `sendTo` (a challenge, a refusal) instead of creating a peer; an
+   * owner that must answer even when the host is full (as the KCP server's REFUSE) routes itself (`route`).
    */
   accept?: (now: number, from: Address, bytes: Uint8Array) => P | undefined;
   /**
