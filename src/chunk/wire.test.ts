@@ -137,7 +137,7 @@ describe('chunk wire: codec properties', () => {
         expect(plain(r.value)).toEqual(plain(p));
         expect(r.bytesRead).toBe(bytes.length);
       }
-    }), { numRuns: 400, seed: 42 });
+    }), { numRuns: 400 });
   });
 
   it('rejects every truncation of a valid packet (and never throws)', () => {
@@ -147,7 +147,7 @@ describe('chunk wire: codec properties', () => {
       const longer = new Uint8Array(bytes.length + 1);
       longer.set(bytes);
       expect(decodeChunkPacket(longer).ok).toBe(false);
-    }), { numRuns: 150, seed: 7 });
+    }), { numRuns: 150 });
   });
 
   it('every single-bit flip is rejected in CRC-covered bytes; a slice payload flip decodes to the same header', () => {
@@ -167,7 +167,7 @@ describe('chunk wire: codec properties', () => {
           }
         }
       }
-    }), { numRuns: 60, seed: 11 });
+    }), { numRuns: 60 });
   });
 
   it('random datagrams never throw and are almost never accepted', () => {
@@ -209,7 +209,7 @@ describe('chunk wire: hot-path slice decoder and CRC', () => {
       expect(viaDecoder(d, m)).toEqual(viaGeneral(m));
       const cut = bytes.subarray(0, at % (bytes.length + 1));
       expect(viaDecoder(d, cut)).toEqual(viaGeneral(cut));
-    }), { numRuns: 400, seed: 23 });
+    }), { numRuns: 400 });
   });
 
   it('reuses its result: no allocation per accepted slice, shared frozen rejections', () => {
