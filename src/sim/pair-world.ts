@@ -3,7 +3,7 @@ import type { SansIoPeer } from '../core/peer.js';
 import type { LinkCounters } from './link.js';
 import { deriveSeed } from './link.js';
 import type { LinkPair } from './pair.js';
-import { type LinkSpec, type PeerStats, type RunLimits, type RunResult, World } from './world.js';
+import { type LinkSpec, newPeerStats, type PeerStats, type RunLimits, type RunResult, World } from './world.js';
 
 /** Direction of traffic in a `PairWorld`: `aToB` carries A's datagrams to B. */
 export type Direction = 'aToB' | 'bToA';
@@ -151,13 +151,9 @@ export class PairWorld {
   /** A snapshot of all counters. */
   get stats(): PairWorldStats {
     const s = this.world.stats;
-    const none = (): PeerStats => ({
-      datagramsSent: 0, bytesSent: 0, datagramsReceived: 0, bytesReceived: 0, timeoutsFired: 0, stalls: 0,
-      drainCapHits: 0, droppedByHook: 0, unroutable: 0,
-    });
     return {
       aToB: this.links.aToB.counters(), bToA: this.links.bToA.counters(),
-      a: s.peers[A] ?? none(), b: s.peers[B] ?? none(), steps: s.steps, now: s.now,
+      a: s.peers[A] ?? newPeerStats(), b: s.peers[B] ?? newPeerStats(), steps: s.steps, now: s.now,
     };
   }
 

@@ -184,7 +184,8 @@ const EV_BOTTLENECK = 1;
 const EV_ROUTE = 2;
 const EV_TIMER = 3;
 
-function newPeerStats(): PeerStats {
+/** Zeroed `PeerStats` (for a world's own use and `PairWorld`'s before its peers are attached). */
+export function newPeerStats(): PeerStats {
   return {
     datagramsSent: 0, bytesSent: 0, datagramsReceived: 0, bytesReceived: 0, timeoutsFired: 0, stalls: 0,
     drainCapHits: 0, droppedByHook: 0, unroutable: 0,
@@ -371,7 +372,8 @@ export class World {
 
   /**
    * Run `fn` at virtual time `atMs` (≥ now), before any delivery or timer due at that instant, then
-   * drain every endpoint: for a route change or a command at a set time during `runUntil`.
+   * drain every endpoint: for a route change or a command at a set time during `runUntil`. Actions
+   * are the caller's own list: kept until due, in time order (equal times in the order added).
    */
   at(atMs: number, fn: () => void): void {
     checkArg(Number.isFinite(atMs) && atMs >= this.clock, 'atMs must be finite and ≥ now');
