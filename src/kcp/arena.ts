@@ -75,6 +75,8 @@ export class SlabPool {
   private pos = 0;
   private readonly free: Slab[] = [];
   private readonly pending: Slab[] = [];
+  /** Slabs holding live copies other than the one being filled. */
+  private readonly retired = new Set<Slab>();
   private compacting = false;
   private readonly sparseBelow: number;
 
@@ -108,12 +110,13 @@ export class SlabPool {
 
   /**
    * Copy `src[from, to)` into `owner` (its `data`, `slab`, `own`), or return false and change nothing
-   * when that needs new memory and `inUse` would exceed `limit` (≤ `maxBytes`).
+   * when that needs new memory and `inUse` would exceed `limit` (≤ `maxBytes`). With `squeeze`, first
+   * pack the live copies of the emptiest slabs together until the copy fits (see `squeeze`).
    */
-  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, limit = this.maxBytes): boolean {
+  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, limit = this.maxBytes, squeeze = false): boolean {
     const len = to - from;
     if (len > this.maxPiece) {
-      if (this.inUse + len > limit) return false;
+      if (this.inUse + len > limit && !(squeeze && this.squeeze(limit - len))) return false;
       while (this.allocated + len > this.maxBytes && this.free.length > 0) this.free.pop();
       owner.data = src.slice(from, to);
       owner.slab = undefined;
@@ -121,7 +124,7 @@ export class SlabPool {
       this.inUse += len;
       return true;
     }
-    return this.place(owner, src, from, len, limit);
+    return this.place(owner, src, from, len, limit, squeeze);
   }
 
   /** Make `buffer` `owner`'s data, charged as an own buffer (drop whatever it held first with `release`). */
@@ -144,7 +147,7 @@ export class SlabPool {
     this.unref(slab, aligned(owner.data.length));
   }
 
-  private place(owner: SlabCopy, src: Uint8Array, from: number, len: number, limit: number): boolean {
+  private place(owner: SlabCopy, src: Uint8Array, from: number, len: number, limit: number, squeeze = false): boolean {
     let slab = this.cur;
     let at = this.pos;
     if (slab === undefined || at + len > this.slabBytes) {
@@ -155,10 +158,18 @@ export class SlabPool {
         slab = this.cur;
         at = this.pos;
       }
+      if ((slab === undefined || at + len > this.slabBytes) && this.inUse + this.slabBytes > limit && squeeze) {
+        this.squeeze(limit - this.slabBytes);
+        slab = this.cur;
+        at = this.pos;
+      }
       if (slab === undefined || at + len > this.slabBytes) {
         // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
         if (this.inUse + this.slabBytes > limit) return false;
-        if (slab !== undefined && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
+        if (slab !== undefined) {
+          this.retired.add(slab);
+          if (!slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
+        }
         slab = this.free.pop() ?? new Slab(this.slabBytes);
         this.inUse += this.slabBytes;
         this.cur = slab;
@@ -192,6 +203,7 @@ export class SlabPool {
       this.pos = 0;
       return;
     }
+    this.retired.delete(slab);
     this.inUse -= this.slabBytes;
     if (this.free.length < this.maxFree) this.free.push(slab);
   }
@@ -220,6 +232,33 @@ export class SlabPool {
     } finally {
       this.compacting = false;
     }
+  }
+
+  /**
+   * Under pressure (a copy that must not wait, e.g. the segment filling a gap, finds no room): move
+   * the live copies of the emptiest slabs into the slab being filled, one slab at a time, until `inUse`
+   * is at most `target`. Slabs fragmented by released copies (at least 1/8 live, so not compacted)
+   * would otherwise hold the budget with room nobody can use. Does nothing unless the slabs hold at
+   * least two slabs' worth of free space. Returns whether `inUse` ≤ `target`.
+   */
+  private squeeze(target: number): boolean {
+    if (this.compacting) return false;
+    let live = this.cur === undefined ? 0 : this.cur.live;
+    for (const s of this.retired) live += s.live;
+    const slabBytes = (this.retired.size + (this.cur === undefined ? 0 : 1)) * this.slabBytes;
+    if (slabBytes - live < 2 * this.slabBytes) return this.inUse <= target;
+    const order = [...this.retired].sort((a, b) => a.live - b.live);
+    this.compacting = true;
+    try {
+      for (const slab of order) {
+        if (this.inUse <= target) break;
+        if (slab.refs === 0 || slab === this.cur) continue;
+        if (!this.moveOut(slab)) break;
+      }
+    } finally {
+      this.compacting = false;
+    }
+    return this.inUse <= target;
   }
 
   private moveOut(slab: Slab): boolean {

@@ -802,11 +802,15 @@ export class Kcp {
     }
     const seg = new Segment(len, frg);
     if (len > 0) {
-      // Not acknowledged when refused, so the peer sends it again; the segment filling the gap at
-      // rcvNxt may use the whole budget, later ones only part of it.
+      // Not acknowledged when refused, so the peer sends it again. The segment filling the gap at
+      // rcvNxt may use the whole budget; later ones only their share, even where the slab being
+      // filled has room, or they could take the room every gap-filling segment needs (held and
+      // already acknowledged, they free nothing until those arrive).
       const arena = this.arena;
-      const limit = sn === this.rcvNxt_ ? arena.inOrderBytes : arena.outOfOrderBytes;
-      if (!arena.receive.copy(seg, data, off, off + len, limit)) {
+      const inOrder = sn === this.rcvNxt_;
+      const pool = arena.receive;
+      const limit = inOrder ? arena.inOrderBytes : arena.outOfOrderBytes;
+      if ((!inOrder && pool.inUse > limit) || !pool.copy(seg, data, off, off + len, limit, inOrder)) {
         this.stats.pushOverBudget++;
         arena.countDrop(len);
         return;
