@@ -1,0 +1,50 @@
+import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** The README's "Ten lines" example, with the package imports pointed at the source tree. */
+function readmeExample(port: number): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Ten lines'));
+  const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+  if (code === undefined) throw new Error('README has no ts block under "Ten lines"');
+  return code
+    .replace(`from 'gamewire/node'`, `from '${pathToFileURL(join(ROOT, 'src/node.ts')).href}'`)
+    .replace(`from 'gamewire'`, `from '${pathToFileURL(join(ROOT, 'src/index.ts')).href}'`)
+    .replaceAll('9000', String(port));
+}
+
+async function freePort(): Promise<number> {
+  const s = createSocket('udp4');
+  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
+  const { port } = s.address();
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('README', () => {
+  it('the ten-line example prints the block and exits by itself', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gamewire-readme-'));
+    try {
+      const file = join(dir, 'example.mts');
+      writeFileSync(file, readmeExample(await freePort()));
+      const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+      clearTimeout(timer);
+      expect(out).toContain(`got ${4 << 20} bytes`);
+      expect(code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
