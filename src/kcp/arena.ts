@@ -77,6 +77,8 @@ export class SlabPool {
   private readonly pending: Slab[] = [];
   /** Slabs holding live copies other than the one being filled. */
   private readonly retired = new Set<Slab>();
+  /** Live bytes in all slabs (each copy rounded up to 8). */
+  private live = 0;
   private compacting = false;
   private readonly sparseBelow: number;
 
@@ -184,6 +186,7 @@ export class SlabPool {
     this.pos = at + size;
     slab.refs++;
     slab.live += size;
+    this.live += size;
     slab.owners[slab.nOwners++] = owner;
     owner.data = view;
     owner.slab = slab;
@@ -193,6 +196,7 @@ export class SlabPool {
 
   private unref(slab: Slab, size: number): void {
     slab.live -= size;
+    this.live -= size;
     if (--slab.refs > 0) {
       if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
       return;
@@ -243,10 +247,8 @@ export class SlabPool {
    */
   private squeeze(target: number): boolean {
     if (this.compacting) return false;
-    let live = this.cur === undefined ? 0 : this.cur.live;
-    for (const s of this.retired) live += s.live;
     const slabBytes = (this.retired.size + (this.cur === undefined ? 0 : 1)) * this.slabBytes;
-    if (slabBytes - live < 2 * this.slabBytes) return this.inUse <= target;
+    if (slabBytes - this.live < 2 * this.slabBytes) return this.inUse <= target;
     const order = [...this.retired].sort((a, b) => a.live - b.live);
     this.compacting = true;
     try {
