@@ -149,6 +149,9 @@ export class AdaptiveRate implements RateController {
   private bwNormal = 0;
   private rebases = 0;
   private ceilingMs = Infinity;
+  private prevRoundMaxQd = 0;
+  private jumped = false;
+  private lowerOnly = false;
 
   private epStart = NaN;
   private epAcked = 0;
@@ -487,18 +490,27 @@ export class AdaptiveRate implements RateController {
     const dur = now - this.roundStart;
     this.appLimited = this.roundSent < (0.5 * this.rate * dur) / 1000;
     const q = this.target();
+    if (this.st !== 'startup') this.checkStanding(now, dur, q);
     if (this.st === 'steady') {
       if (this.roundMaxQd > PROBE_BELOW * q) this.probeLevel = 0;
       else if (!this.appLimited) this.probeLevel++;
-      this.checkStanding(now, dur, q);
-      if (now - (this.rtt?.minRttAtMs ?? now) > this.rttWindowMs) {
+      // A queue that jumps from normal to well above target within a round, and stays up through the
+      // next, is most often a newcomer's start-up (a burst of bunched acks passes within the round).
+      // Dip (as in probe-rtt, but the minimum may only fall): with every flow backing off together the
+      // shared queue drains, and the newcomer measures the true minimum RTT instead of taking our
+      // standing queue for part of it (which would hand it most of the link).
+      const jump = this.jumped && this.roundMinQd > 2 * q;
+      this.jumped = this.roundMaxQd > 4 * q && this.prevRoundMaxQd <= 2 * q;
+      if (jump || now - (this.rtt?.minRttAtMs ?? now) > this.rttWindowMs) {
+        this.lowerOnly = jump;
         this.st = 'probe-rtt';
-        this.slowUntil = now + Math.max(2 * this.qd + 1, 2);
+        this.slowUntil = now + (jump ? Math.max(this.qd, 2) : Math.max(2 * this.qd + 1, 2));
         this.collectUntil = this.slowUntil + 1.5 * this.srtt + 5;
         this.collectMin = Infinity;
       }
     } else if (this.st === 'probe-rtt' && now >= this.collectUntil) {
-      this.rtt!.rebaseMin(now, this.collectMin < Infinity ? this.collectMin : this.minRtt);
+      const m = this.collectMin < Infinity ? this.collectMin : this.minRtt;
+      this.rtt!.rebaseMin(now, this.lowerOnly ? Math.min(m, this.minRtt) : m);
       this.readRtt();
       this.st = 'steady';
     }
@@ -506,6 +518,7 @@ export class AdaptiveRate implements RateController {
     this.ceilingMs *= CEILING_RELAX;
     this.roundStart = now;
     this.roundSent = 0;
+    this.prevRoundMaxQd = this.roundMaxQd;
     this.roundMaxQd = 0;
     this.roundMinQd = Infinity;
     this.roundMinRtt = Infinity;

@@ -60,11 +60,12 @@ describe('AdaptiveRate with jitter over a shallow buffer (50 Mbit/s, 100-datagra
 });
 
 describe('AdaptiveRate sharing one bottleneck (100-datagram queue)', () => {
-  const paths: [string, number, number][] = [['10 Mbit/s, 40 ms RTT', 10e6, 20], ['50 Mbit/s, 20 ms RTT', 50e6, 10]];
+  const paths: [string, number, number][] = [['10 Mbit/s, 40 ms RTT', 10e6, 20], ['50 Mbit/s, 20 ms RTT', 50e6, 10], ['100 Mbit/s, 20 ms RTT', 100e6, 10]];
   for (const [name, rate, owd] of paths) {
     it(`${name}: two transfers started 2 s apart each get 35–65 % of it from 5 s after the second starts`, () => {
       // Before the fix the 50 Mbit/s pair drifted apart (53/47 at 3 s, 31/69 at 10 s: the queue target
-      // was the same for both, so nothing pulled the shares together); the 10 Mbit/s pair already held 51/49.
+      // was the same for both, so nothing pulled the shares together), the 100 Mbit/s pair held 65/35
+      // (A at 65.4 % at 7 s); the 10 Mbit/s pair already held 51/49.
       const s = new Scene(7, { bottlenecks: { bn: { rateBitsPerSec: rate, queueDatagrams: 100 } } });
       const l = { latencyMs: owd };
       const a = s.flow({ bytes: 8 * MiB, blocks: 100, forward: l, back: l, via: 'bn' });
