@@ -33,10 +33,10 @@ export class Slab {
   sparse = false;
   /**
    * Holders of copies made into this slab, `owners[0, nOwners)`; an entry is stale once its `slab`
-   * points elsewhere. Entries past `nOwners` are old ones not yet overwritten (the array is reused
-   * rather than truncated, which would give its storage back only to grow it again).
+   * points elsewhere. Cleared, not truncated, when the slab empties: truncating gives the storage
+   * back only to grow it again, and keeping the entries would keep dead holders alive.
    */
-  readonly owners: SlabCopy[] = [];
+  readonly owners: (SlabCopy | undefined)[] = [];
   /** Entries of `owners` in use. */
   nOwners = 0;
   /** The slab's storage. */
@@ -201,6 +201,7 @@ export class SlabPool {
       if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
       return;
     }
+    slab.owners.fill(undefined, 0, slab.nOwners);
     slab.nOwners = 0;
     slab.sparse = false;
     if (slab === this.cur) {
