@@ -368,6 +368,23 @@ describe('Kcp on a KcpArena', () => {
 });
 
 describe('Kcps sharing one arena', () => {
+  it('past their share, out-of-order segments are refused even where the slab being filled has room; a gap-filling one is not', () => {
+    const arena = new KcpArena({ maxReceiveBytes: 96 * 1024 }); // out-of-order share 72 KiB
+    const a = new Kcp(1, () => {}, { ...TURBO, arena });
+    const b = new Kcp(2, () => {}, { ...TURBO, arena });
+    for (let sn = 0; sn < 66; sn++) a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
+    expect(arena.receive.inUse).toBe(5 * 16384);
+    expect(a.counters().pushOverBudget).toBe(0);
+    b.input(push(2, 5, new Uint8Array(1000)), 0);
+    expect(b.counters().pushOverBudget).toBe(1);
+    expect(b.rcvBufLength).toBe(0);
+    b.input(push(2, 0, new Uint8Array(1000)), 0);
+    expect(b.counters().pushOverBudget).toBe(1);
+    expect(b.rcvQueueLength).toBe(1);
+    expect(arena.receive.inUse).toBe(5 * 16384);
+  });
+
+
   it('all finish after their readers stalled: out-of-order data cannot take the room the segments filling the gaps need', () => {
     // Found by helper "host" on KcpServer: three sessions on a 96 KiB arena, readers stalled for 3 s,
     // never finished, because out-of-order copies filled the slab being filled past their share.
