@@ -88,6 +88,8 @@ const REBASE_BELOW = 0.95;
 const STARTUP_JITTER_GAIN = 1;
 /** Growth per round of the learnt buffer ceiling, so a ceiling from an older path is forgotten. */
 const CEILING_RELAX = 1.01;
+/** Most a not-busy delivery sample may raise the bandwidth in steady state (1 + P_UP + PROBE_MAX). */
+const STEADY_MAX_GROWTH = 1.5;
 
 function isNum(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
@@ -390,7 +392,9 @@ export class AdaptiveRate implements RateController {
     } else if (sample > this.bw && (this.st !== 'startup' || dt >= wantSpan)) {
       // In start-up the ring holds few acks: a span shorter than the window can be a compressed burst
       // of acks (reordering, head-of-line jitter), e.g. 7 datagrams in 0.6 ms read as 111 Mbit/s on 10.
-      this.bw = sample;
+      // In steady state we never send above 1.5 × bw (p + probe ≤ 0.5), so more than that delivered is
+      // acks arriving bunched (a path that got shorter overtakes what was in flight).
+      this.bw = this.st === 'startup' || this.bw <= 0 ? sample : Math.min(sample, STEADY_MAX_GROWTH * this.bw);
     }
   }
 
