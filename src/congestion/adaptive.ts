@@ -153,6 +153,7 @@ export class AdaptiveRate implements RateController {
   private ceilingMs = Infinity;
   private prevRoundMaxQd = 0;
   private jumped = false;
+  private jitterQuietUntil = -Infinity;
   private lowerOnly = false;
 
   private epStart = NaN;
@@ -227,6 +228,7 @@ export class AdaptiveRate implements RateController {
   onAck(now: number, ackedWireBytes: number, rttMs: number | undefined, rtt: RttEstimator): void {
     if (!isNum(now)) return;
     this.rtt = rtt;
+    const before = this.minRtt;
     this.readRtt();
     const bytes = isNum(ackedWireBytes) && ackedWireBytes > 0 ? ackedWireBytes : 0;
     this.gotAck = true;
@@ -235,7 +237,12 @@ export class AdaptiveRate implements RateController {
     this.roundAcked += bytes;
     if (Number.isNaN(this.epStart)) this.epStart = now;
     if (Number.isNaN(this.roundStart)) this.roundStart = now;
-    if (isNum(rttMs) && rttMs >= 0) this.rttSample(now, rttMs);
+    if (isNum(rttMs) && rttMs >= 0) {
+      // A path that got shorter: for about one old RTT, acks of both paths interleave and every step
+      // between them reads as jitter (tens of ms) that would inflate the target for seconds.
+      if (this.st !== 'startup' && rttMs < before - Math.max(2, 3 * this.jitPeak)) this.jitterQuietUntil = now + 2 * before;
+      this.rttSample(now, rttMs);
+    }
     this.pushEvent(now);
     if (bytes > 0) this.bandwidthSample(now);
     this.control(now);
@@ -301,7 +308,7 @@ export class AdaptiveRate implements RateController {
     const jit = this.rtt!.jitterMs;
     // While the mean is still a plain average (first 16 samples) the peak follows it down: one
     // outlier among the first samples (an event-loop stall, a slow first ack) must fade as 1/n, not 2 % per round.
-    if (this.rtt!.samples <= 16 || jit > this.jitPeak) this.jitPeak = jit;
+    if (now >= this.jitterQuietUntil && (this.rtt!.samples <= 16 || jit > this.jitPeak)) this.jitPeak = jit;
     // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
     const dq = this.dqR;
     while (this.dqLen > 0 && dq[(this.dqHead + this.dqLen - 1) % DEQUE] >= rtt) this.dqLen--;
@@ -518,7 +525,7 @@ export class AdaptiveRate implements RateController {
       this.readRtt();
       this.st = 'steady';
     }
-    this.jitPeak = Math.max(this.rtt?.jitterMs ?? 0, this.jitPeak * JITTER_DECAY);
+    this.jitPeak = now < this.jitterQuietUntil ? this.jitPeak : Math.max(this.rtt?.jitterMs ?? 0, this.jitPeak * JITTER_DECAY);
     this.ceilingMs *= CEILING_RELAX;
     this.roundStart = now;
     this.roundSent = 0;

@@ -9,27 +9,27 @@ import { ConstantRate, recoveredAt, Scene, Sink } from './congestion-rig.js';
 
 const MiB = 1024 * 1024;
 
-describe('AdaptiveRate on a route change (10 Mbit/s, 100-datagram queue; RTT steps at 3 s)', () => {
-  const cases: [number, number][] = [[40, 80], [80, 40], [40, 50]];
-  for (const [from, to] of cases) {
-    it(`RTT ${from} → ${to} ms: back above 80 % of the bottleneck within 2 s and staying there, ≤ 2 % queue drops`, () => {
+describe('AdaptiveRate on a route change (100-datagram queue; both directions\' delay steps at 3 s)', () => {
+  const cases: [number, number, number][] = [[10e6, 40, 80], [10e6, 80, 40], [10e6, 40, 50], [100e6, 20, 60], [100e6, 60, 20]];
+  for (const [rate, from, to] of cases) {
+    it(`${rate / 1e6} Mbit/s, RTT ${from} → ${to} ms: back above 80 % of the bottleneck within 2 s and staying there, ≤ 2 % queue drops`, () => {
       const s = new Scene(61);
-      const fwd = { rateBitsPerSec: 10e6, queueDatagrams: 100, latencyMs: from / 2 };
-      const f = s.flow({ bytes: 8 * MiB, blocks: 2, forward: fwd, back: { latencyMs: from / 2 } });
+      const fwd = { rateBitsPerSec: rate, queueDatagrams: 100, latencyMs: from / 2 };
+      const f = s.flow({ bytes: 16 * MiB, blocks: rate / 5e6, forward: fwd, back: { latencyMs: from / 2 } });
       const change = 3000;
       s.world.at(change, () => {
         s.world.link(f.from, f.to).reconfigure(change, { latencyMs: to / 2 });
         s.world.link(f.to, f.from).reconfigure(change, { latencyMs: to / 2 });
       });
       s.run(9000);
-      expect(s.rate(f, 2000, 3000)).toBeGreaterThan(0.95 * 10e6);
-      // Before the fix, 40 → 80 ran at 0.49 Mbit/s from 1 s after the change until the 10 s min-RTT
-      // window expired, and 40 → 50 at 1.96 Mbit/s; 80 → 40 already recovered its rate.
-      const back = recoveredAt(s, f, 10e6, 0.8, change, 9000);
+      expect(s.rate(f, 2000, 3000)).toBeGreaterThan(0.95 * rate);
+      // Before the fix: 10 Mbit/s 40 → 80 ran at 0.49 Mbit/s from 1 s after the change until the 10 s
+      // min-RTT window expired, 40 → 50 at 1.96 Mbit/s, 100 Mbit/s 20 → 60 at under 1 %; the shorter
+      // paths kept their rate but dropped 3.35 % (10 Mbit/s 80 → 40) and 43.6 % (100 Mbit/s 60 → 20) at
+      // the queue: interleaved acks of both paths read as twice the bandwidth and as tens of ms of jitter.
+      const back = recoveredAt(s, f, rate, 0.8, change, 9000);
       expect(back, 'never back above 80 %').toBeDefined();
       expect(back! - change).toBeLessThanOrEqual(2000);
-      // A shorter path reorders: datagrams sent after the change overtake those in flight and their acks
-      // arrive bunched, which read as twice the bandwidth before the fix (80 → 40: 3.35 % drops; 0.90 % now).
       const link = s.world.link(f.from, f.to).counters();
       expect(link.droppedQueue / link.sent).toBeLessThanOrEqual(0.02);
       if (to > from) expect((f.sender.path.controller as AdaptiveRate).stats(s.world.now).rttRebases).toBeGreaterThan(0);
