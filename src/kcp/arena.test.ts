@@ -13,7 +13,7 @@ function holder(): SlabCopy {
 const aligned = (n: number): number => (n + 7) & ~7;
 
 describe('SlabPool', () => {
-  it('never overwrites a live copy; when it takes a slab, those in use are within 8x the live bytes plus two', () => {
+  it('never overwrites a live copy; when it takes a slab, those in use are within 16x the live bytes plus two', () => {
     // Short-lived copies are released oldest first (read in order); long-lived ones (held out of
     // order, or never read) only now and then, at random: the pattern that pins mostly-empty slabs.
     type Op = { copy: number; long: boolean } | 'release-short' | 'release-long';
@@ -27,7 +27,7 @@ describe('SlabPool', () => {
     );
     fc.assert(
       fc.property(fc.array(op, { minLength: 100, maxLength: 400 }), fc.integer({ min: 0, max: 2 ** 30 }), (ops, seed) => {
-        const pool = new SlabPool(Infinity, 256, 24, 2);
+        const pool = new SlabPool(Infinity, 512, 24, 2);
         const short: { h: SlabCopy; want: number[] }[] = [];
         const long: { h: SlabCopy; want: number[] }[] = [];
         let fill = seed;
@@ -55,9 +55,9 @@ describe('SlabPool', () => {
             if (h.slab !== undefined) liveBytes += aligned(o.copy);
             ownBytes += h.own;
             (o.long ? long : short).push({ h, want: [...src.subarray(3)] });
-            // Slabs are taken only here: then every one in use but the current and the last is 1/8 full.
+            // Slabs are taken only here: then every one in use but the current and the last is 1/16 full.
             const slabs = pool.inUse - ownBytes;
-            if (slabs > before && slabs > 8 * liveBytes + 2 * 256) expect(slabs).toBeLessThanOrEqual(8 * liveBytes + 2 * 256);
+            if (slabs > before && slabs > 16 * liveBytes + 2 * 512) expect(slabs).toBeLessThanOrEqual(16 * liveBytes + 2 * 512);
           }
           if (i % 16 === 0) for (const c of [...short, ...long]) check(c);
         });
@@ -103,27 +103,27 @@ describe('SlabPool', () => {
   });
 
   it('moves the last small copies out of a retired slab, so one long-lived copy does not pin it', () => {
-    const pool = new SlabPool(Infinity, 128, 16, 4); // compaction below 128 / 8 = 16 live bytes
+    const pool = new SlabPool(Infinity, 256, 16, 4); // compaction below 256 / 16 = 16 live bytes
     const src = Uint8Array.from({ length: 16 }, (_, i) => i);
     const p = holder();
     pool.copy(p, src, 0, 3);
-    const hs = Array.from({ length: 7 }, () => holder());
-    for (const h of hs) pool.copy(h, src, 0, 16); // 8 + 112 = 120 bytes
+    const hs = Array.from({ length: 15 }, () => holder());
+    for (const h of hs) pool.copy(h, src, 0, 16); // 8 + 240 = 248 bytes
     const old = p.slab;
     for (const h of hs) pool.release(h);
     expect(p.slab).toBe(old); // still the slab being filled: not compacted
     pool.copy(holder(), src, 0, 16); // retires it with 8 live bytes
     expect(p.slab).toBe(old);
     expect(pool.compactions).toBe(0);
-    for (let i = 0; i < 7; i++) pool.copy(holder(), src, 0, 16); // fills the next slab
-    expect(pool.inUse).toBe(2 * 128);
+    for (let i = 0; i < 15; i++) pool.copy(holder(), src, 0, 16); // fills the next slab
+    expect(pool.inUse).toBe(2 * 256);
     pool.copy(holder(), src, 0, 16); // a slab is needed: first p moves, freeing the old one
     expect(p.slab).not.toBe(old);
     expect([...p.data]).toEqual([0, 1, 2]);
     expect(pool.compactions).toBe(1);
     expect(pool.compactedBytes).toBe(3);
     expect(pool.freeSlabs).toBe(1); // the emptied slab is kept for reuse
-    expect(pool.inUse).toBe(2 * 128);
+    expect(pool.inUse).toBe(2 * 256);
   });
 
   it('refuses copies that need memory beyond the limit and never holds more than maxBytes', () => {

@@ -57,9 +57,10 @@ function aligned(n: number): number {
  * - Each copy holds its slab until `release`; a slab without live copies is rewound (the one being
  *   filled) or kept for reuse (up to `maxFree`), so steady traffic allocates nothing.
  * - Compaction: before a slab is taken, the live copies of every slab that is no longer filled and
- *   holds less than 1/8 live bytes move to the current slab (their holders' `data` change), so
+ *   holds less than 1/16 live bytes move to the current slab (their holders' `data` change), so
  *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
- *   are the one being filled, the one just left, and others holding at least 1/8 live bytes.
+ *   are the one being filled, the one just left, and others holding at least 1/16 live bytes (one
+ *   lost segment of 1 KiB among 16 does not make its slab sparse: it is acknowledged soon anyway).
  * - Budget: `allocated` (slabs in use, kept for reuse, and own buffers) never exceeds `maxBytes`; a
  *   copy that needs new memory beyond its `limit` is refused (`copy` returns false, nothing held).
  *   Compaction may use up to `maxBytes`, so copies should be given a `limit` at least one slab lower.
@@ -97,7 +98,7 @@ export class SlabPool {
     if (!(maxPiece > 0 && maxPiece <= slabBytes && slabBytes % 8 === 0)) {
       throw new GamewireError('invalid-argument', 'SlabPool needs 0 < maxPiece <= slabBytes, slabBytes a multiple of 8');
     }
-    this.sparseBelow = slabBytes >>> 3;
+    this.sparseBelow = slabBytes >>> 4;
   }
 
   /** Bytes held: `inUse` plus slabs kept for reuse. Never above `maxBytes`. */
@@ -242,7 +243,7 @@ export class SlabPool {
   /**
    * Under pressure (a copy that must not wait, e.g. the segment filling a gap, finds no room): move
    * the live copies of the emptiest slabs into the slab being filled, one slab at a time, until `inUse`
-   * is at most `target`. Slabs fragmented by released copies (at least 1/8 live, so not compacted)
+   * is at most `target`. Slabs fragmented by released copies (at least 1/16 live, so not compacted)
    * would otherwise hold the budget with room nobody can use. Does nothing unless the slabs hold at
    * least two slabs' worth of free space. Returns whether `inUse` ≤ `target`.
    */
