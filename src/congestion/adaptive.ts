@@ -149,6 +149,7 @@ export class AdaptiveRate implements RateController {
   private prevDrainMs = 0;
   private stuckRounds = 0;
   private bwNormal = 0;
+  private bwRoundStart = 0;
   private rebases = 0;
   private ceilingMs = Infinity;
   private prevRoundMaxQd = 0;
@@ -477,7 +478,9 @@ export class AdaptiveRate implements RateController {
     const lossy = total > 0 && this.roundLost / total > this.lossBase + 0.01;
     const stuck = !lossy && m < REBASE_BELOW && this.roundMinQd > 2 * q && this.roundMinQd > this.prevMinQd - this.prevDrainMs / 2;
     this.stuckRounds = stuck ? this.stuckRounds + 1 : 0;
-    if (this.roundMaxQd <= 2 * q) this.bwNormal = this.bw;
+    // The estimate as the round began: a path that got longer collapses it within the round (the first
+    // acks after the gap span it), before the queue shows.
+    if (this.roundMaxQd <= 2 * q) this.bwNormal = this.bwRoundStart;
     this.prevMinQd = this.roundMinQd;
     this.prevDrainMs = (1 - m) * dur;
     if (this.stuckRounds < REBASE_ROUNDS || this.roundMinRtt === Infinity) return;
@@ -537,6 +540,7 @@ export class AdaptiveRate implements RateController {
     this.roundMultN = 0;
     this.roundAcked = 0;
     this.roundLost = 0;
+    this.bwRoundStart = this.bw;
   }
 
   /**
