@@ -282,9 +282,10 @@ export class AdaptiveRate implements RateController {
   }
 
   /**
-   * Target standing queue (ms): the configured delay, but at least two datagrams at the estimated
-   * rate, and `jitterGain` × jitter so that delay noise is not taken for a queue — unless that would
-   * fill half the buffer the queue was seen to overflow at (`ceilingMs`).
+   * Target standing queue (ms): the configured delay plus two datagrams at this flow's own rate (the
+   * per-flow share that makes flows on one bottleneck converge), and at least `jitterGain` × jitter so
+   * that delay noise is not taken for a queue — but that allowance stays within half the buffer the
+   * queue was seen to overflow at (`ceilingMs`).
    */
   private target(jitterGain = JITTER_GAIN): number {
     let q = this.targetMs;
