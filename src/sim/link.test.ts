@@ -379,7 +379,8 @@ describe('Link MTU, outage and in-flight cap', () => {
     const link = new Link({ latencyMs: 100, maxInFlight: 3, duplicate: 1 }, 1);
     for (let i = 0; i < 3; i++) link.send(0, packet(i));
     expect(link.inFlight).toBe(3);
-    expect(link.counters().duplicated).toBe(1);
+    // #0 and its copy, #1 (its copy is made and dropped), #2 dropped before any copy.
+    expect(link.counters().duplicated).toBe(2);
     expect(link.counters().droppedInFlight).toBe(2);
   });
 });
@@ -480,7 +481,7 @@ describe('Link input handling', () => {
       const c = link.counters();
       return c.delivered === delivered && c.sent === traffic.length &&
         c.sent + c.duplicated === c.delivered + totalDropped(c) + link.inFlight;
-    }), { numRuns: 150, seed: 20240601 });
+    }), { numRuns: 150 });
   });
 });
 

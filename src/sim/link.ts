@@ -23,7 +23,7 @@ export interface LinkCounters {
   droppedOutage: number;
   /** Dropped because the link already held `maxInFlight` datagrams or `maxInFlightBytes` (copies included). */
   droppedInFlight: number;
-  /** Extra copies scheduled by `duplicate`. */
+  /** Extra copies made by `duplicate`, including those then dropped (counted in `droppedInFlight` or `droppedOutage`). */
   duplicated: number;
   /** Most datagrams ever waiting in the bottleneck queue (including the one being serialised). */
   queuedPeakDatagrams: number;
@@ -203,10 +203,10 @@ export class Link {
     if (slot >= 0) this.qSeq[slot] = seq;
     if (seq < 0) return;
     if (dup) {
+      c.duplicated++;
       if (this.pending.length >= cfg.maxInFlight || this.pending.bytes + len > cfg.maxInFlightBytes) { c.droppedInFlight++; return; }
       const dupSeq = this.schedule(base + dupJitter, bytes);
       if (slot >= 0) this.qDupSeq[slot] = dupSeq;
-      if (dupSeq >= 0) c.duplicated++;
     }
   }
 

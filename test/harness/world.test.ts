@@ -397,7 +397,8 @@ describe('World: property', () => {
       const pinger = new Pinger(interval, 60, log);
       const echo = new EchoPeer(log);
       const world = new World({ seed, aToB: ab, bToA: ba, a: pinger, b: echo, integerTime: intTime });
-      const r = world.runUntil(() => false, { maxTimeMs: 60 * interval + 1000 });
+      // Generous: at 20 kbit/s, 60 pings, their duplicates and the echoes take over a second to serialise; the run must end idle.
+      const r = world.runUntil(() => false, { maxTimeMs: 600_000 });
       if (r.reason !== 'idle') return false;
       for (let i = 1; i < log.length; i++) if (log[i][2] < log[i - 1][2]) return false;
       const minRtt = ab.latencyMs + ba.latencyMs;
@@ -405,7 +406,7 @@ describe('World: property', () => {
       const s = world.stats;
       return s.a.datagramsSent === 60 && s.aToB.sent === 60 && echo.received === s.aToB.delivered &&
         s.b.datagramsSent === echo.received && pinger.rtts.length === s.bToA.delivered && s.a.stalls === 0;
-    }), { numRuns: 60, seed: 99 });
+    }), { numRuns: 60 });
   });
 });
 
