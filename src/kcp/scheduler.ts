@@ -33,7 +33,7 @@ export interface KcpSchedulerOptions {
  * update forward to its next flush time. `now` is monotonic ms (u32 wrap is handled).
  */
 export class KcpScheduler<T extends KcpSchedulable = KcpSchedulable> {
-  /** Objects updated by `handleTimeout` since construction. */
+  /** @internal read with `counters()`. */
   updates = 0;
 
   private readonly heap = new DeadlineHeap(64);
@@ -83,6 +83,11 @@ export class KcpScheduler<T extends KcpSchedulable = KcpSchedulable> {
     const at = deadlineOf(kcp, now);
     const cur = this.heap.deadline(id);
     if (cur === undefined || at < cur) this.heap.set(id, at);
+  }
+
+  /** A copy of the counters: `updates`, objects updated by `handleTimeout` since construction. */
+  counters(): { updates: number } {
+    return { updates: this.updates };
   }
 
   /** Absolute time (ms) of the earliest update due, or `undefined` when every object is parked. */
