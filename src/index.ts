@@ -1,17 +1,41 @@
 /**
- * gamewire's browser-safe entry point: the sans-IO protocol objects (chunk, KCP), rate controllers,
- * the network simulator and the core primitives. Node sockets live in `gamewire/node`. Wire codecs
- * are internal: they are not part of the public API.
+ * gamewire's browser-safe entry point (`gamewire`): the sans-IO protocol objects and the contracts
+ * that drive them. Node sockets live in `gamewire/node`, the link simulator in `gamewire/sim`, the
+ * test world in `gamewire/testing`. Wire codecs and byte helpers are internal. Every export, one
+ * line each: docs/api.md.
  */
-export * from './core/index.js';
-export * from './sim/index.js';
-export * from './congestion/index.js';
-export { ChunkSender, type ChunkSenderEvent, type ChunkSenderProgress, type CancelReason } from './chunk/sender.js';
-export { ChunkReceiver, type ChunkReceiverEvent } from './chunk/receiver.js';
-export { ChunkEndpoint, type ChunkEndpointConfig } from './chunk/endpoint.js';
-export { ChunkHost, type ChunkHostOptions, type ChunkHostEvent, type ChunkHostPeerEvent } from './chunk/host.js';
-export type { ChunkSenderConfig, ChunkReceiverConfig } from './chunk/config.js';
+
+// Errors.
+export { GamewireError, type GamewireErrorCode } from './core/errors.js';
+
+// The drive contract: endpoints, peers, the drive loop, hosts, randomness.
+export type { Address, Endpoint, Transmit } from './core/endpoint.js';
+export { EndpointPeer, PeerEndpoint, type SansIoPeer } from './core/peer.js';
+export { DriveLoop, type DriveLoopOptions, type DrivePlatform, type LingerOptions } from './core/drive-loop.js';
+export { Host, type HostEvent, type HostOptions, type HostedPeer, type PeerId } from './core/host.js';
+export { cryptoRandom, type RandomSource } from './core/random.js';
+
+// Large blocks (the chunk protocol).
+export { ChunkSender, type CancelReason, type ChunkSenderEvent, type ChunkSenderProgress } from './chunk/sender.js';
+export {
+  ChunkReceiver, type ChunkReceiverBlockProgress, type ChunkReceiverEvent, type ChunkReceiverProgress,
+} from './chunk/receiver.js';
+export type { ChunkReceiverConfig, ChunkSenderConfig } from './chunk/config.js';
+export { ChunkEndpoint, type ChunkEndpointConfig, type ChunkEndpointEvent } from './chunk/endpoint.js';
+export { ChunkHost, type ChunkHostEvent, type ChunkHostOptions, type ChunkHostPeerEvent } from './chunk/host.js';
 export { MAX_BLOCK_BYTES } from './chunk/wire.js';
-export * from './kcp/kcp.js';
+
+// Rate and path.
+export type { RateController } from './congestion/controller.js';
+export { AdaptiveRate, type AdaptiveRateConfig } from './congestion/adaptive.js';
+export { FixedRate } from './congestion/fixed.js';
+export { Path, type PathConfig, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES } from './congestion/path.js';
+
+// KCP.
+export { Kcp, type KcpOptions, type KcpOutput } from './kcp/kcp.js';
+export { KcpArena, type KcpArenaOptions } from './kcp/arena.js';
 export { KcpScheduler, type KcpSchedulable, type KcpSchedulerOptions } from './kcp/scheduler.js';
-export * from './kcp/session.js';
+export {
+  KcpClient, type KcpClientOptions, KcpServer, type KcpServerOptions, KcpSession, type KcpSessionEvent,
+  type KcpSessionOptions,
+} from './kcp/session.js';

@@ -1,6 +1,14 @@
 /**
  * Node entry point (`gamewire/node`): everything of the browser-safe entry point (`gamewire`) plus
- * the Node UDP adapter (`UdpDriver`, `UdpLinkProxy`), the only part that owns sockets and a clock.
+ * the Node UDP adapters, the only part that owns sockets and a clock. TypeScript users need
+ * `@types/node` for this entry point only. Every export, one line each: docs/api.md.
  */
 export * from './index.js';
-export * from './adapters/node/index.js';
+export {
+  addressKey, parseAddressKey, type UdpAddress, UdpDriver, type UdpDriverCloseOptions, type UdpDriverEvents,
+  type UdpDriverOptions, type UdpSocketOptions,
+} from './adapters/node/udp-driver.js';
+export { UdpLinkProxy, type UdpLinkProxyEvents, type UdpLinkProxyOptions } from './adapters/node/udp-proxy.js';
+export {
+  KcpUdpClient, type KcpUdpClientOptions, type KcpUdpEvents, KcpUdpServer, type KcpUdpServerOptions,
+} from './adapters/node/kcp.js';
