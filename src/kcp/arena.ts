@@ -55,7 +55,8 @@ function aligned(n: number): number {
  * Copies byte ranges into slabs (one allocation per slab instead of one per copy, which is what makes
  * small typed arrays expensive) under a byte budget.
  * - Each copy holds its slab until `release`; a slab without live copies is rewound (the one being
- *   filled) or kept for reuse (up to `maxFree`), so steady traffic allocates nothing.
+ *   filled) or kept for reuse (up to `maxFree`, and, as it empties, no more bytes than `inUse`), so
+ *   steady traffic allocates nothing and a pool whose traffic stopped holds little.
  * - Compaction: before a slab is taken, the live copies of every slab that is no longer filled and
  *   holds less than 1/16 live bytes move to the current slab (their holders' `data` change), so
  *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
@@ -204,14 +205,28 @@ export class SlabPool {
     }
     slab.owners.fill(undefined, 0, slab.nOwners);
     slab.nOwners = 0;
-    slab.sparse = false;
+    if (slab.sparse) {
+      // Off the compaction list at once: left there, an emptied slab stays reachable until the next
+      // slab is taken, which on an idle host is never.
+      slab.sparse = false;
+      const pending = this.pending;
+      const i = pending.lastIndexOf(slab);
+      if (i >= 0) {
+        const last = pending.pop()!;
+        if (i < pending.length) pending[i] = last;
+      }
+    }
     if (slab === this.cur) {
       this.pos = 0;
       return;
     }
     this.retired.delete(slab);
     this.inUse -= this.slabBytes;
-    if (this.free.length < this.maxFree) this.free.push(slab);
+    // Keep no more bytes of emptied slabs than are in use (and at most `maxFree`): steady traffic
+    // still finds one, and a pool whose traffic stopped (an idle host) gives them back to GC.
+    const free = this.free;
+    if (free.length < this.maxFree) free.push(slab);
+    while (free.length > 0 && free.length * this.slabBytes > this.inUse) free.pop();
   }
 
   private markSparse(slab: Slab): void {
