@@ -55,8 +55,7 @@ function aligned(n: number): number {
  * Copies byte ranges into slabs (one allocation per slab instead of one per copy, which is what makes
  * small typed arrays expensive) under a byte budget.
  * - Each copy holds its slab until `release`; a slab without live copies is rewound (the one being
- *   filled) or kept for reuse (up to `maxFree`, and, as it empties, no more bytes than `inUse`), so
- *   steady traffic allocates nothing and a pool whose traffic stopped holds little.
+ *   filled) or kept for reuse (up to `maxFree`), so steady traffic allocates nothing.
  * - Compaction: before a slab is taken, the live copies of every slab that is no longer filled and
  *   holds less than 1/16 live bytes move to the current slab (their holders' `data` change), so
  *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
@@ -222,11 +221,7 @@ export class SlabPool {
     }
     this.retired.delete(slab);
     this.inUse -= this.slabBytes;
-    // Keep no more bytes of emptied slabs than are in use (and at most `maxFree`): steady traffic
-    // still finds one, and a pool whose traffic stopped (an idle host) gives them back to GC.
-    const free = this.free;
-    if (free.length < this.maxFree) free.push(slab);
-    while (free.length > 0 && free.length * this.slabBytes > this.inUse) free.pop();
+    if (this.free.length < this.maxFree) this.free.push(slab);
   }
 
   private markSparse(slab: Slab): void {
