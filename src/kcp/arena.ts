@@ -150,35 +150,15 @@ export class SlabPool {
     this.unref(slab, aligned(owner.data.length));
   }
 
+  // Kept small so that TurboFan inlines it into `copy` (and that into Kcp's send and input paths),
+  // as it did the old single-slab copy; taking a new slab is the rare case, in `makeRoom`.
   private place(owner: SlabCopy, src: Uint8Array, from: number, len: number, limit: number, squeeze = false): boolean {
     let slab = this.cur;
-    let at = this.pos;
-    if (slab === undefined || at + len > this.slabBytes) {
-      // Compact only when memory is about to be taken: sparse slabs whose last copies are released
-      // before then (in-order traffic) are never copied.
-      if (this.pending.length > 0 && !this.compacting) {
-        this.compact();
-        slab = this.cur;
-        at = this.pos;
-      }
-      if ((slab === undefined || at + len > this.slabBytes) && this.inUse + this.slabBytes > limit && squeeze) {
-        this.squeeze(limit - this.slabBytes);
-        slab = this.cur;
-        at = this.pos;
-      }
-      if (slab === undefined || at + len > this.slabBytes) {
-        // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
-        if (this.inUse + this.slabBytes > limit) return false;
-        if (slab !== undefined) {
-          this.retired.add(slab);
-          if (!slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
-        }
-        slab = this.free.pop() ?? new Slab(this.slabBytes);
-        this.inUse += this.slabBytes;
-        this.cur = slab;
-        at = 0;
-      }
+    if (slab === undefined || this.pos + len > this.slabBytes) {
+      slab = this.makeRoom(len, limit, squeeze);
+      if (slab === undefined) return false;
     }
+    const at = this.pos;
     const view = new Uint8Array(slab.buffer, at, len);
     // Short copies by hand: a temporary source view costs more than the loop.
     if (len <= 32) for (let i = 0; i < len; i++) view[i] = src[from + i]!;
@@ -193,6 +173,34 @@ export class SlabPool {
     owner.slab = slab;
     owner.own = 0;
     return true;
+  }
+
+  /**
+   * The slab to place `len` bytes in when the current one has no room: after compaction (if slabs
+   * wait for it) or, with `squeeze`, packing, the current one if it now has room, else a free or
+   * new one (the current one is retired). Undefined when that needs memory beyond `limit`.
+   */
+  private makeRoom(len: number, limit: number, squeeze: boolean): Slab | undefined {
+    // Compact only when memory is about to be taken: sparse slabs whose last copies are released
+    // before then (in-order traffic) are never copied.
+    if (this.pending.length > 0 && !this.compacting) this.compact();
+    let slab = this.cur;
+    if ((slab === undefined || this.pos + len > this.slabBytes) && this.inUse + this.slabBytes > limit && squeeze) {
+      this.squeeze(limit - this.slabBytes);
+      slab = this.cur;
+    }
+    if (slab !== undefined && this.pos + len <= this.slabBytes) return slab;
+    // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
+    if (this.inUse + this.slabBytes > limit) return undefined;
+    if (slab !== undefined) {
+      this.retired.add(slab);
+      if (!slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
+    }
+    slab = this.free.pop() ?? new Slab(this.slabBytes);
+    this.inUse += this.slabBytes;
+    this.cur = slab;
+    this.pos = 0;
+    return slab;
   }
 
   private unref(slab: Slab, size: number): void {
