@@ -249,6 +249,20 @@ describe('channels: limits', () => {
     expect(pipe.messages(1).length).toBe(40);
   });
 
+  it('a message of more pieces than the window still goes (the window counts from the oldest unacked piece)', () => {
+    for (const mode of ['reliable-ordered', 'reliable-unordered'] as const) {
+      const pipe = new ChannelPipe({ lanes: [{ mode }], reliableWindow: 64 }, { seed: 6, loss: 0.2, delayMs: 5, jitterMs: 5, room: 200, packetsPerTick: 8 });
+      const big = message(6, 0, 100_000); // ≈ 700 pieces of ≤ 150 bytes
+      pipe.ends[0].send(0, 0, big);
+      pipe.ends[0].send(0, 0, message(6, 1, 10));
+      pipe.runUntil(() => pipe.idle());
+      const got = pipe.messages(1);
+      expect(got.length).toBe(2);
+      expect(sameBytes(got.find((m) => m.length === 100_000), big)).toBe(true);
+      expect(pipe.ends[1].counters().payloadsRefused).toBe(0);
+    }
+  });
+
   it('the receiver refuses a packet with a reliable id outside [next, next + window) and one over its receive budget', () => {
     const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }], reliableWindow: 16, maxReceiveBytes: 2048, });
     const pkt = new Uint8Array(3000);

@@ -201,6 +201,8 @@ class ReliableSendLane extends SendLane {
   queuedBytes = 0;
   inFlightBytes = 0;
   rideCursor = 0;
+  /** Index in `span` of the oldest unacknowledged piece (or span.length). */
+  ackCursor = 0;
   window: number;
 
   constructor(index: number, cfg: ResolvedLane, window: number) {
@@ -213,10 +215,17 @@ class ReliableSendLane extends SendLane {
     return this.cfg.maxReceiveBytes - this.spanBytes;
   }
 
+  /** Full id of the oldest piece not yet acknowledged (the next new id if none). */
+  oldestUnackedId(): number {
+    const span = this.span;
+    while (this.ackCursor < span.length && span.at(this.ackCursor).acked) this.ackCursor++;
+    return this.ackCursor < span.length ? span.at(this.ackCursor).id : this.nextPieceId;
+  }
+
   canCutNew(): boolean {
     const m = this.queue.peek();
     if (m === undefined) return false;
-    if (this.span.length > 0 && this.nextPieceId - this.span.peek()!.id >= this.window) return false;
+    if (this.nextPieceId - this.oldestUnackedId() >= this.window) return false;
     const remaining = m.bytes.length - m.cut;
     return this.budgetLeft() >= Math.min(remaining, MIN_PIECE_BYTES);
   }
@@ -242,10 +251,13 @@ interface HeldPiece {
 }
 
 class ReliableReceiveLane {
-  /** Full id of the next message start to deliver (ordered) or the oldest id not yet received (unordered). */
+  /** Full id of the oldest piece not yet received: the window is [base, base + window). */
+  base = 0;
+  /** Ordered: full id of the first piece of the next message to deliver (≤ base). */
   next = 0;
+  /** Pieces held (received, not yet delivered). Ordered: every id in [base, …) held is here. */
   readonly pieces = new Map<number, HeldPiece>();
-  /** Unordered: ids ≥ next received (held or delivered). */
+  /** Unordered: ids > base received (held or delivered). */
   readonly received = new Set<number>();
   heldBytes = 0;
   /** Ordered: every id in [next, scan) is held and none of them is LAST. */
@@ -605,6 +617,7 @@ export class Channels {
       l.span.shift();
       l.spanBytes -= p.end - p.start;
       if (l.rideCursor > 0) l.rideCursor--;
+      if (l.ackCursor > 0) l.ackCursor--;
     }
   }
 
@@ -637,10 +650,10 @@ export class Channels {
       if (lane === undefined || lane.reliable !== v.reliable) return this.refuse('badLane');
       if (!v.reliable) continue;
       const r = this.recvReliable[v.lane]!;
-      const d = seqDiff16(v.id, r.next & 0xffff);
+      const d = seqDiff16(v.id, r.base & 0xffff);
       if (d < 0) continue;
       if (d >= window) return this.refuse('outsideWindow');
-      const full = r.next + d;
+      const full = r.base + d;
       if (lane.ordered ? r.pieces.has(full) : r.received.has(full)) continue;
       extra[v.lane] += v.payloadEnd - v.payloadStart;
       if (r.heldBytes + extra[v.lane]! > lane.maxReceiveBytes) return this.refuse('overBudget');
@@ -679,12 +692,12 @@ export class Channels {
 
   private receiveReliable(lane: number, cfg: ResolvedLane, bytes: Uint8Array, v: FrameView): void {
     const r = this.recvReliable[lane]!;
-    const d = seqDiff16(v.id, r.next & 0xffff);
+    const d = seqDiff16(v.id, r.base & 0xffff);
     if (d >= this.config.reliableWindow) {
       this.count.add('outsideWindow');
       return;
     }
-    const full = r.next + d;
+    const full = r.base + d;
     if (d < 0 || r.pieces.has(full) || (!cfg.ordered && r.received.has(full))) {
       this.count.add('duplicatePieces');
       return;
@@ -697,10 +710,14 @@ export class Channels {
     r.pieces.set(full, { first: v.first, last: v.last, bytes: bytes.slice(v.payloadStart, v.payloadEnd) });
     r.heldBytes += len;
     if (cfg.ordered) {
-      this.deliverOrdered(lane, r);
+      if (full === r.base) {
+        r.base++;
+        while (r.pieces.has(r.base)) r.base++;
+        this.deliverOrdered(lane, r);
+      }
     } else {
       r.received.add(full);
-      while (r.received.delete(r.next)) r.next++;
+      while (r.received.delete(r.base)) r.base++;
       this.deliverUnordered(lane, r, full);
     }
   }
