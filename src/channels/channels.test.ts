@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ChannelPipe } from '../../test/harness/channel-pipe.js';
 import { sameBytes } from '../../test/harness/bytes.js';
@@ -82,6 +83,36 @@ describe('channels: reliable lanes over a lossy, reordering, duplicating pipe', 
       expect(c.corruptMessages).toBe(0);
     });
   }
+
+  it('property: exactly once (and in order where ordered) for any room, header jitter, window, redundancy, loss, duplication', () => {
+    fc.assert(fc.property(
+      fc.record({
+        seed: fc.nat(), room: fc.integer({ min: 60, max: 1500 }), roomJitter: fc.integer({ min: 0, max: 37 }),
+        window: fc.constantFrom(16, 64, 1024, 8192), redundancy: fc.integer({ min: 0, max: 3 }),
+        loss: fc.double({ min: 0, max: 0.5, noNaN: true }), dup: fc.double({ min: 0, max: 0.3, noNaN: true }),
+        jitterMs: fc.integer({ min: 0, max: 30 }), budget: fc.constantFrom(8192, 1 << 22),
+        sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 8000 })), { minLength: 1, maxLength: 40 }),
+      }),
+      (p) => {
+        const lanes: LaneConfig[] = [{ mode: 'reliable-ordered', maxMessageBytes: 8000 }, { mode: 'reliable-unordered', maxMessageBytes: 8000 }];
+        const pipe = new ChannelPipe({ lanes, reliableWindow: p.window, redundancy: p.redundancy, maxReceiveBytes: p.budget }, {
+          seed: p.seed, loss: p.loss, dup: p.dup, delayMs: 5, jitterMs: p.jitterMs, room: p.room, roomJitter: p.roomJitter, packetsPerTick: 4,
+        });
+        p.sizes.forEach((n, i) => {
+          pipe.ends[0].send(0, 0, message(p.seed, i, n));
+          pipe.ends[0].send(0, 1, message(p.seed, i, n));
+        });
+        expect(pipe.runUntil(() => pipe.idle(), 100_000)).toBeLessThan(100_000);
+        const ordered = pipe.messages(1, 0);
+        expect(ordered.length).toBe(p.sizes.length);
+        ordered.forEach((m, i) => expect(sameBytes(m, message(p.seed, i, p.sizes[i]!))).toBe(true));
+        const unordered = pipe.messages(1, 1).map((m) => m.length).sort((a, b) => a - b);
+        expect(unordered).toEqual([...p.sizes].sort((a, b) => a - b));
+        expect(pipe.ends[1].counters().payloadsRefused).toBe(0);
+        expect(pipe.packets.every((k) => k.bytes <= p.room)).toBe(true);
+      },
+    ), { numRuns: 40 });
+  });
 
   it('notice: a reliable message sent with notice gets one delivered event, others none', () => {
     const pipe = new ChannelPipe({ lanes: ALL }, { seed: 5, loss: 0.3, delayMs: 5, jitterMs: 5 });

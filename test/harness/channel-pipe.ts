@@ -16,6 +16,8 @@ export interface PipeOptions {
   jitterMs?: number;
   /** Payload room per packet, bytes. */
   room?: number;
+  /** Each packet's room is `room` minus uniform [0, roomJitter] bytes (a header of varying length in front). */
+  roomJitter?: number;
   /** Packets each end may send per 1 ms tick. */
   packetsPerTick?: number;
   /** Write a packet at each sending tick even when `hasFrames()` is false (a game's tick: redundancy rides on it). */
@@ -63,7 +65,7 @@ export class ChannelPipe {
   constructor(config: ChannelsConfig | [ChannelsConfig, ChannelsConfig], options: PipeOptions) {
     const [ca, cb] = Array.isArray(config) ? config : [config, config];
     this.ends = [new Channels(ca), new Channels(cb)];
-    this.o = { loss: 0, dup: 0, delayMs: 10, jitterMs: 0, room: 1200, packetsPerTick: 1, alwaysSend: false, sendEveryMs: 1, ...options };
+    this.o = { loss: 0, dup: 0, delayMs: 10, jitterMs: 0, room: 1200, roomJitter: 0, packetsPerTick: 1, alwaysSend: false, sendEveryMs: 1, ...options };
     this.rng = new NonCryptoRng(options.seed);
     this.buf = new Uint8Array(this.o.room);
   }
@@ -82,7 +84,7 @@ export class ChannelPipe {
   }
 
   /** Write one packet from end `from`; false if it wrote nothing. */
-  sendOne(from: 0 | 1, room = this.o.room): boolean {
+  sendOne(from: 0 | 1, room = this.o.room - (this.o.roomJitter > 0 ? this.rng.nextInt(this.o.roomJitter + 1) : 0)): boolean {
     const ch = this.ends[from];
     const n = ch.writeFrames(this.now, this.buf, 0, room);
     const token = ch.takeToken();
