@@ -4,7 +4,9 @@ import { Path } from '../congestion/path.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
 import { ACK_WRAP_GUARD, type AckConfig, PacketAcks } from './acks.js';
-import { ACK_HEADER_HEALTHY_BYTES, decodeAckHeader, newAckHeader } from './wire.js';
+import { ACK_HEADER_HEALTHY_BYTES, decodeAckHeader, encodeAckHeader, newAckHeader } from './wire.js';
+
+const hexOf = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 
 // A two-node world on a virtual clock: each node is a PacketAcks over its own Path; each direction a
 // seeded link (delay + uniform jitter, so packets reorder; loss; duplication). A packet's payload is
@@ -426,5 +428,162 @@ describe('PacketAcks: limits', () => {
     w.a.send(w.now, true, w);
     w.settle();
     checkSender(w.a);
+  });
+});
+
+/** A bare PacketAcks with its outcomes logged, for unit tests that hand-craft headers. */
+function bare(config: AckConfig = {}): { acks: PacketAcks<number>; path: Path; log: string[] } {
+  const path = new Path();
+  const log: string[] = [];
+  const acks = new PacketAcks<number>(path, {
+    packetDelivered: (_now, id, seq) => log.push(`d${id}@${seq}`),
+    packetLost: (_now, id, seq) => log.push(`l${id}@${seq}`),
+  }, config);
+  return { acks, path, log };
+}
+
+/** Encode a header from the fields given (extBytes from `ext`). */
+function header(f: { seq: number; ack?: number; delay?: number; bits?: number; ext?: number[] }): Uint8Array {
+  const h = newAckHeader();
+  h.seq = f.seq;
+  h.hasAck = f.ack !== undefined;
+  h.ack = f.ack ?? 0;
+  h.ackDelay = f.delay ?? 0;
+  h.ackBits = f.bits ?? 0;
+  h.extBytes = f.ext?.length ?? 0;
+  h.ext.set(f.ext ?? []);
+  const out = new Uint8Array(64);
+  const n = encodeAckHeader(h, out, 0);
+  return out.subarray(0, n);
+}
+
+function sendN(acks: PacketAcks<number>, now: number, n: number, eliciting = true): void {
+  const out = new Uint8Array(64);
+  for (let i = 0; i < n; i++) {
+    acks.writeHeader(now, out, 0);
+    acks.onSent(now, 100, eliciting, eliciting ? i : undefined);
+  }
+}
+
+describe('PacketAcks: API', () => {
+  it('validates its config', () => {
+    const path = new Path();
+    const o = { packetDelivered: () => {}, packetLost: () => {} };
+    for (const bad of [
+      { maxInFlightPackets: 100 }, { maxInFlightPackets: 8 }, { maxInFlightPackets: 32768 }, { receiveWindow: 32 },
+      { receiveWindow: 1000 }, { maxAckDelayMs: -1 }, { maxAckDelayMs: 1001 }, { ackEveryPackets: 0 }, { ackEveryPackets: 1.5 },
+      { keepAliveMs: 5 }, { reorderFraction: 2 }, { reorderFraction: Number.NaN }, { minLossTimeoutMs: 0 }, { nope: 1 },
+    ]) {
+      expect(() => new PacketAcks(path, o, bad as AckConfig), JSON.stringify(bad)).toThrow(/invalid-config/);
+    }
+    expect(() => new PacketAcks(path, {} as never)).toThrow(/invalid-config/);
+    expect(new PacketAcks(path, o, { maxInFlightPackets: 16, receiveWindow: 64 }).maxHeaderBytes).toBe(40);
+  });
+
+  it('throws invalid-state on misuse: onSent without a header, accept without a valid header', () => {
+    const { acks } = bare();
+    expect(() => acks.onSent(0, 10, true, 1)).toThrow(/invalid-state/);
+    expect(() => acks.accept(0, true, 10)).toThrow(/invalid-state/);
+    expect(acks.readHeader(0, new Uint8Array([0x80, 0, 0]), 0)).toBe(-1);
+    expect(() => acks.accept(0, true, 10)).toThrow(/invalid-state/);
+    expect(acks.counters().invalidHeader).toBe(1);
+  });
+
+  it('writeHeader twice before onSent rewrites the same sequence', () => {
+    const { acks } = bare();
+    const a = new Uint8Array(8);
+    const b = new Uint8Array(8);
+    expect(acks.writeHeader(0, a, 0)).toBe(3);
+    expect(acks.writeHeader(0, b, 0)).toBe(3);
+    expect(hexOf(a)).toBe(hexOf(b));
+    acks.onSent(0, 31, false, undefined);
+    acks.writeHeader(0, b, 0);
+    expect(hexOf(b.subarray(0, 3))).toBe('000100');
+  });
+
+  it('counts stale, duplicate, too far ahead and acks of unsent sequences, and drops them', () => {
+    const { acks } = bare({ receiveWindow: 64 });
+    sendN(acks, 0, 3);
+    expect(acks.readHeader(1, header({ seq: 1000 }), 0)).toBe(3);
+    acks.accept(1, true, 30);
+    expect(acks.readHeader(1, header({ seq: 1000 }), 0)).toBe(-1);
+    expect(acks.readHeader(1, header({ seq: 1000 - 64 }), 0)).toBe(-1);
+    expect(acks.readHeader(1, header({ seq: 1000 - 63 }), 0)).toBe(3);
+    expect(acks.readHeader(1, header({ seq: 1000 + ACK_WRAP_GUARD }), 0)).toBe(-1);
+    expect(acks.readHeader(1, header({ seq: 1000 + ACK_WRAP_GUARD - 1 }), 0)).toBe(3);
+    expect(acks.readHeader(1, header({ seq: 1001, ack: 3 }), 0)).toBe(-1);
+    expect(acks.readHeader(1, header({ seq: 1001, ack: 65535 }), 0)).toBe(-1);
+    expect(acks.readHeader(1, header({ seq: 1001, ack: 2 }), 0)).toBeGreaterThan(0);
+    expect(acks.counters()).toMatchObject({ duplicate: 1, stale: 1, tooFarAhead: 1, ackedUnknown: 2, packetsReceived: 1 });
+  });
+
+  it('a burst of 100 packets between two of ours is acked with the extended history', () => {
+    const tx = bare();
+    const rx = bare();
+    const out = new Uint8Array(64);
+    for (let i = 0; i < 100; i++) {
+      const n = tx.acks.writeHeader(0, out, 0);
+      tx.acks.onSent(0, 100, true, i);
+      expect(rx.acks.readHeader(1, out.subarray(0, n), 0)).toBe(n);
+      rx.acks.accept(1, true, 100);
+    }
+    expect(rx.acks.wantsPacket(1)).toBe(true);
+    const n = rx.acks.writeHeader(3, out, 0);
+    const h = newAckHeader();
+    expect(decodeAckHeader(out, 0, h)).toBe(n);
+    expect(h.ack).toBe(99);
+    expect(h.ackDelay).toBe(16);
+    expect(h.extBytes).toBe(Math.ceil((99 - 32) / 8));
+    rx.acks.onSent(3, 40, false, undefined);
+    expect(rx.acks.wantsPacket(3)).toBe(false);
+    expect(tx.acks.readHeader(4, out.subarray(0, n), 0)).toBe(n);
+    tx.acks.accept(4, false, 40);
+    expect(tx.log).toEqual(Array.from({ length: 100 }, (_, i) => `d${i}@${i}`));
+    expect(tx.acks.stats(4).inFlightPackets).toBe(0);
+  });
+
+  it('an ack that arrives before an older one only arms the timer; the late ack still delivers', () => {
+    const { acks, log } = bare();
+    sendN(acks, 0, 2);
+    // Packet 1 acked, packet 0 not (its ack is reordered behind).
+    expect(acks.readHeader(50, header({ seq: 0, ack: 1, bits: 0 }), 0)).toBeGreaterThan(0);
+    acks.accept(50, false, 30);
+    expect(log).toEqual(['d1@1']);
+    const t = acks.pollTimeout()!;
+    expect(t).toBeCloseTo(50 * 9 / 8, 6);
+    expect(acks.readHeader(52, header({ seq: 1, ack: 1, bits: 1 }), 0)).toBeGreaterThan(0);
+    acks.accept(52, false, 30);
+    expect(log).toEqual(['d1@1', 'd0@0']);
+    expect(acks.counters().spuriousLosses).toBe(0);
+  });
+
+  it('a loss found spurious is counted, raises the reorder fraction and leaves the loss window', () => {
+    const { acks, log } = bare();
+    sendN(acks, 0, 2);
+    expect(acks.readHeader(50, header({ seq: 0, ack: 1, bits: 0 }), 0)).toBeGreaterThan(0);
+    acks.accept(50, false, 30);
+    acks.handleTimeout(acks.pollTimeout()!);
+    expect(log).toEqual(['d1@1', 'l0@0']);
+    expect(acks.stats(60).lossPercent).toBe(50);
+    expect(acks.readHeader(70, header({ seq: 1, ack: 1, bits: 1 }), 0)).toBeGreaterThan(0);
+    acks.accept(70, false, 30);
+    expect(log).toEqual(['d1@1', 'l0@0']);
+    const s = acks.stats(70);
+    expect(s.spuriousLosses).toBe(1);
+    expect(s.reorderFraction).toBe(0.25);
+    expect(s.lossPercent).toBe(0);
+    expect(s.packetsLost).toBe(1);
+  });
+
+  it('the RTT sample subtracts the ack delay, but not below the minimum RTT', () => {
+    const { acks, path } = bare();
+    sendN(acks, 0, 2);
+    expect(acks.readHeader(80, header({ seq: 0, ack: 0, delay: 20 * 8 }), 0)).toBeGreaterThan(0);
+    acks.accept(80, false, 30);
+    expect(path.rtt.latestMs).toBe(60);
+    // 70 ms raw with a claimed 30 ms hold would give 40 < min 60: the sample is min(raw, min) = 60.
+    expect(acks.readHeader(70, header({ seq: 1, ack: 1, delay: 30 * 8 }), 0)).toBeGreaterThan(0);
+    acks.accept(70, false, 30);
+    expect(path.rtt.latestMs).toBe(60);
   });
 });

@@ -86,7 +86,10 @@ export interface AckStats {
   latestRttMs: number | undefined;
   /** Jitter (ms): mean absolute change between consecutive RTT samples, from the path. */
   jitterMs: number;
-  /** Lost outcomes among the last 256 outcomes (delivered + lost), in percent (0 before any). */
+  /**
+   * Lost outcomes among the last 256 outcomes (delivered + lost), in percent (0 before any); a
+   * loss found spurious while still in the window counts as delivered.
+   */
   lossPercent: number;
   /** Wire kbit/s sent (every packet): EWMA (gain 1/4) of 1-second windows. */
   sentKbps: number;
@@ -226,6 +229,7 @@ export class PacketAcks<T> {
 
   private readonly counts = new Counters<AckCounter>(COUNTER_NAMES);
   private readonly lossRing = new Uint8Array(LOSS_WINDOW);
+  private readonly lossSeq = new Float64Array(LOSS_WINDOW).fill(-1);
   private lossIdx = 0;
   private lossFilled = 0;
   private lossInRing = 0;
@@ -291,12 +295,11 @@ export class PacketAcks<T> {
 
   /**
    * Write the next packet's header at `out[offset]` (at most `maxHeaderBytes`); returns the bytes
-   * written. Reserves the sequence number; `onSent` must follow. The ack fields report what was
-   * received so far, and an ack is no longer due. Throws `invalid-state` at the wrap guard or when
-   * the previous header was not followed by `onSent`, `buffer-too-small` when `out` lacks room.
+   * written. The sequence is the next one; `onSent` commits it (and pays any ack owed). Called again
+   * before `onSent`, it writes a fresh header for the same sequence (the first is abandoned).
+   * Throws `invalid-state` at the wrap guard, `buffer-too-small` when `out` lacks room.
    */
   writeHeader(now: number, out: Uint8Array, offset: number): number {
-    if (this.headerWritten) throw new GamewireError('invalid-state', 'writeHeader called twice without onSent');
     if (!this.canSend(false)) throw new GamewireError('invalid-state', 'wrap guard: canSend(false) is false');
     const h = this.outHdr;
     h.seq = this.nextAbs & 0xffff;
@@ -337,16 +340,14 @@ export class PacketAcks<T> {
     }
     const n = encodeAckHeader(h, out, offset);
     this.headerWritten = true;
-    this.unackedEliciting = 0;
-    this.ackDeadline = Infinity;
-    this.oldestUnreported = Infinity;
     return n;
   }
 
   /**
    * The packet whose header was just written went out at `now` (ms): `wireBytes` is
    * `path.wireBytes(datagram)`; `eliciting` when it carries frames (it will get exactly one outcome,
-   * with `token`). A non-eliciting packet (ack-only, keep-alive) gets no outcome. Throws
+   * with `token`). A non-eliciting packet (ack-only, keep-alive) gets no outcome. The acks the
+   * header carried are now sent: no ack is owed until the next eliciting packet arrives. Throws
    * `invalid-state` without a header written, or for an eliciting packet when `canSend()` is false.
    * Does not call `path.onSent` (the connection does, with its pacing).
    */
@@ -357,6 +358,9 @@ export class PacketAcks<T> {
       throw new GamewireError('invalid-state', 'eliciting packet sent while canSend() is false');
     }
     this.headerWritten = false;
+    this.unackedEliciting = 0;
+    this.ackDeadline = Infinity;
+    this.oldestUnreported = Infinity;
     const abs = this.nextAbs++;
     this.lastSentAt = now;
     this.counts.add('packetsSent');
@@ -561,6 +565,7 @@ export class PacketAcks<T> {
       this.sState[i] = DELIVERED;
       if (st === LOST) {
         this.counts.add('spuriousLosses');
+        this.unrecordLoss(s);
         this.reorderFraction = Math.min(1, this.reorderFraction * 2 || 1 / 8);
         continue;
       }
@@ -570,7 +575,7 @@ export class PacketAcks<T> {
       this.pending--;
       ackedWire += wire;
       this.counts.add('packetsDelivered');
-      this.recordOutcome(false);
+      this.recordOutcome(s, false);
       this.outcomes.packetDelivered(now, token, s & 0xffff, wire);
     }
     this.advance();
@@ -617,7 +622,7 @@ export class PacketAcks<T> {
       lostWire += wire;
       this.counts.add('packetsLost');
       if (byTimeout) this.counts.add('lostByTimeout');
-      this.recordOutcome(true);
+      this.recordOutcome(s, true);
       this.outcomes.packetLost(now, token, s & 0xffff, wire);
     }
     this.advance();
@@ -632,12 +637,24 @@ export class PacketAcks<T> {
     while (this.firstPending < this.tail && this.sState[this.firstPending & mask] !== PENDING) this.firstPending++;
   }
 
-  private recordOutcome(lost: boolean): void {
+  private recordOutcome(abs: number, lost: boolean): void {
     const v = lost ? 1 : 0;
     if (this.lossFilled === LOSS_WINDOW) this.lossInRing -= this.lossRing[this.lossIdx]!;
     else this.lossFilled++;
     this.lossRing[this.lossIdx] = v;
+    this.lossSeq[this.lossIdx] = abs;
     this.lossInRing += v;
     this.lossIdx = (this.lossIdx + 1) % LOSS_WINDOW;
+  }
+
+  /** A spurious loss: if its verdict is still in the loss window, it counts as delivered there. */
+  private unrecordLoss(abs: number): void {
+    for (let i = 0; i < this.lossFilled; i++) {
+      if (this.lossSeq[i] === abs && this.lossRing[i] === 1) {
+        this.lossRing[i] = 0;
+        this.lossInRing--;
+        return;
+      }
+    }
   }
 }
