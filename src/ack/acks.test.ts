@@ -536,6 +536,14 @@ describe('PacketAcks: API', () => {
     expect(h.extBytes).toBe(Math.ceil((99 - 32) / 8));
     rx.acks.onSent(3, 40, false, undefined);
     expect(rx.acks.wantsPacket(3)).toBe(false);
+    // The next two packets repeat the extended history, the third drops it.
+    const again = new Uint8Array(64);
+    for (const k of [9, 9, 0]) {
+      rx.acks.writeHeader(4, again, 0);
+      rx.acks.onSent(4, 40, false, undefined);
+      decodeAckHeader(again, 0, h);
+      expect(h.extBytes).toBe(k);
+    }
     expect(tx.acks.readHeader(4, out.subarray(0, n), 0)).toBe(n);
     tx.acks.accept(4, false, 40);
     expect(tx.log).toEqual(Array.from({ length: 100 }, (_, i) => `d${i}@${i}`));

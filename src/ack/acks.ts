@@ -131,6 +131,8 @@ const LOST = 2;
 const LOSS_WINDOW = 256;
 const RATE_WINDOW_MS = 1000;
 const RATE_GAIN = 0.25;
+/** Our packets after the first that repeat an extended history (each old packet reported up to 3 times). */
+const EXT_REPEATS = 2;
 /** Absolute numbers of received packets start here, so they stay positive (the ring's empty mark is -1). */
 const RECV_BASE = 65536;
 
@@ -219,6 +221,8 @@ export class PacketAcks<T> {
   private unackedEliciting = 0;
   private ackDeadline = Infinity;
   private oldestUnreported = Infinity;
+  private readonly extOldest = new Float64Array(EXT_REPEATS).fill(Infinity);
+  private extIdx = 0;
 
   // The header last read (valid until `accept` or the next `readHeader`).
   private readonly inHdr: AckHeader = newAckHeader();
@@ -324,7 +328,9 @@ export class PacketAcks<T> {
       }
       h.ackBits = bits >>> 0;
       let k = 0;
-      const span = newest - this.oldestUnreported;
+      let oldest = this.oldestUnreported;
+      for (let i = 0; i < EXT_REPEATS; i++) oldest = Math.min(oldest, this.extOldest[i]!);
+      const span = newest - oldest;
       if (span > 32) {
         k = Math.min(MAX_ACK_EXT_BYTES, Math.ceil((span - 32) / 8), (this.rWindow - 33) >> 3);
       }
@@ -360,6 +366,8 @@ export class PacketAcks<T> {
     this.headerWritten = false;
     this.unackedEliciting = 0;
     this.ackDeadline = Infinity;
+    this.extOldest[this.extIdx] = this.oldestUnreported;
+    this.extIdx = (this.extIdx + 1) % EXT_REPEATS;
     this.oldestUnreported = Infinity;
     const abs = this.nextAbs++;
     this.lastSentAt = now;
