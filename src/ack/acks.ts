@@ -51,7 +51,10 @@ export interface AckConfig {
    * doubled by each spurious loss, up to 1 (RACK).
    */
   reorderFraction?: number;
-  /** Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after `path.resendDelayMs(this)` is lost. */
+  /**
+   * Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after
+   * `path.resendDelayMs(this)` + min(the peer's mean packet gap, srtt) is lost.
+   */
   minLossTimeoutMs?: number;
 }
 
@@ -211,6 +214,8 @@ export class PacketAcks<T> {
   private largestAcked = -1;
   private lastSentAt = NaN;
   private latestRawRtt = 0;
+  private lastHeardAt = NaN;
+  private peerGap = 0;
 
   // Received sequences: rSeen[abs & rMask] === abs ⇔ received.
   private readonly rWindow: number;
@@ -464,6 +469,8 @@ export class PacketAcks<T> {
     this.counts.add('packetsReceived');
     this.recvRate.add(now, wireBytes);
     this.path.onPeerHeard(now);
+    if (now >= this.lastHeardAt) this.peerGap += ((now - this.lastHeardAt) - this.peerGap) / 8;
+    this.lastHeardAt = now;
     if (this.inHdr.hasAck) this.processAcks(now, this.inHdr, this.readAckAbs);
     this.detectLosses(now);
   }
@@ -593,6 +600,14 @@ export class PacketAcks<T> {
     }
   }
 
+  /**
+   * The path's resend delay plus the peer's mean gap between packets (at most srtt): when the
+   * packet carrying an ack is lost, the ack comes with the peer's next packet.
+   */
+  private lossTimeoutMs(): number {
+    return this.path.resendDelayMs(this.minLossTimeout) + Math.min(this.peerGap, this.path.rtt.srttMs);
+  }
+
   /** QUIC's time threshold: its latest RTT is the raw sample (ack delay included), at least 1 ms. */
   private lossThresholdMs(): number {
     return Math.max(1, (1 + this.reorderFraction) * Math.max(this.path.rtt.srttMs, this.latestRawRtt));
@@ -603,7 +618,7 @@ export class PacketAcks<T> {
     if (this.firstPending >= this.tail) return Infinity;
     const i = this.firstPending & this.sMask;
     const at = this.sAt[i]!;
-    let t = at + this.path.resendDelayMs(this.minLossTimeout);
+    let t = at + this.lossTimeoutMs();
     if (this.sSeq[i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
     return t;
   }
@@ -611,7 +626,7 @@ export class PacketAcks<T> {
   private detectLosses(now: number): void {
     this.advance();
     if (this.firstPending >= this.tail) return;
-    const timeout = this.path.resendDelayMs(this.minLossTimeout);
+    const timeout = this.lossTimeoutMs();
     const threshold = this.lossThresholdMs();
     const mask = this.sMask;
     let lostWire = 0;
