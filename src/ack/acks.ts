@@ -481,11 +481,18 @@ export class PacketAcks<T> {
     return false;
   }
 
-  /** Earliest time (ms) this object needs attention: ack deadline, keep-alive, loss timer; undefined if none. */
+  /**
+   * Earliest time (ms) this object needs attention: ack deadline, keep-alive (both only while the
+   * wrap guard allows a packet), loss timer; undefined if none.
+   */
   pollTimeout(): number | undefined {
-    let t = this.ackDeadline;
-    const keep = this.lastSentAt + this.keepAlive;
-    if (keep < t && this.canSend(false)) t = keep;
+    let t = Infinity;
+    if (this.canSend(false)) {
+      // At the wrap guard nothing can be sent: only the loss timer counts.
+      t = this.ackDeadline;
+      const keep = this.lastSentAt + this.keepAlive;
+      if (keep < t) t = keep;
+    }
     const loss = this.lossTimerAt();
     if (loss < t) t = loss;
     return t === Infinity || Number.isNaN(t) ? undefined : t;
