@@ -439,6 +439,7 @@ describe('channels: scheduling', () => {
       }
     }
     const share = bytes[1]! / (bytes[0]! + bytes[1]!);
+    console.log(`weights 1:3: the weight-3 lane took ${(share * 100).toFixed(2)}% of ${bytes[0]! + bytes[1]!} frame bytes`);
     expect(share).toBeGreaterThan(0.7);
     expect(share).toBeLessThan(0.8);
   });
