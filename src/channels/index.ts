@@ -1,0 +1,3 @@
+export * from './wire.js';
+export * from './config.js';
+export * from './channels.js';
