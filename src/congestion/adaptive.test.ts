@@ -365,6 +365,20 @@ describe('AdaptiveRate closed loop (100-datagram drop-tail bottleneck)', () => {
     }
   });
 
+  it('ramps back fast on a sub-ms path whose jitter outlasts the RTT (loopback-like: 0.1 ms RTT, 0–1 ms reordering jitter)', () => {
+    // The ramp's slow-down scales against an RTT of at least 10 ms; scaled against 0.1 ms, every increase
+    // shrank ~100-fold and a 10x rate step took over 100 ms to follow (seed 9: utilisation 0.20 and 0.61 below; 0.69 and 1.00 now).
+    for (const seed of [9, 10]) {
+      const r = runRig(new AdaptiveRate(), {
+        rateBitsPerSec: 400e6, rttMs: 0.1, loss: 0, seed, durationMs: 420, jitterMs: 1, reorder: true, queueDatagrams: 3000,
+        changes: [{ atMs: 200, rateBitsPerSec: 40e6 }, { atMs: 300, rateBitsPerSec: 400e6 }],
+      });
+      expect(utilisation(r.windows, 3000, 3500), `seed ${seed}, 300–350 ms`).toBeGreaterThan(0.5);
+      expect(utilisation(r.windows, 3500, 4000), `seed ${seed}, 350–400 ms`).toBeGreaterThan(0.9);
+      expect(r.queueDrops).toBe(0);
+    }
+  });
+
   it('refreshes its minimum RTT: a brief dip every window, and a longer path is learnt', () => {
     const c = new AdaptiveRate({ minRttWindowMs: 1000 });
     const states = new Set<string>();

@@ -90,6 +90,12 @@ const STARTUP_JITTER_GAIN = 1;
 const CEILING_RELAX = 1.01;
 /** Most a not-busy delivery sample may raise the bandwidth in steady state (1 + P_UP + PROBE_MAX). */
 const STEADY_MAX_GROWTH = 1.5;
+/**
+ * Shortest RTT the ramp's slow-down is scaled against (ms). Below it the 1 ms timer and the 10 ms pacing
+ * burst, not the path, set how fast a queue builds; on loopback (0.05 ms RTT, ~0.5 ms of scheduling jitter)
+ * the unfloored ratio slowed the ramp ~100-fold, and after one low delivery sample the loop sat idle for seconds.
+ */
+const RAMP_MIN_RTT_MS = 10;
 
 function isNum(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v);
@@ -452,7 +458,7 @@ export class AdaptiveRate implements RateController {
     const e = (q - Math.max(this.qd, this.recentQueue(now))) / T;
     // The loop reacts a filtering window after the queue does: where the window outlasts the RTT
     // (jitter), every increase per round must shrink with it or the queue overshoots a shallow buffer.
-    const up = Math.min(1, this.minRtt / (1.5 * this.window()));
+    const up = Math.min(1, Math.max(this.minRtt, RAMP_MIN_RTT_MS) / (1.5 * this.window()));
     const p = e > P_UP * up ? P_UP * up : e < -P_DOWN ? -P_DOWN : e;
     const probe = this.probeLevel === 0 ? 0 : up * Math.min(PROBE_MAX, 2 ** this.probeLevel / 128);
     let m = 1 + p + probe;
