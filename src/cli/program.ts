@@ -1,4 +1,5 @@
 import { Command, CommanderError } from 'commander';
+import { registerEcho } from './echo.js';
 import { registerKcpEcho } from './kcp-echo.js';
 import { runProxy, type ProxyCommandOptions } from './proxy.js';
 import { runRecv, runSend } from './transfer.js';
@@ -20,7 +21,7 @@ import {
 /** Build the `gamewire` command tree. Actions resolve to an exit code; errors are thrown, never exit. */
 export function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('gamewire')
-    .description('Move a file over UDP with gamewire\'s chunk protocol, or condition a UDP path.')
+    .description('Move a file over UDP with gamewire\'s chunk protocol, echo messages over gamewire connections, or condition a UDP path.')
     .version('0.1.0')
     .exitOverride()
     .showHelpAfterError(usageHint());
@@ -97,6 +98,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
       setExit(await runProxy(o));
     });
 
+  registerEcho(program, setExit);
   registerKcpEcho(program, setExit);
   for (const c of program.commands) c.showHelpAfterError(usageHint(c.name()));
 

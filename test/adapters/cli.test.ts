@@ -36,10 +36,13 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--preset', 'moon'], /--preset.*unknown link preset 'moon'/],
       [['send', 'x.bin', '--to', '127.0.0.1:9', '--frobnicate'], /unknown option '--frobnicate'/],
       [['teleport'], /unknown command 'teleport'/],
-      [[], /missing command \(one of: recv, send, proxy, kcp-echo\)/],
+      [[], /missing command \(one of: recv, send, proxy, echo, kcp-echo\)/],
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--stats-every', '10ms'], /--stats-every must be at least 100ms \(or 0 = off\)/],
       [['kcp-echo', '--listen', '0', '--mtu', '10'], /--mtu must be in 50\.\.65535/],
       [['kcp-echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
+      [['echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
+      [['echo', '--connect', '127.0.0.1:2', '--mode', 'turbo'], /--mode: must be one of reliable-ordered, reliable-unordered, unreliable, sequenced, notify/],
+      [['echo', '--connect', '127.0.0.1:2', '--size', '3'], /--size must be in 4\.\.1048576/],
       [['kcp-echo', '--connect', '127.0.0.1:9', '--mode', 'warp'], /--mode.*default, normal or fast/s],
     ];
     for (const [args, re] of cases) {
@@ -63,7 +66,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       expect(code, `${args.join(' ')}: ${text}`).toBe(2);
       expect(text, args.join(' ')).toMatch(re);
       // One shape for every command: one "error: " line, then where to read the usage; nothing on stdout.
-      const command = ['recv', 'send', 'proxy', 'kcp-echo'].includes(args[0] ?? '') ? `${args[0]} ` : '';
+      const command = ['recv', 'send', 'proxy', 'echo', 'kcp-echo'].includes(args[0] ?? '') ? `${args[0]} ` : '';
       expect(text, args.join(' ')).toMatch(new RegExp(`^error: [^\\n]+\\n\\(run 'gamewire ${command}--help' for usage\\)\\n$`));
       expect(stdout, args.join(' ')).toBe('');
     }
@@ -76,7 +79,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       return true;
     });
     try {
-      for (const c of ['send', 'recv', 'proxy', 'kcp-echo']) expect(await runCli(['node', 'gamewire', c, '--help'])).toBe(0);
+      for (const c of ['send', 'recv', 'proxy', 'echo', 'kcp-echo']) expect(await runCli(['node', 'gamewire', c, '--help'])).toBe(0);
     } finally {
       spy.mockRestore();
     }

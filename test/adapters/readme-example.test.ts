@@ -8,12 +8,12 @@ import { describe, expect, it } from 'vitest';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
-/** The README's "Ten lines" example, with the package imports pointed at the source tree. */
-function readmeExample(port: number): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('## Ten lines'));
+/** The first ts block after `heading` in `file`, with the package imports pointed at the source tree. */
+function docExample(file: string, heading: string, port: number): string {
+  const text = readFileSync(join(ROOT, file), 'utf8');
+  const section = text.slice(text.indexOf(heading));
   const code = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
-  if (code === undefined) throw new Error('README has no ts block under "Ten lines"');
+  if (code === undefined) throw new Error(`${file} has no ts block under "${heading}"`);
   return code
     .replace(`from 'gamewire/node'`, `from '${pathToFileURL(join(ROOT, 'src/node.ts')).href}'`)
     .replace(`from 'gamewire'`, `from '${pathToFileURL(join(ROOT, 'src/index.ts')).href}'`)
@@ -28,23 +28,36 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+async function runExample(source: string): Promise<{ code: number | null; out: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'gamewire-example-'));
+  try {
+    const file = join(dir, 'example.mts');
+    writeFileSync(file, source);
+    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+    clearTimeout(timer);
+    return { code, out };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe('docs/connection.md', () => {
+  it('the echo example prints the echo and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('docs/connection.md', '## Use', await freePort()));
+    expect(out).toContain('lane 0: hello');
+    expect(code).toBe(0);
+  });
+});
+
 describe('README', () => {
   it('the ten-line example prints the block and exits by itself', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'gamewire-readme-'));
-    try {
-      const file = join(dir, 'example.mts');
-      writeFileSync(file, readmeExample(await freePort()));
-      const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-      const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
-      clearTimeout(timer);
-      expect(out).toContain(`got ${4 << 20} bytes`);
-      expect(code).toBe(0);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const { code, out } = await runExample(docExample('README.md', '## Ten lines', await freePort()));
+    expect(out).toContain(`got ${4 << 20} bytes`);
+    expect(code).toBe(0);
   });
 });

@@ -1,0 +1,351 @@
+import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '../ack/index.js';
+import { Channels, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
+import { Path } from '../congestion/path.js';
+import { readU32LE } from '../core/bytes.js';
+import { GamewireError } from '../core/errors.js';
+import type { HostedPeer } from '../core/host.js';
+import {
+  ACCEPT_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeConnect,
+  encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+} from './wire.js';
+import type { ResolvedConnectionOptions } from './options.js';
+
+/** Lifecycle of a `Connection`. */
+export type ConnectionState = 'connecting' | 'connected' | 'closed';
+
+/** Why a connection ended. */
+export type DisconnectReason =
+  | 'local' // close() on this side
+  | 'peer' // the peer sent DISCONNECT (it closed)
+  | 'timeout' // nothing valid received for timeoutMs
+  | 'handshake-timeout' // client: no ACCEPT within handshakeTimeoutMs; server: no DATA after ACCEPT
+  | 'refused-full' // client: the server holds maxConnections
+  | 'refused-lanes' // client: the server's lane list differs
+  | 'refused-version' // client: the server speaks another framing version
+  | 'superseded'; // server: a new CONNECT from the same address with another client id replaced it
+
+/** Events polled from a `ConnectionHost`. Every one names its connection. */
+export type ConnectionEvent =
+  | { type: 'connected'; connection: Connection }
+  | { type: 'message'; connection: Connection; lane: number; bytes: Uint8Array }
+  | { type: 'delivery'; connection: Connection; lane: number; id: number; delivered: boolean }
+  | { type: 'disconnected'; connection: Connection; reason: DisconnectReason };
+
+/** A connection's figures: the packet layer's stats and every lane's. */
+export interface ConnectionStats extends AckStats {
+  /** Current pacing rate of the connection's path, bytes/s on the wire. */
+  pacingRateBytesPerSec: number;
+  /** Per lane, in lane order. */
+  lanes: LaneStats[];
+}
+
+/** Copies of DISCONNECT sent on close (each unreliable; the peer's timeout covers all being lost). */
+const DISCONNECT_COPIES = 3;
+
+const REFUSE_REASONS: Record<number, DisconnectReason> = {
+  [RefuseCode.Full]: 'refused-full',
+  [RefuseCode.Lanes]: 'refused-lanes',
+  [RefuseCode.Version]: 'refused-version',
+};
+
+/** The owner a connection tells when it ends (the `ConnectionHost`). @internal */
+export interface ConnectionOwner {
+  released(connection: Connection): void;
+}
+
+/**
+ * One connection to one remote: the packet layer (`PacketAcks`), the lanes (`Channels`) and the path
+ * (RTT, rate, pacing) composed, driven by its `ConnectionHost`. The application sends on lanes, reads
+ * events from the host, and closes. Created by `ConnectionHost.connect` or by a listening host on a
+ * peer's CONNECT; never constructed by users.
+ */
+export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<ChannelToken> {
+  /** This side's random connection id (u32): the peer puts it in every DATA it sends here. */
+  readonly localId: number;
+  /** True on the side that called `connect`. */
+  readonly isClient: boolean;
+  /** The remote's address as the host knows it. */
+  readonly address: string;
+  /** The path every lane of this connection sends through (one RTT, one rate). */
+  readonly path: Path;
+  private remoteId: number;
+  private state_: ConnectionState = 'connecting';
+  private readonly acks: PacketAcks<ChannelToken>;
+  private readonly channels: Channels;
+  private readonly opt: ResolvedConnectionOptions;
+  private readonly owner: ConnectionOwner;
+  private readonly events: ConnectionEvent[] = [];
+  private disconnectEvent: ConnectionEvent | undefined;
+  private now: number;
+  private readonly startedAt: number;
+  private heardAt: number;
+  private nextHandshakeAt: number;
+  private announce = false;
+  private acceptsOwed = 0;
+  private disconnectsLeft = 0;
+  private disconnectCode: number = DisconnectCode.Local;
+  private finished_ = false;
+  private waker: (() => void) | undefined;
+
+  /** @internal */
+  constructor(
+    opt: ResolvedConnectionOptions, owner: ConnectionOwner, address: string, localId: number, remoteId: number | undefined,
+    now: number,
+  ) {
+    this.now = this.startedAt = this.heardAt = this.nextHandshakeAt = now;
+    this.opt = opt;
+    this.owner = owner;
+    this.address = address;
+    this.localId = localId;
+    this.isClient = remoteId === undefined;
+    this.remoteId = remoteId ?? 0;
+    this.path = new Path({ ...opt.path, maxDatagramBytes: opt.maxDatagramBytes });
+    this.acks = new PacketAcks<ChannelToken>(this.path, this, opt.acks);
+    this.channels = new Channels(opt.channels);
+  }
+
+  /** @internal the peer's connection id (0 until known). */
+  get peerId(): number {
+    return this.remoteId;
+  }
+
+  /** @internal a new CONNECT from this address with another client id replaced this connection. */
+  supersede(): void {
+    if (this.state_ === 'closed') return;
+    this.end('superseded', DisconnectCode.Local, false);
+    this.waker?.();
+  }
+
+  /** Current state. */
+  get state(): ConnectionState {
+    return this.state_;
+  }
+
+  /**
+   * Queue `bytes` (copied) on lane `lane`; returns the message's id on that lane (for `'delivery'`
+   * events). `notice`: on a reliable lane, also raise a `'delivery'` event once it is delivered (notify
+   * lanes always do). Allowed while connecting (sent once connected). Throws `closed` after close,
+   * `invalid-argument` for a bad lane, `message-too-large` past the lane's `maxMessageBytes`,
+   * `queue-full` when a reliable lane holds `maxQueuedBytes`.
+   */
+  send(lane: number, bytes: Uint8Array, notice = false): number {
+    if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed connection');
+    const id = this.channels.send(this.now, lane, bytes, notice);
+    this.waker?.();
+    return id;
+  }
+
+  /**
+   * Close: raise `'disconnected'` with reason `'local'` and send DISCONNECT a few times so the peer
+   * learns it at once (queued messages not yet delivered are dropped). Idempotent.
+   */
+  close(): void {
+    if (this.state_ === 'closed') return;
+    this.end('local', DisconnectCode.Local, true);
+    this.waker?.();
+  }
+
+  /** Figures of the packet layer and the lanes, at `now` (ms). */
+  stats(now: number = this.now): ConnectionStats {
+    const lanes: LaneStats[] = [];
+    for (let i = 0; i < this.opt.laneCount; i++) lanes.push(this.channels.laneStats(i));
+    return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
+  }
+
+  /** Copies of the counters of the packet layer (`acks`) and the lanes (`channels`). */
+  counters(): { acks: ReturnType<PacketAcks<ChannelToken>['counters']>; channels: ReturnType<Channels['counters']> } {
+    return { acks: this.acks.counters(), channels: this.channels.counters() };
+  }
+
+  /** @internal */
+  setWaker(waker: (() => void) | undefined): void {
+    this.waker = waker;
+  }
+
+  /** @internal */
+  finished(): boolean {
+    return this.finished_;
+  }
+
+  /** @internal the packet layer's outcome for a packet that carried frames. */
+  packetDelivered(now: number, token: ChannelToken): void {
+    this.channels.packetDelivered(now, token);
+  }
+
+  /** @internal */
+  packetLost(now: number, token: ChannelToken): void {
+    this.channels.packetLost(now, token);
+  }
+
+  /** @internal a datagram the host routed here (kind byte and length checked by the host). */
+  handleDatagram(now: number, b: Uint8Array): void {
+    this.tick(now);
+    if (this.state_ === 'closed') return;
+    switch (b[0]) {
+      case FrameKind.Connect: {
+        const c = decodeConnect(b);
+        if (!this.isClient && c !== undefined && c.clientId === this.remoteId) {
+          this.acceptsOwed = 1;
+          this.heardAt = now;
+        }
+        return;
+      }
+      case FrameKind.Accept:
+        if (this.isClient && this.state_ === 'connecting' && b.length === ACCEPT_BYTES && readU32LE(b, 1) === this.localId) {
+          this.remoteId = readU32LE(b, 5);
+          this.heardAt = now;
+          this.becomeConnected();
+        }
+        return;
+      case FrameKind.Refuse:
+        if (this.isClient && this.state_ === 'connecting' && b.length === REFUSE_BYTES && readU32LE(b, 1) === this.localId) {
+          const reason = REFUSE_REASONS[b[5]!];
+          if (reason !== undefined) this.end(reason, DisconnectCode.Local, false);
+        }
+        return;
+      case FrameKind.Disconnect:
+        if (b.length === DISCONNECT_BYTES && readU32LE(b, 1) === this.localId && this.remoteKnown()) this.end('peer', 0, false);
+        return;
+      case FrameKind.Data:
+        this.receiveData(now, b);
+        return;
+      default:
+    }
+  }
+
+  /** @internal */
+  handleTimeout(now: number): void {
+    this.tick(now);
+    if (this.state_ === 'closed') return;
+    if (this.state_ === 'connecting') {
+      if (now - this.startedAt >= this.opt.handshakeTimeoutMs) this.end('handshake-timeout', DisconnectCode.Timeout, !this.isClient);
+      return;
+    }
+    if (now - this.heardAt >= this.opt.timeoutMs) {
+      this.end('timeout', DisconnectCode.Timeout, true);
+      return;
+    }
+    this.acks.handleTimeout(now);
+  }
+
+  /** @internal */
+  pollTimeout(): number | undefined {
+    if (this.state_ === 'closed') return undefined;
+    if (this.state_ === 'connecting') {
+      const giveUp = this.startedAt + this.opt.handshakeTimeoutMs;
+      return this.isClient ? Math.min(this.nextHandshakeAt, giveUp) : giveUp;
+    }
+    if (this.announce) return this.now;
+    let t = this.heardAt + this.opt.timeoutMs;
+    const a = this.acks.pollTimeout();
+    if (a !== undefined && a < t) t = a;
+    if (this.channels.hasFrames()) {
+      const ready = this.path.readyAt(this.path.wireBytes(this.packetEstimate()));
+      if (ready !== undefined && ready < t) t = ready;
+    }
+    return t;
+  }
+
+  /** @internal */
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    this.tick(now);
+    const max = Math.min(out.length, this.opt.maxDatagramBytes);
+    if (this.acceptsOwed > 0 && this.state_ !== 'closed') {
+      this.acceptsOwed = 0;
+      return encodeAccept(out, this.remoteId, this.localId);
+    }
+    if (this.state_ === 'closed') {
+      if (this.disconnectsLeft === 0) return undefined;
+      this.disconnectsLeft--;
+      return encodeIdReason(out, FrameKind.Disconnect, this.remoteId, this.disconnectCode);
+    }
+    if (this.state_ === 'connecting') {
+      if (!this.isClient || now < this.nextHandshakeAt) return undefined;
+      this.nextHandshakeAt = now + this.opt.handshakeResendMs;
+      return encodeConnect(out, this.localId, this.opt.lanesHash);
+    }
+    return this.writeData(now, out, max);
+  }
+
+  /** @internal */
+  pollEvent(): ConnectionEvent | undefined {
+    const own = this.events.shift();
+    if (own !== undefined) return own;
+    const e = this.channels.pollEvent();
+    if (e !== undefined) {
+      return e.type === 'message'
+        ? { type: 'message', connection: this, lane: e.lane, bytes: e.bytes }
+        : { type: 'delivery', connection: this, lane: e.lane, id: e.id, delivered: e.delivered };
+    }
+    const d = this.disconnectEvent;
+    this.disconnectEvent = undefined;
+    return d;
+  }
+
+  private tick(now: number): void {
+    if (now > this.now) this.now = now;
+  }
+
+  private remoteKnown(): boolean {
+    return !this.isClient || this.state_ !== 'connecting';
+  }
+
+  private becomeConnected(): void {
+    this.state_ = 'connected';
+    this.announce = this.isClient;
+    this.events.push({ type: 'connected', connection: this });
+  }
+
+  private receiveData(now: number, b: Uint8Array): void {
+    if (b.length < DATA_PREFIX_BYTES || readU32LE(b, 1) !== this.localId || !this.remoteKnown()) return;
+    const h = this.acks.readHeader(now, b, DATA_PREFIX_BYTES);
+    if (h < 0) return;
+    const start = DATA_PREFIX_BYTES + h;
+    if (!this.channels.validate(b, start, b.length)) return;
+    if (this.state_ === 'connecting') this.becomeConnected();
+    this.heardAt = now;
+    this.acks.accept(now, b.length > start, this.path.wireBytes(b.length));
+    this.channels.receive(now, b, start, b.length);
+  }
+
+  /** Bytes the next data packet will likely take: a full one when a packet's worth is queued. */
+  private packetEstimate(): number {
+    let queued = 0;
+    for (let i = 0; i < this.opt.laneCount; i++) queued += this.channels.laneStats(i).queuedBytes;
+    return Math.min(this.opt.maxDatagramBytes, DATA_PREFIX_BYTES + this.acks.maxHeaderBytes + 8 + queued);
+  }
+
+  private writeData(now: number, out: Uint8Array, max: number): number | undefined {
+    const path = this.path;
+    path.update(now);
+    const frames = this.channels.hasFrames() && this.acks.canSend() && path.covers(path.wireBytes(this.packetEstimate()));
+    if (!frames && !this.announce && !this.acks.wantsPacket(now)) return undefined;
+    this.announce = false;
+    out[0] = FrameKind.Data;
+    out[1] = this.remoteId;
+    out[2] = this.remoteId >>> 8;
+    out[3] = this.remoteId >>> 16;
+    out[4] = this.remoteId >>> 24;
+    const start = DATA_PREFIX_BYTES + this.acks.writeHeader(now, out, DATA_PREFIX_BYTES);
+    const n = frames ? this.channels.writeFrames(now, out, start, max) : 0;
+    const length = start + n;
+    const wire = path.wireBytes(length);
+    const token = n > 0 ? this.channels.takeToken() : undefined;
+    this.acks.onSent(now, wire, n > 0, token);
+    if (n > 0) {
+      path.spend(wire);
+      path.onSent(now, wire, true);
+    }
+    return length;
+  }
+
+  private end(reason: DisconnectReason, code: number, tellPeer: boolean): void {
+    this.state_ = 'closed';
+    this.acceptsOwed = 0;
+    this.disconnectCode = code;
+    this.disconnectsLeft = tellPeer && this.remoteKnown() ? DISCONNECT_COPIES : 0;
+    this.disconnectEvent = { type: 'disconnected', connection: this, reason };
+    this.finished_ = true;
+    this.owner.released(this);
+  }
+}

@@ -1,0 +1,182 @@
+import { PacketAcks } from '../ack/index.js';
+import { Channels } from '../channels/index.js';
+import { Path } from '../congestion/path.js';
+import { Counters } from '../core/counters.js';
+import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
+import { checkArg, GamewireError } from '../core/errors.js';
+import { Host, type PeerId } from '../core/host.js';
+import { randomU32 } from '../core/random.js';
+import { Connection, type ConnectionEvent, type ConnectionOwner } from './connection.js';
+import { resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './options.js';
+import {
+  CONNECTION_PROTOCOL_VERSION, DATA_PREFIX_BYTES, decodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+} from './wire.js';
+
+/** Counter names of a `ConnectionHost` (each connection has its own: `connection.counters()`). */
+export type ConnectionHostCounter =
+  | 'datagramsIn'
+  | 'malformed'
+  | 'unknownAddress'
+  | 'unexpectedConnect'
+  | 'refusedFull'
+  | 'refusedLanes'
+  | 'refusedVersion'
+  | 'superseded'
+  | 'connectionsOpened';
+
+const COUNTERS: readonly ConnectionHostCounter[] = [
+  'datagramsIn', 'malformed', 'unknownAddress', 'unexpectedConnect', 'refusedFull', 'refusedLanes', 'refusedVersion',
+  'superseded', 'connectionsOpened',
+];
+
+/**
+ * Many connections behind one address space (docs/connection.md): a client (`connect`), a server
+ * (`listen: true`), or both. Sans-IO like every gamewire endpoint: feed datagrams and timeouts,
+ * drain `pollTransmit` and `pollEvent`, sleep until `pollTimeout`, or let a driver
+ * (`UdpDriver.openEndpoint`, the simulator's `World`) do it. One deadline heap and one round robin
+ * for all connections (the core `Host`).
+ */
+export class ConnectionHost implements Endpoint<ConnectionEvent>, ConnectionOwner {
+  private readonly opt: ResolvedConnectionOptions;
+  private readonly host: Host<Connection, ConnectionEvent>;
+  private readonly byAddress = new Map<Address, PeerId>();
+  private readonly idOf = new Map<Connection, PeerId>();
+  private readonly ctr = new Counters<ConnectionHostCounter>(COUNTERS);
+  private readonly scratch = new Uint8Array(REFUSE_BYTES);
+
+  /** @param options see `ConnectionOptions`; throws `invalid-config` on bad values (lanes included). */
+  constructor(options: ConnectionOptions = {}) {
+    this.opt = resolveConnectionOptions(options);
+    new Channels(this.opt.channels);
+    new PacketAcks(new Path(this.opt.path), { packetDelivered() {}, packetLost() {} }, this.opt.acks);
+    this.host = new Host<Connection, ConnectionEvent>({
+      maxPeers: this.opt.maxConnections,
+      route: (now, from, bytes) => this.route(now, from, bytes),
+    });
+  }
+
+  /** Connections held (live and closing). */
+  get size(): number {
+    return this.host.size;
+  }
+
+  /**
+   * Open a connection to `address` at `now` (ms): it sends CONNECT until the peer accepts
+   * (`'connected'` event) or `handshakeTimeoutMs` passes (`'disconnected'`, `'handshake-timeout'`).
+   * Messages may be sent on it at once; they go once connected. Throws `queue-full` at
+   * `maxConnections`, `invalid-state` if a connection to `address` exists.
+   */
+  connect(now: number, address: Address): Connection {
+    checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
+    checkArg(typeof address === 'string' && address.length > 0, 'address must be a non-empty string');
+    if (this.byAddress.has(address)) throw new GamewireError('invalid-state', `a connection to ${address} exists`);
+    const c = new Connection(this.opt, this, address, this.newId(), undefined, now);
+    this.adopt(address, c);
+    return c;
+  }
+
+  /** The live connection with `address`, if any. */
+  connectionAt(address: Address): Connection | undefined {
+    const id = this.byAddress.get(address);
+    return id === undefined ? undefined : this.host.get(id);
+  }
+
+  /** The live connections (a snapshot). */
+  connections(): Connection[] {
+    return this.host.ids().map((id) => this.host.get(id)!);
+  }
+
+  /** Close every connection (each sends DISCONNECT and raises `'disconnected'`). */
+  close(): void {
+    for (const c of this.connections()) c.close();
+  }
+
+  /** A copy of the host's counters, the core host's included (`host`). */
+  counters(): Readonly<Record<ConnectionHostCounter, number>> & { host: ReturnType<Host<Connection>['counters']> } {
+    return { ...this.ctr.snapshot(), host: this.host.counters() };
+  }
+
+  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    this.ctr.add('datagramsIn');
+    this.host.handleDatagram(now, from, bytes);
+  }
+
+  handleTimeout(now: number): void {
+    this.host.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    return this.host.pollTransmit(now, out);
+  }
+
+  pollTimeout(): number | undefined {
+    return this.host.pollTimeout();
+  }
+
+  pollEvent(): ConnectionEvent | undefined {
+    return this.host.pollPeerEvent();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.host.setWaker(waker);
+  }
+
+  /** @internal a connection ended: its address is free for a new one. */
+  released(connection: Connection): void {
+    const id = this.idOf.get(connection);
+    if (id === undefined) return;
+    this.idOf.delete(connection);
+    if (this.byAddress.get(connection.address) === id) this.byAddress.delete(connection.address);
+  }
+
+  private adopt(address: Address, c: Connection): PeerId {
+    const id = this.host.add(address, c);
+    this.byAddress.set(address, id);
+    this.idOf.set(c, id);
+    this.ctr.add('connectionsOpened');
+    return id;
+  }
+
+  private newId(): number {
+    let id = randomU32(this.opt.random);
+    while (id === 0) id = randomU32(this.opt.random);
+    return id;
+  }
+
+  private refuse(to: Address, clientId: number, code: number, counter: ConnectionHostCounter): undefined {
+    this.ctr.add(counter);
+    this.host.sendTo(to, this.scratch.subarray(0, encodeIdReason(this.scratch, FrameKind.Refuse, clientId, code)));
+    return undefined;
+  }
+
+  private route(now: number, from: Address, b: Uint8Array): PeerId | undefined {
+    if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Disconnect) {
+      this.ctr.add('malformed');
+      return undefined;
+    }
+    const existing = this.byAddress.get(from);
+    if (b[0] !== FrameKind.Connect) {
+      if (existing === undefined) this.ctr.add('unknownAddress');
+      return existing;
+    }
+    const c = decodeConnect(b);
+    if (c === undefined) {
+      this.ctr.add('malformed');
+      return undefined;
+    }
+    if (existing !== undefined) {
+      const conn = this.host.get(existing)!;
+      if (conn.isClient || c.clientId === conn.peerId) return existing;
+      this.ctr.add('superseded');
+      conn.supersede();
+    }
+    if (!this.opt.listen) {
+      this.ctr.add('unexpectedConnect');
+      return undefined;
+    }
+    if (c.version !== CONNECTION_PROTOCOL_VERSION) return this.refuse(from, c.clientId, RefuseCode.Version, 'refusedVersion');
+    if (c.lanesHash !== this.opt.lanesHash) return this.refuse(from, c.clientId, RefuseCode.Lanes, 'refusedLanes');
+    if (this.host.full) return this.refuse(from, c.clientId, RefuseCode.Full, 'refusedFull');
+    return this.adopt(from, new Connection(this.opt, this, from, this.newId(), c.clientId, now));
+  }
+}
