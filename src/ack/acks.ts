@@ -1,0 +1,660 @@
+import { Counters } from '../core/counters.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { seqDiff16 } from '../core/wrap.js';
+import type { Path } from '../congestion/path.js';
+import {
+  ACK_DELAY_UNITS_PER_MS, type AckHeader, decodeAckHeader, encodeAckHeader, MAX_ACK_DELAY_VALUE, MAX_ACK_EXT_BYTES,
+  MAX_ACK_HEADER_BYTES, newAckHeader,
+} from './wire.js';
+
+/**
+ * Receives the outcome of every eliciting packet, exactly once (implemented by the connection).
+ * Called synchronously from `PacketAcks.accept` and `PacketAcks.handleTimeout`; an implementation
+ * must not call back into the same `PacketAcks` except for read-only queries (`canSend`, `stats`,
+ * `counters`, `pollTimeout`).
+ */
+export interface PacketOutcomes<T> {
+  /** The packet `seq` (16-bit) sent with `token` and `wireBytes` was acked by the peer at `now` (ms). */
+  packetDelivered(now: number, token: T, seq: number, wireBytes: number): void;
+  /**
+   * The packet `seq` was declared lost at `now` (ms). If the peer acks it later, that is counted
+   * as a spurious loss; the packet gets no second outcome.
+   */
+  packetLost(now: number, token: T, seq: number, wireBytes: number): void;
+}
+
+/** Options of a `PacketAcks`; every field is optional. Invalid values throw `invalid-config`. */
+export interface AckConfig {
+  /**
+   * Capacity of the sent-packet record (power of two, 16..16 384; default 1024): eliciting packets
+   * from the oldest one without an outcome to the newest. When it is full, `canSend()` is false
+   * (back-pressure), never a forced loss.
+   */
+  maxInFlightPackets?: number;
+  /**
+   * Received-sequence ring (power of two, 64..16 384; default 1024): a packet older than the
+   * newest received minus this is stale (dropped, counted). Also bounds the acked history: 257 packets at most.
+   */
+  receiveWindow?: number;
+  /** An eliciting packet is acked within this many ms (by an ack-only packet if nothing else goes); 0..1000, default 5. */
+  maxAckDelayMs?: number;
+  /**
+   * An ack-only packet is due at once when this many eliciting packets are unacked (1..64, default 2).
+   * An eliciting packet that arrives out of order (a gap before it, or older than the newest) is acked at once.
+   */
+  ackEveryPackets?: number;
+  /** A non-eliciting packet is due when nothing was sent for this many ms (10..60 000, default 1000). */
+  keepAliveMs?: number;
+  /**
+   * Time threshold of loss detection: a packet is lost once a later one is acked and
+   * (1 + this) × max(srtt, latest raw RTT sample) has passed since it was sent. 0..1, default 1/8 (QUIC);
+   * doubled by each spurious loss, up to 1 (RACK).
+   */
+  reorderFraction?: number;
+  /** Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after `path.resendDelayMs(this)` is lost. */
+  minLossTimeoutMs?: number;
+}
+
+/** Names of the counters of a `PacketAcks`. */
+export type AckCounter =
+  | 'packetsSent'
+  | 'packetsReceived'
+  | 'invalidHeader'
+  | 'stale'
+  | 'duplicate'
+  | 'tooFarAhead'
+  | 'ackedUnknown'
+  | 'packetsDelivered'
+  | 'packetsLost'
+  | 'lostByTimeout'
+  | 'spuriousLosses';
+
+const COUNTER_NAMES: readonly AckCounter[] = [
+  'packetsSent', 'packetsReceived', 'invalidHeader', 'stale', 'duplicate', 'tooFarAhead', 'ackedUnknown',
+  'packetsDelivered', 'packetsLost', 'lostByTimeout', 'spuriousLosses',
+];
+
+/** Statistics of one `PacketAcks` (a fresh object per `stats()` call). */
+export interface AckStats {
+  /** Smoothed RTT (ms), from the path. */
+  srttMs: number;
+  /** RTT variation (ms), from the path. */
+  rttvarMs: number;
+  /** Smallest RTT sample (ms), or undefined before the first. */
+  minRttMs: number | undefined;
+  /** Latest RTT sample (ms, ack delay removed), or undefined. */
+  latestRttMs: number | undefined;
+  /** Jitter (ms): mean absolute change between consecutive RTT samples, from the path. */
+  jitterMs: number;
+  /**
+   * Lost outcomes among the last 256 outcomes (delivered + lost), in percent (0 before any); a
+   * loss found spurious while still in the window counts as delivered.
+   */
+  lossPercent: number;
+  /** Wire kbit/s sent (every packet): EWMA (gain 1/4) of 1-second windows. */
+  sentKbps: number;
+  /** Wire kbit/s received (every accepted packet): same averaging. */
+  receivedKbps: number;
+  /** Wire kbit/s newly acked (delivered eliciting packets): same averaging. */
+  ackedKbps: number;
+  /** Packets sent (every `onSent`). */
+  packetsSent: number;
+  /** Packets accepted. */
+  packetsReceived: number;
+  /** Eliciting packets reported delivered. */
+  packetsDelivered: number;
+  /** Eliciting packets reported lost. */
+  packetsLost: number;
+  /** Packets reported lost and acked later. */
+  spuriousLosses: number;
+  /** Eliciting packets without an outcome yet. */
+  inFlightPackets: number;
+  /** The reorder fraction in use (raised by spurious losses). */
+  reorderFraction: number;
+}
+
+/**
+ * How far the next sequence may run ahead of the newest one the peer acked (or of the first, before
+ * any ack): below half of the half-space, so the peer's wrap-aware comparison never flips.
+ */
+export const ACK_WRAP_GUARD = 16384;
+
+const KEYS: ReadonlySet<string> = new Set([
+  'maxInFlightPackets', 'receiveWindow', 'maxAckDelayMs', 'ackEveryPackets', 'keepAliveMs', 'reorderFraction',
+  'minLossTimeoutMs',
+]);
+
+const PENDING = 0;
+const DELIVERED = 1;
+const LOST = 2;
+
+const LOSS_WINDOW = 256;
+const RATE_WINDOW_MS = 1000;
+const RATE_GAIN = 0.25;
+/** Absolute numbers of received packets start here, so they stay positive (the ring's empty mark is -1). */
+const RECV_BASE = 65536;
+
+function isPow2In(v: unknown, lo: number, hi: number): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi && (v & (v - 1)) === 0;
+}
+
+function inRange(v: unknown, lo: number, hi: number): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v >= lo && v <= hi;
+}
+
+/** Wire bytes per ~1 s window, averaged (EWMA) into kbit/s. */
+class RateMeter {
+  private start = NaN;
+  private bytes = 0;
+  kbps = 0;
+  private seeded = false;
+
+  add(now: number, bytes: number): void {
+    this.roll(now);
+    this.bytes += bytes;
+  }
+
+  roll(now: number): void {
+    if (Number.isNaN(this.start)) {
+      this.start = now;
+      return;
+    }
+    const elapsed = now - this.start;
+    if (elapsed < RATE_WINDOW_MS) return;
+    const sample = (this.bytes * 8) / elapsed;
+    this.kbps = this.seeded ? this.kbps + RATE_GAIN * (sample - this.kbps) : sample;
+    this.seeded = true;
+    this.bytes = 0;
+    this.start = now;
+  }
+}
+
+/**
+ * The packet layer of a connection: numbers outgoing packets, acks incoming ones (a 3..40-byte
+ * header, docs/ack.md), and reports for every eliciting packet exactly one outcome, delivered or
+ * lost, with the caller's token. Feeds the connection's `Path` (RTT samples without the peer's ack
+ * delay, acked and lost wire bytes, peer heard). Sans-IO: every method takes `now` in ms; no clock,
+ * no timers. Memory is fixed by the config.
+ *
+ * Sending: `canSend()` → `writeHeader(now, out, off)` → frames → `onSent(now, wire, eliciting, token)`.
+ * Receiving: `readHeader(now, bytes, off)` (≥ 0) → check the payload → `accept(now, eliciting, wire)`.
+ * Time: `wantsPacket(now)` (an ack or keep-alive is due), `pollTimeout()`, `handleTimeout(now)`.
+ */
+export class PacketAcks<T> {
+  /** Largest header `writeHeader` writes (40 bytes): leave this much room before the frames. */
+  readonly maxHeaderBytes: number = MAX_ACK_HEADER_BYTES;
+
+  private readonly path: Path;
+  private readonly outcomes: PacketOutcomes<T>;
+  private readonly maxAckDelay: number;
+  private readonly ackEvery: number;
+  private readonly keepAlive: number;
+  private readonly minLossTimeout: number;
+  private reorderFraction: number;
+
+  // Sent eliciting packets, a FIFO in sequence order (positions grow forever; index = pos & sMask).
+  private readonly sCap: number;
+  private readonly sMask: number;
+  private readonly sSeq: Float64Array;
+  private readonly sAt: Float64Array;
+  private readonly sWire: Float64Array;
+  private readonly sState: Uint8Array;
+  private readonly sToken: (T | undefined)[];
+  private head = 0;
+  private tail = 0;
+  private firstPending = 0;
+  private pending = 0;
+  private nextAbs = 0;
+  private headerWritten = false;
+  private largestAcked = -1;
+  private lastSentAt = NaN;
+  private latestRawRtt = 0;
+
+  // Received sequences: rSeen[abs & rMask] === abs ⇔ received.
+  private readonly rWindow: number;
+  private readonly rMask: number;
+  private readonly rSeen: Float64Array;
+  private newestRecv = -1;
+  private newestRecvAt = 0;
+  private unackedEliciting = 0;
+  private ackDeadline = Infinity;
+  private oldestUnreported = Infinity;
+
+  // The header last read (valid until `accept` or the next `readHeader`).
+  private readonly inHdr: AckHeader = newAckHeader();
+  private readonly outHdr: AckHeader = newAckHeader();
+  private readOk = false;
+  private readAbs = 0;
+  private readAckAbs = -1;
+
+  private readonly counts = new Counters<AckCounter>(COUNTER_NAMES);
+  private readonly lossRing = new Uint8Array(LOSS_WINDOW);
+  private readonly lossSeq = new Float64Array(LOSS_WINDOW).fill(-1);
+  private lossIdx = 0;
+  private lossFilled = 0;
+  private lossInRing = 0;
+  private readonly sentRate = new RateMeter();
+  private readonly recvRate = new RateMeter();
+  private readonly ackedRate = new RateMeter();
+
+  /**
+   * @param path the connection's path (RTT, rate controller); this object reports to it.
+   * @param outcomes receives one outcome per eliciting packet.
+   * @param config optional settings; throws `GamewireError('invalid-config')` on bad values.
+   */
+  constructor(path: Path, outcomes: PacketOutcomes<T>, config: AckConfig = {}) {
+    checkConfig(typeof path === 'object' && path !== null && typeof path.onRttSample === 'function', 'path must be a Path');
+    checkConfig(typeof outcomes === 'object' && outcomes !== null && typeof outcomes.packetDelivered === 'function'
+      && typeof outcomes.packetLost === 'function', 'outcomes must implement PacketOutcomes');
+    checkConfig(typeof config === 'object' && config !== null, 'ack config must be an object');
+    for (const k of Object.keys(config)) checkConfig(KEYS.has(k), `unknown ack config key '${k}'`);
+    const cap = config.maxInFlightPackets ?? 1024;
+    const win = config.receiveWindow ?? 1024;
+    const delay = config.maxAckDelayMs ?? 5;
+    const every = config.ackEveryPackets ?? 2;
+    const keep = config.keepAliveMs ?? 1000;
+    const frac = config.reorderFraction ?? 1 / 8;
+    const floor = config.minLossTimeoutMs ?? 20;
+    checkConfig(isPow2In(cap, 16, 16384), 'maxInFlightPackets must be a power of two in 16..16384');
+    checkConfig(isPow2In(win, 64, 16384), 'receiveWindow must be a power of two in 64..16384');
+    checkConfig(inRange(delay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
+    checkConfig(inRange(every, 1, 64) && Number.isInteger(every), 'ackEveryPackets must be an integer in 1..64');
+    checkConfig(inRange(keep, 10, 60_000), 'keepAliveMs must be a number in 10..60000');
+    checkConfig(inRange(frac, 0, 1), 'reorderFraction must be a number in 0..1');
+    checkConfig(inRange(floor, 1, 60_000), 'minLossTimeoutMs must be a number in 1..60000');
+    this.path = path;
+    this.outcomes = outcomes;
+    this.maxAckDelay = delay;
+    this.ackEvery = every;
+    this.keepAlive = keep;
+    this.reorderFraction = frac;
+    this.minLossTimeout = floor;
+    this.sCap = cap;
+    this.sMask = cap - 1;
+    this.sSeq = new Float64Array(cap);
+    this.sAt = new Float64Array(cap);
+    this.sWire = new Float64Array(cap);
+    this.sState = new Uint8Array(cap);
+    this.sToken = new Array<T | undefined>(cap).fill(undefined);
+    this.rWindow = win;
+    this.rMask = win - 1;
+    this.rSeen = new Float64Array(win).fill(-1);
+  }
+
+  /**
+   * True when a packet may be written now. `eliciting` (default true): a packet that will need an
+   * outcome, refused while the sent-packet record is full (`maxInFlightPackets`). Any packet is
+   * refused at the wrap guard: the next sequence would be 16 384 ahead of the newest the peer acked.
+   */
+  canSend(eliciting = true): boolean {
+    if (this.nextAbs - Math.max(this.largestAcked, 0) >= ACK_WRAP_GUARD) return false;
+    if (!eliciting) return true;
+    this.makeRoom();
+    return this.tail - this.head < this.sCap;
+  }
+
+  /**
+   * Write the next packet's header at `out[offset]` (at most `maxHeaderBytes`); returns the bytes
+   * written. The sequence is the next one; `onSent` commits it (and pays any ack owed). Called again
+   * before `onSent`, it writes a fresh header for the same sequence (the first is abandoned).
+   * Throws `invalid-state` at the wrap guard, `buffer-too-small` when `out` lacks room.
+   */
+  writeHeader(now: number, out: Uint8Array, offset: number): number {
+    if (!this.canSend(false)) throw new GamewireError('invalid-state', 'wrap guard: canSend(false) is false');
+    const h = this.outHdr;
+    h.seq = this.nextAbs & 0xffff;
+    const newest = this.newestRecv;
+    if (newest < 0) {
+      h.hasAck = false;
+      h.ack = 0;
+      h.ackDelay = 0;
+      h.ackBits = 0;
+      h.extBytes = 0;
+    } else {
+      h.hasAck = true;
+      h.ack = newest & 0xffff;
+      const held = now - this.newestRecvAt;
+      h.ackDelay = held > 0 ? Math.min(MAX_ACK_DELAY_VALUE, Math.floor(held * ACK_DELAY_UNITS_PER_MS)) : 0;
+      const seen = this.rSeen;
+      const mask = this.rMask;
+      let bits = 0;
+      for (let i = 0; i < 32; i++) {
+        const s = newest - 1 - i;
+        if (seen[s & mask] === s) bits |= 1 << i;
+      }
+      h.ackBits = bits >>> 0;
+      let k = 0;
+      const span = newest - this.oldestUnreported;
+      if (span > 32) {
+        k = Math.min(MAX_ACK_EXT_BYTES, Math.ceil((span - 32) / 8), (this.rWindow - 33) >> 3);
+      }
+      h.extBytes = k;
+      for (let i = 0; i < k; i++) {
+        let b = 0;
+        for (let j = 0; j < 8; j++) {
+          const s = newest - 33 - 8 * i - j;
+          if (seen[s & mask] === s) b |= 1 << j;
+        }
+        h.ext[i] = b;
+      }
+    }
+    const n = encodeAckHeader(h, out, offset);
+    this.headerWritten = true;
+    return n;
+  }
+
+  /**
+   * The packet whose header was just written went out at `now` (ms): `wireBytes` is
+   * `path.wireBytes(datagram)`; `eliciting` when it carries frames (it will get exactly one outcome,
+   * with `token`). A non-eliciting packet (ack-only, keep-alive) gets no outcome. The acks the
+   * header carried are now sent: no ack is owed until the next eliciting packet arrives. Throws
+   * `invalid-state` without a header written, or for an eliciting packet when `canSend()` is false.
+   * Does not call `path.onSent` (the connection does, with its pacing).
+   */
+  onSent(now: number, wireBytes: number, eliciting: boolean, token: T | undefined): void {
+    if (!this.headerWritten) throw new GamewireError('invalid-state', 'onSent without writeHeader');
+    checkArg(Number.isFinite(wireBytes) && wireBytes >= 0, 'wireBytes must be a finite number ≥ 0');
+    if (eliciting && !this.canSend(true)) {
+      throw new GamewireError('invalid-state', 'eliciting packet sent while canSend() is false');
+    }
+    this.headerWritten = false;
+    this.unackedEliciting = 0;
+    this.ackDeadline = Infinity;
+    this.oldestUnreported = Infinity;
+    const abs = this.nextAbs++;
+    this.lastSentAt = now;
+    this.counts.add('packetsSent');
+    this.sentRate.add(now, wireBytes);
+    if (!eliciting) return;
+    const i = this.tail & this.sMask;
+    this.sSeq[i] = abs;
+    this.sAt[i] = now;
+    this.sWire[i] = wireBytes;
+    this.sState[i] = PENDING;
+    this.sToken[i] = token;
+    this.tail++;
+    this.pending++;
+  }
+
+  /**
+   * Parse and check the header of a received packet at `bytes[offset]`: returns the header length,
+   * or -1 when it is invalid, stale, a duplicate, too far ahead, or acks a sequence never sent
+   * (each counted). Changes nothing else: the caller checks the payload, then calls `accept`.
+   */
+  readHeader(now: number, bytes: Uint8Array, offset: number): number {
+    this.readOk = false;
+    const h = this.inHdr;
+    const n = decodeAckHeader(bytes, offset, h);
+    if (n < 0) {
+      this.counts.add('invalidHeader');
+      return -1;
+    }
+    let abs: number;
+    const newest = this.newestRecv;
+    if (newest < 0) {
+      abs = RECV_BASE + h.seq;
+    } else {
+      const d = seqDiff16(h.seq, newest & 0xffff);
+      if (d >= ACK_WRAP_GUARD) {
+        this.counts.add('tooFarAhead');
+        return -1;
+      }
+      abs = newest + d;
+      if (abs <= newest - this.rWindow) {
+        this.counts.add('stale');
+        return -1;
+      }
+      if (this.rSeen[abs & this.rMask] === abs) {
+        this.counts.add('duplicate');
+        return -1;
+      }
+    }
+    let ackAbs = -1;
+    if (h.hasAck) {
+      const last = this.nextAbs - 1;
+      const back = ((last & 0xffff) - h.ack) & 0xffff;
+      ackAbs = last - back;
+      if (last < 0 || back >= 32768 || ackAbs < 0) {
+        this.counts.add('ackedUnknown');
+        return -1;
+      }
+    }
+    this.readAbs = abs;
+    this.readAckAbs = ackAbs;
+    this.readOk = true;
+    return n;
+  }
+
+  /**
+   * The packet last read by `readHeader` is valid (its payload checked): mark it received (it will
+   * be acked), process its acks (outcomes reported synchronously through `outcomes`) and feed the
+   * path: `onPeerHeard`, `onRttSample` (ack delay removed), `onAck` (newly acked wire bytes),
+   * `onLoss` (wire bytes of the packets this ack showed lost). `eliciting`: the payload carries
+   * frames (it must be acked); `wireBytes` counts in the received rate. Throws `invalid-state`
+   * unless the last `readHeader` returned ≥ 0.
+   */
+  accept(now: number, eliciting: boolean, wireBytes: number): void {
+    if (!this.readOk) throw new GamewireError('invalid-state', 'accept without a valid readHeader');
+    this.readOk = false;
+    const abs = this.readAbs;
+    const newest = this.newestRecv;
+    let outOfOrder: boolean;
+    if (newest < 0 || abs > newest) {
+      outOfOrder = newest >= 0 && abs > newest + 1;
+      this.newestRecv = abs;
+      this.newestRecvAt = now;
+    } else {
+      outOfOrder = true;
+    }
+    this.rSeen[abs & this.rMask] = abs;
+    if (eliciting) {
+      this.unackedEliciting++;
+      if (this.unackedEliciting === 1) this.ackDeadline = now + this.maxAckDelay;
+      if (outOfOrder || this.unackedEliciting >= this.ackEvery) this.ackDeadline = Math.min(this.ackDeadline, now);
+      if (abs < this.oldestUnreported) this.oldestUnreported = abs;
+    }
+    this.counts.add('packetsReceived');
+    this.recvRate.add(now, wireBytes);
+    this.path.onPeerHeard(now);
+    if (this.inHdr.hasAck) this.processAcks(now, this.inHdr, this.readAckAbs);
+    this.detectLosses(now);
+  }
+
+  /** True when a packet should go now even with no frames: an ack is due, or a keep-alive is (and the wrap guard allows it). */
+  wantsPacket(now: number): boolean {
+    if (now >= this.ackDeadline || now >= this.lastSentAt + this.keepAlive) return this.canSend(false);
+    return false;
+  }
+
+  /** Earliest time (ms) this object needs attention: ack deadline, keep-alive, loss timer; undefined if none. */
+  pollTimeout(): number | undefined {
+    let t = this.ackDeadline;
+    const keep = this.lastSentAt + this.keepAlive;
+    if (keep < t && this.canSend(false)) t = keep;
+    const loss = this.lossTimerAt();
+    if (loss < t) t = loss;
+    return t === Infinity || Number.isNaN(t) ? undefined : t;
+  }
+
+  /** Declare lost every packet whose time has come at `now` (ms); outcomes reported synchronously. */
+  handleTimeout(now: number): void {
+    this.detectLosses(now);
+  }
+
+  /** Current statistics at `now` (ms); a fresh object. */
+  stats(now: number): AckStats {
+    this.sentRate.roll(now);
+    this.recvRate.roll(now);
+    this.ackedRate.roll(now);
+    const rtt = this.path.rtt;
+    return {
+      srttMs: rtt.srttMs,
+      rttvarMs: rtt.rttvarMs,
+      minRttMs: rtt.minRttMs,
+      latestRttMs: rtt.latestMs,
+      jitterMs: rtt.jitterMs,
+      lossPercent: this.lossFilled === 0 ? 0 : (100 * this.lossInRing) / this.lossFilled,
+      sentKbps: this.sentRate.kbps,
+      receivedKbps: this.recvRate.kbps,
+      ackedKbps: this.ackedRate.kbps,
+      packetsSent: this.counts.get('packetsSent'),
+      packetsReceived: this.counts.get('packetsReceived'),
+      packetsDelivered: this.counts.get('packetsDelivered'),
+      packetsLost: this.counts.get('packetsLost'),
+      spuriousLosses: this.counts.get('spuriousLosses'),
+      inFlightPackets: this.pending,
+      reorderFraction: this.reorderFraction,
+    };
+  }
+
+  /** A copy of every counter. */
+  counters(): Readonly<Record<AckCounter, number>> {
+    return this.counts.snapshot();
+  }
+
+  private makeRoom(): void {
+    while (this.tail - this.head >= this.sCap && this.sState[this.head & this.sMask] !== PENDING) this.head++;
+  }
+
+  /** First position in [head, tail) whose sequence is ≥ `abs`. */
+  private lowerBound(abs: number): number {
+    let lo = this.head;
+    let hi = this.tail;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.sSeq[mid & this.sMask]! < abs) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  private processAcks(now: number, h: AckHeader, ackAbs: number): void {
+    if (ackAbs > this.largestAcked) this.largestAcked = ackAbs;
+    const mask = this.sMask;
+    let p = this.lowerBound(ackAbs - 32 - 8 * h.extBytes);
+    if (p >= this.tail) return;
+    // The RTT sample comes first so that the loss check below uses it.
+    let sampled = false;
+    const last = this.lowerBound(ackAbs);
+    if (last < this.tail && this.sSeq[last & mask] === ackAbs && this.sState[last & mask] === PENDING
+      && h.ackDelay < MAX_ACK_DELAY_VALUE) {
+      const raw = now - this.sAt[last & mask]!;
+      this.latestRawRtt = raw;
+      const delayMs = h.ackDelay / ACK_DELAY_UNITS_PER_MS;
+      const min = this.path.rtt.minRttMs;
+      let adjusted = raw - delayMs;
+      if (min !== undefined && adjusted < min) adjusted = Math.min(raw, min);
+      sampled = this.path.onRttSample(now, Math.max(0, adjusted), delayMs);
+    }
+    let ackedWire = 0;
+    for (; p < this.tail; p++) {
+      const i = p & mask;
+      const s = this.sSeq[i]!;
+      if (s > ackAbs) break;
+      const st = this.sState[i];
+      if (st === DELIVERED) continue;
+      const back = ackAbs - s;
+      let covered: boolean;
+      if (back === 0) covered = true;
+      else if (back <= 32) covered = ((h.ackBits >>> (back - 1)) & 1) !== 0;
+      else {
+        const e = back - 33;
+        covered = ((h.ext[e >> 3]! >>> (e & 7)) & 1) !== 0;
+      }
+      if (!covered) continue;
+      this.sState[i] = DELIVERED;
+      if (st === LOST) {
+        this.counts.add('spuriousLosses');
+        this.unrecordLoss(s);
+        this.reorderFraction = Math.min(1, this.reorderFraction * 2 || 1 / 8);
+        continue;
+      }
+      const wire = this.sWire[i]!;
+      const token = this.sToken[i] as T;
+      this.sToken[i] = undefined;
+      this.pending--;
+      ackedWire += wire;
+      this.counts.add('packetsDelivered');
+      this.recordOutcome(s, false);
+      this.outcomes.packetDelivered(now, token, s & 0xffff, wire);
+    }
+    this.advance();
+    if (ackedWire > 0) {
+      this.ackedRate.add(now, ackedWire);
+      this.path.onAck(now, ackedWire, sampled);
+    }
+  }
+
+  /** QUIC's time threshold: its latest RTT is the raw sample (ack delay included), at least 1 ms. */
+  private lossThresholdMs(): number {
+    return Math.max(1, (1 + this.reorderFraction) * Math.max(this.path.rtt.srttMs, this.latestRawRtt));
+  }
+
+  private lossTimerAt(): number {
+    this.advance();
+    if (this.firstPending >= this.tail) return Infinity;
+    const i = this.firstPending & this.sMask;
+    const at = this.sAt[i]!;
+    let t = at + this.path.resendDelayMs(this.minLossTimeout);
+    if (this.sSeq[i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
+    return t;
+  }
+
+  private detectLosses(now: number): void {
+    this.advance();
+    if (this.firstPending >= this.tail) return;
+    const timeout = this.path.resendDelayMs(this.minLossTimeout);
+    const threshold = this.lossThresholdMs();
+    const mask = this.sMask;
+    let lostWire = 0;
+    for (let p = this.firstPending; p < this.tail; p++) {
+      const i = p & mask;
+      if (this.sState[i] !== PENDING) continue;
+      const at = this.sAt[i]!;
+      const s = this.sSeq[i]!;
+      const byTimeout = at + timeout <= now;
+      if (!byTimeout && !(s < this.largestAcked && at + threshold <= now)) break;
+      this.sState[i] = LOST;
+      const wire = this.sWire[i]!;
+      const token = this.sToken[i] as T;
+      this.sToken[i] = undefined;
+      this.pending--;
+      lostWire += wire;
+      this.counts.add('packetsLost');
+      if (byTimeout) this.counts.add('lostByTimeout');
+      this.recordOutcome(s, true);
+      this.outcomes.packetLost(now, token, s & 0xffff, wire);
+    }
+    this.advance();
+    if (lostWire > 0) this.path.onLoss(now, lostWire);
+  }
+
+  /** Move `firstPending` to the oldest pending packet and drop delivered packets from the head. */
+  private advance(): void {
+    const mask = this.sMask;
+    while (this.head < this.tail && this.sState[this.head & mask] === DELIVERED) this.head++;
+    if (this.firstPending < this.head) this.firstPending = this.head;
+    while (this.firstPending < this.tail && this.sState[this.firstPending & mask] !== PENDING) this.firstPending++;
+  }
+
+  private recordOutcome(abs: number, lost: boolean): void {
+    const v = lost ? 1 : 0;
+    if (this.lossFilled === LOSS_WINDOW) this.lossInRing -= this.lossRing[this.lossIdx]!;
+    else this.lossFilled++;
+    this.lossRing[this.lossIdx] = v;
+    this.lossSeq[this.lossIdx] = abs;
+    this.lossInRing += v;
+    this.lossIdx = (this.lossIdx + 1) % LOSS_WINDOW;
+  }
+
+  /** A spurious loss: if its verdict is still in the loss window, it counts as delivered there. */
+  private unrecordLoss(abs: number): void {
+    for (let i = 0; i < this.lossFilled; i++) {
+      if (this.lossSeq[i] === abs && this.lossRing[i] === 1) {
+        this.lossRing[i] = 0;
+        this.lossInRing--;
+        return;
+      }
+    }
+  }
+}
