@@ -9,7 +9,8 @@
  * 3. A 10 Mbit/s bottleneck shared by a 4 MiB block lane and a 20 Hz gameplay lane.
  * 4. (LATENCY_LINKEM=1, root) `gamewire echo` beside a kernel TCP (NODELAY) echo over linkem.py.
  *
- * LATENCY_PARTS=12 (any of 1, 2, 3, 4) runs only those parts, prints, and writes nothing.
+ * LATENCY_PARTS=12 (any of 1, 2, 3, 4) runs only those parts, prints, and writes nothing in the tree
+ * (LATENCY_SVG=file / LATENCY_JSON=file write the plot / raw figures elsewhere).
  * LATENCY_SEEDS=n sets the seeds per scenario (default 7).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
@@ -117,6 +118,8 @@ interface EchoRun {
   datagramsPerMsg: number;
   /** KCP rows: ours and node-kcp gave the same datagram trace and figures. */
   sameAsC?: boolean;
+  /** gamewire rows: both ends' packet-layer and lane counters and the client's stats at the end. */
+  diag?: unknown;
   error?: string;
 }
 
@@ -200,6 +203,8 @@ function gamewireRun(sc: Scenario, seed: number, redundancy: number | undefined)
   if (!r.ok) error ??= `stopped: ${r.reason} at ${r.now} ms with ${rtts.length} echoes`;
   const s = world.peerStats('client');
   const run = summarise(seed, rtts, sentAt.length, s.bytesSent - base.bytesSent, s.datagramsSent - base.datagramsSent);
+  const { lanes: _lanes, ...clientStats } = conn.stats(world.now);
+  run.diag = { client: conn.counters(), server: server.connections()[0]?.counters(), clientStats };
   if (error !== undefined) run.error = error;
   return run;
 }
@@ -812,23 +817,22 @@ async function main(): Promise<void> {
     `${new Date(started).toISOString().slice(0, 10)}; load average ${load0.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end; ` +
     `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
   console.log(machine);
+  const json = JSON.stringify({
+    date: new Date(started).toISOString(),
+    machine: { cpu, logical: cpus().length, totalmem: totalmem(), node: process.version, loadStart: load0, loadEnd: loadavg()[0] },
+    connectionLayer: connectionError === undefined ? 'loaded' : `not loaded: ${connectionError}`,
+    echo: results,
+    targets: verdicts,
+    part3: p3?.data ?? 'not run',
+    part4: p4?.data ?? 'not run (LATENCY_LINKEM unset)',
+  }) + '\n';
   if (only !== undefined) {
+    // Partial runs write nothing in the tree; these two let a developer look at the figures and the plot.
     if (process.env.LATENCY_SVG !== undefined) writeFileSync(process.env.LATENCY_SVG, svg);
+    if (process.env.LATENCY_JSON !== undefined) writeFileSync(process.env.LATENCY_JSON, json);
     return;
   }
-  const strip = (r: ScenarioResult): ScenarioResult => r;
-  writeFileSync(
-    join(HERE, 'results', 'latency.json'),
-    JSON.stringify({
-      date: new Date(started).toISOString(),
-      machine: { cpu, logical: cpus().length, totalmem: totalmem(), node: process.version, loadStart: load0, loadEnd: loadavg()[0] },
-      connectionLayer: connectionError === undefined ? 'loaded' : `not loaded: ${connectionError}`,
-      echo: results.map(strip),
-      targets: verdicts,
-      part3: p3?.data ?? 'not run',
-      part4: p4?.data ?? 'not run (LATENCY_LINKEM unset)',
-    }) + '\n',
-  );
+  writeFileSync(join(HERE, 'results', 'latency.json'), json);
   writeFileSync(join(HERE, 'results', 'latency-cdf.svg'), svg);
   const section = [
     '## latency',
