@@ -15,6 +15,15 @@ export { DriveLoop, type DriveLoopOptions, type DrivePlatform, type LingerOption
 export { Host, type HostEvent, type HostOptions, type HostedPeer, type PeerId } from './core/host.js';
 export { cryptoRandom, type RandomSource } from './core/random.js';
 
+// Connections with message lanes (unsecured), and what they are made of.
+export {
+  Connection, type ConnectionEvent, type ConnectionState, type DisconnectReason,
+} from './connection/connection.js';
+export { ConnectionHost } from './connection/host.js';
+export type { ConnectionOptions } from './connection/options.js';
+export type { ChannelsConfig, DeliveryMode, LaneConfig } from './channels/config.js';
+export type { AckConfig } from './ack/acks.js';
+
 // Large blocks (the chunk protocol).
 export { ChunkSender, type CancelReason, type ChunkSenderEvent, type ChunkSenderProgress } from './chunk/sender.js';
 export {

@@ -21,6 +21,10 @@ interface LinkCfg {
   ackOnlyLoss?: number;
   /** Drop everything (a black hole). */
   down?: boolean;
+  /** Probability that a datagram gets 1..3 random bytes overwritten (no integrity check in this layer). */
+  corrupt?: number;
+  /** Probability that a random datagram (1..48 random bytes) is injected alongside each one sent. */
+  inject?: number;
 }
 
 interface Flight {
@@ -39,6 +43,8 @@ class Node {
   readonly errors: string[] = [];
   peer!: Node;
   nextId = 0;
+  /** Check delivered ⇒ accepted (off when the link corrupts acks). */
+  packetCheck = true;
   eliciting = 0;
   nonEliciting = 0;
   blocked = 0;
@@ -54,7 +60,7 @@ class Node {
     this.acks = new PacketAcks<number>(this.path, {
       packetDelivered: (_now, id) => {
         if (this.outcome.has(id)) this.errors.push(`${name}: second outcome for ${id}`);
-        if (!this.peer.accepted.has(id)) this.errors.push(`${name}: ${id} delivered but never accepted`);
+        if (this.packetCheck && !this.peer.accepted.has(id)) this.errors.push(`${name}: ${id} delivered but never accepted`);
         this.outcome.set(id, 'delivered');
       },
       packetLost: (_now, id) => {
@@ -96,6 +102,8 @@ class Node {
   receive(now: number, bytes: Uint8Array): void {
     const h = this.acks.readHeader(now, bytes, 0);
     if (h < 0) return;
+    // The payload check of the layer above: a kind byte and, if eliciting, a 4-byte id.
+    if (bytes.length !== h + 1 && !(bytes[h] === 1 && bytes.length === h + 5)) return;
     const eliciting = bytes[h] === 1;
     if (eliciting) this.accepted.add(new DataView(bytes.buffer, bytes.byteOffset).getUint32(h + 1, true));
     this.acks.accept(now, eliciting, this.path.wireBytes(bytes.length));
@@ -137,8 +145,15 @@ class World {
     if (link.down || this.rng.chance(link.loss)) return;
     if (!eliciting && link.ackOnlyLoss !== undefined && this.rng.chance(link.ackOnlyLoss)) return;
     const copies = this.rng.chance(link.dup) ? 2 : 1;
-    for (let c = 0; c < copies; c++) {
-      const f = { at: now + link.delayMs + this.rng.nextFloat() * link.jitterMs, order: this.order++, bytes };
+    const all = copies + (this.rng.chance(link.inject ?? 0) ? 1 : 0);
+    for (let c = 0; c < all; c++) {
+      let b = bytes;
+      if (c === copies) b = this.rng.fill(new Uint8Array(1 + this.rng.nextInt(48)));
+      else if (this.rng.chance(link.corrupt ?? 0)) {
+        b = bytes.slice();
+        for (let k = this.rng.nextRange(1, 3); k > 0; k--) b[this.rng.nextInt(b.length)] = this.rng.nextInt(256);
+      }
+      const f = { at: now + link.delayMs + this.rng.nextFloat() * link.jitterMs, order: this.order++, bytes: b };
       let i = q.length;
       while (i > 0 && (q[i - 1]!.at > f.at)) i--;
       q.splice(i, 0, f);
@@ -253,6 +268,30 @@ describe('PacketAcks: model test over a lossy, reordering, duplicating link', ()
       checkSender(v.a);
       expect(v.a.acks.counters().spuriousLosses).toBe(0);
       expect(v.a.acks.counters().packetsLost).toBeGreaterThan(10);
+    }
+  });
+});
+
+describe('PacketAcks: hostile input', () => {
+  it('corrupted and injected datagrams never throw; every eliciting packet still gets exactly one outcome', () => {
+    for (let seed = 1; seed <= 6; seed++) {
+      const link = { delayMs: 20, jitterMs: 20, loss: 0.05, dup: 0.05, corrupt: 0.1, inject: 0.1 };
+      const w = new World(seed, link, { ...link });
+      // Without integrity (netcode's job), a corrupted ack may "deliver" a packet the peer never
+      // had: only the outcome-count invariants are checked here.
+      w.a.packetCheck = false;
+      w.b.packetCheck = false;
+      w.a.startData(0, 60, 3000);
+      w.b.startData(0, 60, 3000);
+      w.run(3000);
+      w.settle();
+      for (const n of [w.a, w.b]) {
+        expect(n.errors.filter((e) => e.includes('second outcome'))).toEqual([]);
+        expect(n.outcome.size).toBe(n.nextId);
+        expect(n.acks.stats(w.now).inFlightPackets).toBe(0);
+        const c = n.acks.counters();
+        expect(c.invalidHeader + c.tooFarAhead + c.ackedUnknown + c.stale + c.duplicate).toBeGreaterThan(0);
+      }
     }
   });
 });
@@ -536,6 +575,14 @@ describe('PacketAcks: API', () => {
     expect(h.extBytes).toBe(Math.ceil((99 - 32) / 8));
     rx.acks.onSent(3, 40, false, undefined);
     expect(rx.acks.wantsPacket(3)).toBe(false);
+    // The next two packets repeat the extended history, the third drops it.
+    const again = new Uint8Array(64);
+    for (const k of [9, 9, 0]) {
+      rx.acks.writeHeader(4, again, 0);
+      rx.acks.onSent(4, 40, false, undefined);
+      decodeAckHeader(again, 0, h);
+      expect(h.extBytes).toBe(k);
+    }
     expect(tx.acks.readHeader(4, out.subarray(0, n), 0)).toBe(n);
     tx.acks.accept(4, false, 40);
     expect(tx.log).toEqual(Array.from({ length: 100 }, (_, i) => `d${i}@${i}`));

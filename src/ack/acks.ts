@@ -51,7 +51,10 @@ export interface AckConfig {
    * doubled by each spurious loss, up to 1 (RACK).
    */
   reorderFraction?: number;
-  /** Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after `path.resendDelayMs(this)` is lost. */
+  /**
+   * Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after
+   * `path.resendDelayMs(this)` + min(the peer's mean packet gap, srtt) is lost.
+   */
   minLossTimeoutMs?: number;
 }
 
@@ -131,6 +134,8 @@ const LOST = 2;
 const LOSS_WINDOW = 256;
 const RATE_WINDOW_MS = 1000;
 const RATE_GAIN = 0.25;
+/** Our packets after the first that repeat an extended history (each old packet reported up to 3 times). */
+const EXT_REPEATS = 2;
 /** Absolute numbers of received packets start here, so they stay positive (the ring's empty mark is -1). */
 const RECV_BASE = 65536;
 
@@ -209,6 +214,8 @@ export class PacketAcks<T> {
   private largestAcked = -1;
   private lastSentAt = NaN;
   private latestRawRtt = 0;
+  private lastHeardAt = NaN;
+  private peerGap = 0;
 
   // Received sequences: rSeen[abs & rMask] === abs ⇔ received.
   private readonly rWindow: number;
@@ -219,6 +226,8 @@ export class PacketAcks<T> {
   private unackedEliciting = 0;
   private ackDeadline = Infinity;
   private oldestUnreported = Infinity;
+  private readonly extOldest = new Float64Array(EXT_REPEATS).fill(Infinity);
+  private extIdx = 0;
 
   // The header last read (valid until `accept` or the next `readHeader`).
   private readonly inHdr: AckHeader = newAckHeader();
@@ -324,7 +333,9 @@ export class PacketAcks<T> {
       }
       h.ackBits = bits >>> 0;
       let k = 0;
-      const span = newest - this.oldestUnreported;
+      let oldest = this.oldestUnreported;
+      for (let i = 0; i < EXT_REPEATS; i++) oldest = Math.min(oldest, this.extOldest[i]!);
+      const span = newest - oldest;
       if (span > 32) {
         k = Math.min(MAX_ACK_EXT_BYTES, Math.ceil((span - 32) / 8), (this.rWindow - 33) >> 3);
       }
@@ -360,6 +371,8 @@ export class PacketAcks<T> {
     this.headerWritten = false;
     this.unackedEliciting = 0;
     this.ackDeadline = Infinity;
+    this.extOldest[this.extIdx] = this.oldestUnreported;
+    this.extIdx = (this.extIdx + 1) % EXT_REPEATS;
     this.oldestUnreported = Infinity;
     const abs = this.nextAbs++;
     this.lastSentAt = now;
@@ -456,6 +469,8 @@ export class PacketAcks<T> {
     this.counts.add('packetsReceived');
     this.recvRate.add(now, wireBytes);
     this.path.onPeerHeard(now);
+    if (now >= this.lastHeardAt) this.peerGap += ((now - this.lastHeardAt) - this.peerGap) / 8;
+    this.lastHeardAt = now;
     if (this.inHdr.hasAck) this.processAcks(now, this.inHdr, this.readAckAbs);
     this.detectLosses(now);
   }
@@ -466,11 +481,18 @@ export class PacketAcks<T> {
     return false;
   }
 
-  /** Earliest time (ms) this object needs attention: ack deadline, keep-alive, loss timer; undefined if none. */
+  /**
+   * Earliest time (ms) this object needs attention: ack deadline, keep-alive (both only while the
+   * wrap guard allows a packet), loss timer; undefined if none.
+   */
   pollTimeout(): number | undefined {
-    let t = this.ackDeadline;
-    const keep = this.lastSentAt + this.keepAlive;
-    if (keep < t && this.canSend(false)) t = keep;
+    let t = Infinity;
+    if (this.canSend(false)) {
+      // At the wrap guard nothing can be sent: only the loss timer counts.
+      t = this.ackDeadline;
+      const keep = this.lastSentAt + this.keepAlive;
+      if (keep < t) t = keep;
+    }
     const loss = this.lossTimerAt();
     if (loss < t) t = loss;
     return t === Infinity || Number.isNaN(t) ? undefined : t;
@@ -585,6 +607,14 @@ export class PacketAcks<T> {
     }
   }
 
+  /**
+   * The path's resend delay plus the peer's mean gap between packets (at most srtt): when the
+   * packet carrying an ack is lost, the ack comes with the peer's next packet.
+   */
+  private lossTimeoutMs(): number {
+    return this.path.resendDelayMs(this.minLossTimeout) + Math.min(this.peerGap, this.path.rtt.srttMs);
+  }
+
   /** QUIC's time threshold: its latest RTT is the raw sample (ack delay included), at least 1 ms. */
   private lossThresholdMs(): number {
     return Math.max(1, (1 + this.reorderFraction) * Math.max(this.path.rtt.srttMs, this.latestRawRtt));
@@ -595,7 +625,7 @@ export class PacketAcks<T> {
     if (this.firstPending >= this.tail) return Infinity;
     const i = this.firstPending & this.sMask;
     const at = this.sAt[i]!;
-    let t = at + this.path.resendDelayMs(this.minLossTimeout);
+    let t = at + this.lossTimeoutMs();
     if (this.sSeq[i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
     return t;
   }
@@ -603,7 +633,7 @@ export class PacketAcks<T> {
   private detectLosses(now: number): void {
     this.advance();
     if (this.firstPending >= this.tail) return;
-    const timeout = this.path.resendDelayMs(this.minLossTimeout);
+    const timeout = this.lossTimeoutMs();
     const threshold = this.lossThresholdMs();
     const mask = this.sMask;
     let lostWire = 0;

@@ -439,6 +439,7 @@ describe('channels: scheduling', () => {
       }
     }
     const share = bytes[1]! / (bytes[0]! + bytes[1]!);
+    console.log(`weights 1:3: the weight-3 lane took ${(share * 100).toFixed(2)}% of ${bytes[0]! + bytes[1]!} frame bytes`);
     expect(share).toBeGreaterThan(0.7);
     expect(share).toBeLessThan(0.8);
   });
@@ -504,6 +505,67 @@ describe('channels: redundancy', () => {
     expect(r2.overhead).toBeLessThanOrEqual(2);
     const clean = run(2, 0);
     expect(clean.ms).toBeLessThan(80);
+  });
+});
+
+describe('channels: sequence wrap', () => {
+  it('reliable ids and unreliable seqs wrap past 65535 without loss, duplication or disorder', () => {
+    const lanes: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'reliable-unordered' }, { mode: 'unreliable-sequenced' }];
+    const pipe = new ChannelPipe({ lanes, reliableWindow: 1024 }, { seed: 41, loss: 0.1, dup: 0.05, delayMs: 3, jitterMs: 4, packetsPerTick: 16 });
+    const n = 70_000;
+    let sent = 0;
+    pipe.runUntil(() => {
+      for (let k = 0; k < 150 && sent < n; k++, sent++) {
+        const m = new Uint8Array(4);
+        new DataView(m.buffer).setUint32(0, sent, true);
+        for (let l = 0; l < 3; l++) pipe.ends[0].send(pipe.now, l, m);
+      }
+      return sent === n && pipe.idle();
+    });
+    const idx = (m: Uint8Array): number => new DataView(m.buffer, m.byteOffset).getUint32(0, true);
+    const ordered = pipe.messages(1, 0).map(idx);
+    expect(ordered.length).toBe(n);
+    expect(ordered.every((v, i) => v === i)).toBe(true);
+    const unordered = pipe.messages(1, 1).map(idx).sort((a, b) => a - b);
+    expect(unordered.every((v, i) => v === i)).toBe(true);
+    const seq = pipe.messages(1, 2).map(idx);
+    expect(seq.length).toBeGreaterThan(n * 0.3);
+    expect(seq.every((v, i) => i === 0 || v > seq[i - 1]!)).toBe(true);
+    expect(pipe.ends[1].counters().payloadsRefused).toBe(0);
+  });
+});
+
+describe('channels: mutated traffic', () => {
+  it('bit flips, truncations and splices of real packets never throw (refused or applied)', () => {
+    const cfg: ChannelsConfig = { lanes: ALL };
+    const pipe = new ChannelPipe(cfg, { seed: 51, loss: 0.1, room: 600, packetsPerTick: 4 });
+    const captured: Uint8Array[] = [];
+    const out = new Uint8Array(600);
+    for (let i = 0; i < 200; i++) pipe.ends[0].send(0, i % 5, message(51, i, (i * 37) % 2000));
+    for (let t = 0; t < 400 && pipe.ends[0].hasFrames(); t++) {
+      const n = pipe.ends[0].writeFrames(t, out, 0, 600);
+      pipe.ends[0].takeToken();
+      if (n > 0) captured.push(out.slice(0, n));
+    }
+    const rng = new NonCryptoRng(52);
+    const victim = new Channels(cfg);
+    for (let i = 0; i < 20_000; i++) {
+      const src = captured[rng.nextInt(captured.length)]!;
+      let b = src.slice();
+      const what = rng.nextInt(4);
+      if (what === 0) for (let k = 0; k <= rng.nextInt(3); k++) b[rng.nextInt(b.length)] ^= 1 << rng.nextInt(8);
+      else if (what === 1) b = b.subarray(0, rng.nextInt(b.length));
+      else if (what === 2) {
+        const other = captured[rng.nextInt(captured.length)]!;
+        const cut = rng.nextInt(b.length);
+        b = Uint8Array.from([...b.subarray(0, cut), ...other.subarray(rng.nextInt(other.length))]);
+      }
+      if (victim.validate(b, 0, b.length)) victim.receive(i, b, 0, b.length);
+      while (victim.pollEvent() !== undefined);
+    }
+    const c = victim.counters();
+    expect(c.payloadsRefused).toBeGreaterThan(1000);
+    expect(c.framesReceived).toBeGreaterThan(1000);
   });
 });
 

@@ -26,8 +26,9 @@ export interface LaneConfig {
    */
   maxQueuedBytes?: number;
   /**
-   * Largest message, bytes; `send` throws `message-too-large` above it. Default 1 MiB reliable,
-   * 256 × `fragmentBytes` unreliable (the most an unreliable message may be: 256 pieces).
+   * Largest message, bytes; `send` throws `message-too-large` above it. Default 1 MiB reliable
+   * (capped at `maxReceiveBytes`), 256 × `fragmentBytes` unreliable (the most an unreliable message
+   * may be: 256 pieces); either capped at `maxQueuedBytes` - 16.
    */
   maxMessageBytes?: number;
 }

@@ -45,7 +45,7 @@ export interface EchoClientOptions {
 
 /** Serve until SIGINT/SIGTERM, echoing every message on the lane it came from. Resolves to the exit code. */
 export async function runEchoServer(o: EchoServerOptions): Promise<number> {
-  const host = new ConnectionHost({ lanes: [...ECHO_LANES], listen: true });
+  const host = new ConnectionHost({ lanes: ECHO_LANES, listen: true });
   const driver = await UdpDriver.openEndpoint(host, { port: o.port, host: o.host });
   let echoed = 0;
   let dropped = 0;
@@ -81,7 +81,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   const lane = ECHO_LANES.findIndex((l) => l.mode === o.mode);
   const reliable = o.mode === 'reliable-ordered' || o.mode === 'reliable-unordered';
   const resolved = await lookup(o.to.host, { family: 4 });
-  const host = new ConnectionHost({ lanes: [...ECHO_LANES] });
+  const host = new ConnectionHost({ lanes: ECHO_LANES });
   const driver = await UdpDriver.openEndpoint(host, { port: 0, host: '0.0.0.0' });
   const conn = host.connect(driver.now(), addressKey(resolved.address, o.to.port));
   process.stderr.write(`echo -> ${resolved.address}:${o.to.port} mode ${o.mode}: ${o.count} x ${o.size} B every ${o.intervalMs} ms\n`);

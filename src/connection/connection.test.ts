@@ -30,6 +30,8 @@ interface Rig {
   serverEvents: ConnectionEvent[];
   clientEvents: ConnectionEvent[];
   pump: () => void;
+  /** Run `ms` of virtual time, pumping events (and so echoing) after every step. */
+  run: (ms: number) => void;
 }
 
 /** A client and a listening server on a world; every event is collected, and the server echoes messages. */
@@ -49,7 +51,11 @@ function rig(seed: number, link: Partial<LinkConfig> = {}, opts: ConnectionOptio
     for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) clientEvents.push(e);
   };
   const conn = client.connect(world.now, 'server');
-  return { world, server, client, conn, serverEvents, clientEvents, pump };
+  const run = (ms: number): void => {
+    world.runUntil(() => (pump(), false), { maxTimeMs: ms });
+    pump();
+  };
+  return { world, server, client, conn, serverEvents, clientEvents, pump, run };
 }
 
 function message(i: number, size: number): Uint8Array {
@@ -113,8 +119,8 @@ describe('ConnectionHost: handshake', () => {
     world.add('client', client);
     client.connect(0, 'nobody');
     world.runFor(1500);
-    const e = client.pollEvent();
-    expect(e).toMatchObject({ type: 'disconnected', reason: 'handshake-timeout' });
+    expect(client.pollEvent()).toMatchObject({ type: 'disconnected', reason: 'handshake-timeout' });
+    expect(client.pollEvent()).toBeUndefined();
     expect(client.size).toBe(0);
     expect(world.peerStats('client').datagramsSent).toBe(4); // CONNECT at 0, 250, 500, 750
   });
@@ -170,8 +176,7 @@ describe('ConnectionHost: close and timeout', () => {
     const sent = r.world.peerStats('client').datagramsSent;
     expect(sent).toBeLessThan(3 * 3600 + 50); // keep-alives at about 1 Hz, no ack ping-pong
     r.conn.send(0, message(1, 100));
-    r.world.runFor(200);
-    r.pump();
+    r.run(200);
     expect(r.clientEvents.filter((e) => e.type === 'message')).toHaveLength(1);
     const outage = [{ startMs: r.world.now, endMs: r.world.now + 60_000 }];
     r.world.link('client', 'server').reconfigure(r.world.now, { outage });
@@ -202,15 +207,15 @@ describe('Connection: every mode end to end', () => {
         r.world.at(r.world.now + 20, timer);
       };
       r.world.at(0, timer);
-      r.world.runFor(n * 20 + 8000);
-      r.pump();
+      r.run(n * 20 + 8000);
       const got = (lane: number): number[] => r.clientEvents.flatMap((e) => (e.type === 'message' && e.lane === lane ? [idOf(e.bytes)] : []));
       expect(got(0)).toEqual([...Array(n).keys()]);
       expect([...got(1)].sort((a, b) => a - b)).toEqual([...Array(n).keys()]);
       for (const lane of [2, 3, 4]) {
         const ids = got(lane);
         expect(new Set(ids).size).toBe(ids.length);
-        if (loss === 0) expect(ids.length).toBe(n);
+        // Sequenced drops what arrives after a newer one (the link reorders); the others lose only to loss.
+        if (loss === 0) expect(ids.length, `lane ${lane}`).toBeGreaterThanOrEqual(lane === 3 ? n * 0.9 : n);
         else expect(ids.length).toBeGreaterThan(n * (1 - loss) * (1 - loss) * 0.5);
       }
       const seq = got(3);

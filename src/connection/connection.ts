@@ -59,7 +59,7 @@ export interface ConnectionOwner {
  * events from the host, and closes. Created by `ConnectionHost.connect` or by a listening host on a
  * peer's CONNECT; never constructed by users.
  */
-export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<ChannelToken> {
+export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<ChannelToken | undefined> {
   /** This side's random connection id (u32): the peer puts it in every DATA it sends here. */
   readonly localId: number;
   /** True on the side that called `connect`. */
@@ -70,7 +70,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
   readonly path: Path;
   private remoteId: number;
   private state_: ConnectionState = 'connecting';
-  private readonly acks: PacketAcks<ChannelToken>;
+  private readonly acks: PacketAcks<ChannelToken | undefined>;
   private readonly channels: Channels;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
@@ -100,7 +100,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     this.isClient = remoteId === undefined;
     this.remoteId = remoteId ?? 0;
     this.path = new Path({ ...opt.path, maxDatagramBytes: opt.maxDatagramBytes });
-    this.acks = new PacketAcks<ChannelToken>(this.path, this, opt.acks);
+    this.acks = new PacketAcks<ChannelToken | undefined>(this.path, this, opt.acks);
     this.channels = new Channels(opt.channels);
   }
 
@@ -153,7 +153,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
   }
 
   /** Copies of the counters of the packet layer (`acks`) and the lanes (`channels`). */
-  counters(): { acks: ReturnType<PacketAcks<ChannelToken>['counters']>; channels: ReturnType<Channels['counters']> } {
+  counters(): { acks: ReturnType<PacketAcks<unknown>['counters']>; channels: ReturnType<Channels['counters']> } {
     return { acks: this.acks.counters(), channels: this.channels.counters() };
   }
 
@@ -168,13 +168,13 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
   }
 
   /** @internal the packet layer's outcome for a packet that carried frames. */
-  packetDelivered(now: number, token: ChannelToken): void {
-    this.channels.packetDelivered(now, token);
+  packetDelivered(now: number, token: ChannelToken | undefined): void {
+    if (token !== undefined) this.channels.packetDelivered(now, token);
   }
 
   /** @internal */
-  packetLost(now: number, token: ChannelToken): void {
-    this.channels.packetLost(now, token);
+  packetLost(now: number, token: ChannelToken | undefined): void {
+    if (token !== undefined) this.channels.packetLost(now, token);
   }
 
   /** @internal a datagram the host routed here (kind byte and length checked by the host). */
@@ -292,7 +292,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
 
   private becomeConnected(): void {
     this.state_ = 'connected';
-    this.announce = this.isClient;
+    this.announce = true;
     this.events.push({ type: 'connected', connection: this });
   }
 
@@ -319,7 +319,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     const path = this.path;
     path.update(now);
     const frames = this.channels.hasFrames() && this.acks.canSend() && path.covers(path.wireBytes(this.packetEstimate()));
-    if (!frames && !this.announce && !this.acks.wantsPacket(now)) return undefined;
+    if (!frames && !(this.announce && this.acks.canSend(false)) && !this.acks.wantsPacket(now)) return undefined;
     this.announce = false;
     out[0] = FrameKind.Data;
     out[1] = this.remoteId;

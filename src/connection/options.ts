@@ -11,7 +11,7 @@ export interface ConnectionOptions {
    * same modes in the same order: a server refuses a client whose list differs (`'refused-lanes'`).
    * Default: one reliable-ordered lane.
    */
-  lanes?: LaneConfig[];
+  lanes?: readonly LaneConfig[];
   /** Accept connections from peers (a server). Default false: only `connect` makes connections. */
   listen?: boolean;
   /** Most connections held at once, live or closing (1..2^21, default 1024); a CONNECT beyond is refused (`'refused-full'`). */
@@ -73,7 +73,7 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
   checkConfig(Number.isInteger(maxDatagramBytes), 'maxDatagramBytes must be an integer');
   const maxConnections = num(o.maxConnections, 1024, 1, 2 ** 21, 'maxConnections');
   checkConfig(Number.isInteger(maxConnections), 'maxConnections must be an integer');
-  const channels: ChannelsConfig = { ...(o.channels ?? {}), lanes };
+  const channels: ChannelsConfig = { ...(o.channels ?? {}), lanes: lanes.map((l) => ({ ...l })) };
   return {
     listen: o.listen ?? false,
     maxConnections,

@@ -55,8 +55,14 @@ describe('docs/connection.md', () => {
 });
 
 describe('README', () => {
-  it('the ten-line example prints the block and exits by itself', async () => {
-    const { code, out } = await runExample(docExample('README.md', '## Ten lines', await freePort()));
+  it('the ten-line messages example prints the echo and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('README.md', '## Ten lines: messages', await freePort()));
+    expect(out).toContain('hello');
+    expect(code).toBe(0);
+  });
+
+  it('the ten-line block example prints the block and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('README.md', '## Ten lines: send a block', await freePort()));
     expect(out).toContain(`got ${4 << 20} bytes`);
     expect(code).toBe(0);
   });

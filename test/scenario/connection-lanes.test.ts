@@ -19,7 +19,7 @@ function stamp(size: number, at: number): Uint8Array {
   return b;
 }
 
-describe('lanes under saturation (2 Mbit/s bottleneck, 40 ms RTT)', () => {
+describe('lanes under saturation (2 Mbit/s bottleneck, 40 ms RTT, 1 % loss, 2 ms jitter)', () => {
   for (const seed of [1, 2, 3]) {
     it(`seed ${seed}: a 20 Hz priority lane keeps its latency; two bulk lanes split the rest 1:3`, () => {
       const lanes: LaneConfig[] = [
@@ -27,7 +27,7 @@ describe('lanes under saturation (2 Mbit/s bottleneck, 40 ms RTT)', () => {
         { mode: 'reliable-ordered', priority: 1, weight: 1 },
         { mode: 'reliable-ordered', priority: 1, weight: 3 },
       ];
-      const world = new World({ seed, link: { latencyMs: 20, rateBitsPerSec: 2e6, queueDatagrams: 60 } });
+      const world = new World({ seed, link: { latencyMs: 20, jitterMs: 2, loss: 0.01, rateBitsPerSec: 2e6, queueDatagrams: 60 } });
       const server = new ConnectionHost({ lanes, listen: true, random: seeded(seed) });
       const client = new ConnectionHost({ lanes, random: seeded(seed + 9) });
       world.add('server', server);
