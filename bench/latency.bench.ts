@@ -65,7 +65,8 @@ function percentile(sorted: readonly number[], p: number): number {
 
 function table(head: string[], rows: (string | number)[][], align?: string[]): string {
   const a = align ?? head.map((_, i) => (i === 0 ? '---' : '---:'));
-  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+  const cell = (x: string | number): string => String(x).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
 }
 
 function seeded(seed: number): (out: Uint8Array) => void {
@@ -558,7 +559,7 @@ function runIn(ns: string, args: string[], children: ChildProcess[], timeoutMs: 
     p.on('exit', (code) => {
       clearTimeout(t);
       if (code === 0) resolve(out);
-      else reject(new Error(`${args.join(' ')} exited ${code}: ${err.trim().split('\n').slice(-3).join(' | ')}`));
+      else reject(new Error(`${args.join(' ')} exited ${code}: ${err.trim().split('\n').slice(-3).join(' / ')}`));
     });
   });
 }
@@ -687,7 +688,9 @@ async function part4(): Promise<{ data: Part4; text: string }> {
     r.system === 'gamewire' ? 'gamewire echo, reliable-ordered' : 'kernel TCP echo, NODELAY', r.round + 1, f1(r.avg), f1(r.p50), f1(r.p99), f1(r.max),
     f1(r.ipBytesPerMsg), f2(r.ipPacketsPerMsg), r.error ?? '',
   ]);
-  let verdict = 'Target p99 ≤ 0.5 × TCP\'s: not measured' + (data.why === undefined ? '' : ` (${data.why})`) + '.';
+  const failed = data.runs.filter((r) => r.error !== undefined).map((r) => r.system);
+  const why = data.why ?? (failed.length > 0 ? `every ${[...new Set(failed)].join(' and ')} run failed, see the notes` : undefined);
+  let verdict = 'Target p99 ≤ 0.5 × TCP\'s: not measured' + (why === undefined ? '' : ` (${why})`) + '.';
   if (data.gamewire !== undefined && data.tcp !== undefined) {
     const ratio = data.gamewire.p99 / data.tcp.p99;
     verdict = `Target p99 ≤ 0.5 × TCP's: gamewire ${f1(data.gamewire.p99)} ms / TCP ${f1(data.tcp.p99)} ms = ${f2(ratio)}× (medians over rounds): ${ratio <= 0.5 ? 'met' : '**missed**'}.`;
@@ -701,7 +704,8 @@ async function part4(): Promise<{ data: Part4; text: string }> {
     `(setNoDelay(true), same count, interval and size), one after the other through the same link process, ${LINKEM_ROUNDS} rounds`,
     'in alternating order. RTT figures as each client prints them (nearest-rank percentiles). IP bytes and packets',
     '= the client namespace\'s IpExt OutOctets / Ip OutRequests over the run, per message (headers, acks and',
-    'retransmissions included; the same measure for both).',
+    'retransmissions included; the same measure for both). `gamewire echo` sends its first message right after',
+    '`connect()`, so that message\'s RTT includes the handshake; the TCP client starts after its connect completes.',
     '',
     data.runs.length > 0
       ? table(['system', 'round', 'avg ms', 'p50 ms', 'p99 ms', 'max ms', 'IP bytes/msg', 'IP packets/msg', 'notes'], rows,
@@ -817,6 +821,7 @@ async function main(): Promise<void> {
     `${new Date(started).toISOString().slice(0, 10)}; load average ${load0.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end; ` +
     `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
   console.log(machine);
+  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
   const json = JSON.stringify({
     date: new Date(started).toISOString(),
     machine: { cpu, logical: cpus().length, totalmem: totalmem(), node: process.version, loadStart: load0, loadEnd: loadavg()[0] },
@@ -825,7 +830,7 @@ async function main(): Promise<void> {
     targets: verdicts,
     part3: p3?.data ?? 'not run',
     part4: p4?.data ?? 'not run (LATENCY_LINKEM unset)',
-  }) + '\n';
+  }, round) + '\n';
   if (only !== undefined) {
     // Partial runs write nothing in the tree; these two let a developer look at the figures and the plot.
     if (process.env.LATENCY_SVG !== undefined) writeFileSync(process.env.LATENCY_SVG, svg);
