@@ -259,6 +259,9 @@ class ReliableReceiveLane {
   readonly pieces = new Map<number, HeldPiece>();
   /** Unordered: ids > base received (held or delivered). */
   readonly received = new Set<number>();
+  /** Unordered: runs of held pieces, by first id → last id and back. */
+  readonly runEndByStart = new Map<number, number>();
+  readonly runStartByEnd = new Map<number, number>();
   heldBytes = 0;
   /** Ordered: every id in [next, scan) is held and none of them is LAST. */
   scan = 0;
@@ -733,24 +736,37 @@ export class Channels {
     }
   }
 
+  /**
+   * Unordered: held pieces form runs of consecutive ids that never cross a message boundary (a run
+   * ends at a LAST piece and starts at a FIRST one); a run from FIRST to LAST is a whole message.
+   * O(1) per piece, whatever the message's size.
+   */
   private deliverUnordered(lane: number, r: ReliableReceiveLane, id: number): void {
+    const p = r.pieces.get(id)!;
     let s = id;
-    let p = r.pieces.get(s)!;
-    while (!p.first) {
-      const q = r.pieces.get(s - 1);
-      if (q === undefined || q.last) return;
-      p = q;
-      s--;
-    }
     let e = id;
-    p = r.pieces.get(e)!;
-    while (!p.last) {
-      const q = r.pieces.get(e + 1);
-      if (q === undefined || q.first) return;
-      p = q;
-      e++;
+    if (!p.first) {
+      const left = r.runStartByEnd.get(id - 1);
+      if (left !== undefined && !r.pieces.get(id - 1)!.last) {
+        s = left;
+        r.runStartByEnd.delete(id - 1);
+        r.runEndByStart.delete(left);
+      }
     }
-    this.assemble(lane, r, s, e);
+    if (!p.last) {
+      const right = r.runEndByStart.get(id + 1);
+      if (right !== undefined && !r.pieces.get(id + 1)!.first) {
+        e = right;
+        r.runEndByStart.delete(id + 1);
+        r.runStartByEnd.delete(right);
+      }
+    }
+    if (r.pieces.get(s)!.first && r.pieces.get(e)!.last) {
+      this.assemble(lane, r, s, e);
+    } else {
+      r.runEndByStart.set(s, e);
+      r.runStartByEnd.set(e, s);
+    }
   }
 
   private assemble(lane: number, r: ReliableReceiveLane, s: number, e: number): void {

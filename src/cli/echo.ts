@@ -164,6 +164,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   await driver.close();
   if (failure !== undefined) {
     process.stderr.write(`echo: FAILED: ${failure}\n`);
+    if (process.env.GAMEWIRE_DEBUG) process.stderr.write(`${JSON.stringify({ stats: conn.stats(), counters: conn.counters() })}\n`);
     return 1;
   }
   if (!reliable) {

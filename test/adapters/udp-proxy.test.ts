@@ -39,6 +39,28 @@ describe('UdpLinkProxy over real loopback', () => {
     await proxy.close();
   });
 
+  it('delivers a burst of distinct replies to the client intact (regression: a deferred send reused the buffer)', async () => {
+    const server = await bound();
+    // Each datagram from the client makes the server answer with 20 distinct datagrams at once.
+    server.on('message', (_m, r) => {
+      for (let i = 0; i < 20; i++) server.send(Buffer.alloc(10 + i, i), r.port, r.address);
+    });
+    const proxy = await UdpLinkProxy.open({
+      listenHost: '127.0.0.1',
+      target: { host: '127.0.0.1', port: server.address().port },
+      toServer: { latencyMs: 5 },
+    });
+    const client = await bound();
+    const got: Buffer[] = [];
+    client.on('message', (m) => got.push(m));
+    client.send(Buffer.from('go'), proxy.local.port, '127.0.0.1');
+    await until(() => got.length === 20, 'twenty replies');
+    for (const m of got) expect(m.equals(Buffer.alloc(m.length, m.length - 10)), `reply of ${m.length} bytes`).toBe(true);
+    client.close();
+    server.close();
+    await proxy.close();
+  });
+
   it('drops a seeded share of datagrams: loss 0.5 on the way in loses about half of 400', async () => {
     const server = await bound();
     let got = 0;

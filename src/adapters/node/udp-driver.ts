@@ -491,7 +491,10 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     if (to !== this.lastTo) {
       this.lastTo = to;
       this.lastToAddr = parseAddressKey(to);
-      if (this.lastToAddr !== undefined && this.lastToAddr.port === 0) this.lastToAddr = undefined;
+      // A host name would be resolved after this call returns, when the send buffer already holds the
+      // next datagram: only IP literals (what `addressKey` makes of a datagram's source) are sendable.
+      const a = this.lastToAddr;
+      if (a !== undefined && (a.port === 0 || isIP(a.host) === 0)) this.lastToAddr = undefined;
     }
     return this.lastToAddr;
   }
@@ -613,9 +616,10 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string, famil
 
 /**
  * dgram resolves the destination of every unconnected send; for IP literals Node defers that to the
- * next tick. Answering synchronously keeps sends in order with our loop; names still go to DNS.
+ * next tick, and the send with it, while our send buffer is reused at once for the next datagram.
+ * Answering synchronously sends it before the call returns; names still go to DNS. @internal
  */
-function syncLiteralLookup(host: string, options: unknown, callback: LookupCallback): void {
+export function syncLiteralLookup(host: string, options: unknown, callback: LookupCallback): void {
   const literal = isIP(host);
   if (literal !== 0) {
     callback(null, host, literal);

@@ -7,7 +7,7 @@ import { checkConfig } from '../../core/errors.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { createLinkPair } from '../../sim/pair.js';
 import type { Link, LinkCounters } from '../../sim/link.js';
-import { addressKey, parseAddressKey, type UdpAddress } from './udp-driver.js';
+import { addressKey, parseAddressKey, syncLiteralLookup, type UdpAddress } from './udp-driver.js';
 
 /** Options of {@link UdpLinkProxy.open}. Times in ms, sizes in bytes. */
 export interface UdpLinkProxyOptions {
@@ -198,7 +198,9 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     // Validate the link configs before touching sockets.
     createLinkPair(options.toServer ?? {}, seed, options.toClient ?? options.toServer ?? {});
 
-    const front = createSocket('udp4');
+    // Sends to clients name their address: resolve it synchronously, or the send would go out after
+    // the scratch buffer holds the next datagram (see syncLiteralLookup).
+    const front = createSocket({ type: 'udp4', lookup: syncLiteralLookup });
     const back = createSocket('udp4');
     try {
       await bind(front, port, options.listenHost ?? '0.0.0.0');
