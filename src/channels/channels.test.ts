@@ -414,9 +414,32 @@ describe('channels: scheduling', () => {
       return l;
     };
     for (let p = 0; p < 4; p++) expect(lanesOf().every((l) => l === 1)).toBe(true); // 4 × 11 = 44 of lane 1
-    const mixed = lanesOf(); // 6 left of lane 1, then lane 0 fills the rest
+    const mixed = lanesOf(); // 6 left of lane 1, then its redundancy (its priority), nothing of lane 0
+    expect(mixed.filter((l) => l === 1).length).toBe(11);
+    expect(mixed.filter((l) => l === 0).length).toBe(0);
+    for (let p = 0; p < 9; p++) lanesOf(); // the other riders of lane 1: 50 × 2 rides, 11 a packet
+    const after = lanesOf(); // lane 1 is done (nothing acked yet, every piece rode twice): lane 0 at last
+    expect(after.filter((l) => l === 0).length).toBeGreaterThan(0);
+  });
+
+  it('a lane with redundancy 0 sends no riders, so the next level follows its new data at once', () => {
+    const c = new Channels({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0, redundancy: 0 }] });
+    for (let i = 0; i < 50; i++) {
+      c.send(0, 0, new Uint8Array(100));
+      c.send(0, 1, new Uint8Array(100));
+    }
+    const out = new Uint8Array(1200);
+    let mixed: number[] = [];
+    for (let p = 0; p < 5; p++) {
+      const n = c.writeFrames(0, out, 0, 1200);
+      c.takeToken();
+      mixed = [];
+      for (let o = 0; o < n; o += 105) mixed.push(out[o + 1]!);
+    }
     expect(mixed.filter((l) => l === 1).length).toBe(6);
     expect(mixed.filter((l) => l === 0).length).toBe(5);
+    expect(c.laneStats(1).redundant).toBe(0);
+    expect(() => new Channels({ lanes: [{ mode: 'unreliable', redundancy: 1 }] })).toThrow(/redundancy is for reliable lanes/);
   });
 
   it('weights 1:3 within a level share the bytes 25%:75% (±5%)', () => {

@@ -298,7 +298,8 @@ export class Channels {
   /** Lane indexes grouped by priority, lowest level first. */
   private readonly levels: number[][];
   private readonly levelVt: number[];
-  private readonly ridersInOrder: ReliableSendLane[];
+  /** Per priority level, its reliable lanes (whose unacked pieces may ride again). */
+  private readonly ridersByLevel: ReliableSendLane[][];
   private readonly events = new Fifo<ChannelEvent>();
   private readonly count = new Counters<ChannelsCounter>(COUNTER_NAMES);
   private readonly view: FrameView = newFrameView();
@@ -320,7 +321,8 @@ export class Channels {
     c.lanes.forEach((l, i) => byLevel.set(l.priority, [...(byLevel.get(l.priority) ?? []), i]));
     this.levels = [...byLevel.keys()].sort((a, b) => a - b).map((k) => byLevel.get(k)!);
     this.levelVt = this.levels.map(() => 0);
-    this.ridersInOrder = this.levels.flat().map((i) => this.send_[i]!).filter((l): l is ReliableSendLane => l instanceof ReliableSendLane);
+    this.ridersByLevel = this.levels.map((level) => level.map((i) => this.send_[i]!)
+      .filter((l): l is ReliableSendLane => l instanceof ReliableSendLane && l.cfg.redundancy > 0));
     this.scratch = new Float64Array(c.lanes.length);
   }
 
@@ -428,8 +430,10 @@ export class Channels {
         best.vt += n / best.cfg.weight;
         o += n;
       }
+      // Redundancy is part of a level's service: a high-priority lane's pieces ride again before a
+      // lower level's new data, so a saturating bulk lane cannot leave its loss recovery to the RTT.
+      o = this.writeRiders(out, o, end, pkt, this.ridersByLevel[li]!);
     }
-    if (this.config.redundancy > 0) o = this.writeRiders(out, o, end, pkt);
     for (const l of this.send_) if (!l.hasWork()) l.idle = true;
     if (o > offset) this.tokenReady = true;
     return o - offset;
@@ -543,9 +547,9 @@ export class Channels {
     }
   }
 
-  private writeRiders(out: Uint8Array, o: number, end: number, pkt: number): number {
-    const max = this.config.redundancy;
-    for (const l of this.ridersInOrder) {
+  private writeRiders(out: Uint8Array, o: number, end: number, pkt: number, lanes: readonly ReliableSendLane[]): number {
+    for (const l of lanes) {
+      const max = l.cfg.redundancy;
       const span = l.span;
       while (l.rideCursor < span.length) {
         const p = span.at(l.rideCursor);

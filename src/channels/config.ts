@@ -31,13 +31,18 @@ export interface LaneConfig {
    * may be: 256 pieces); either capped at `maxQueuedBytes` - 16.
    */
   maxMessageBytes?: number;
+  /**
+   * Reliable lanes: extra rides of an unacknowledged piece, 0..8 (default: the `ChannelsConfig`
+   * value). Riders go at the lane's priority, before lower levels' new data: 0 suits a bulk lane.
+   */
+  redundancy?: number;
 }
 
 /** Configuration of a `Channels`. Only `lanes` is required. */
 export interface ChannelsConfig {
   /** 1..32 lanes; the lane number is the index. */
   lanes: LaneConfig[];
-  /** Extra rides of an unacknowledged reliable piece in later packets, 0..8. Default 2. */
+  /** Extra rides of an unacknowledged reliable piece in later packets, 0..8. Default 2; a lane may set its own. */
   redundancy?: number;
   /**
    * Per-lane receive budget, bytes: pieces held out of order (reliable) or in reassembly
@@ -64,6 +69,7 @@ export interface ResolvedLane {
   readonly maxQueuedBytes: number;
   readonly maxMessageBytes: number;
   readonly maxReceiveBytes: number;
+  readonly redundancy: number;
 }
 
 /** A `ChannelsConfig` with every default filled in. */
@@ -105,6 +111,9 @@ export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsC
     const reliable = l.mode === 'reliable-ordered' || l.mode === 'reliable-unordered';
     const priority = l.priority ?? 0;
     const weight = l.weight ?? 1;
+    const laneRedundancy = l.redundancy ?? redundancy;
+    checkConfig(isInt(laneRedundancy, 0, 8), `lane ${i}: redundancy must be an integer 0..8`);
+    checkConfig(reliable || l.redundancy === undefined, `lane ${i}: redundancy is for reliable lanes`);
     checkConfig(isInt(priority, 0, 7), `lane ${i}: priority must be an integer 0..7`);
     checkConfig(isInt(weight, 1, 1000), `lane ${i}: weight must be an integer 1..1000`);
     const maxQueuedBytes = l.maxQueuedBytes ?? (reliable ? 4 * MiB : 256 * 1024);
@@ -120,7 +129,7 @@ export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsC
       checkConfig(!receiveSet, `lane ${i}: maxReceiveBytes must be ≥ the lane's maxMessageBytes`);
       maxReceiveBytes = maxMessageBytes;
     }
-    return { mode: l.mode, reliable, ordered: l.mode === 'reliable-ordered', priority, weight, maxQueuedBytes, maxMessageBytes, maxReceiveBytes };
+    return { mode: l.mode, reliable, ordered: l.mode === 'reliable-ordered', priority, weight, maxQueuedBytes, maxMessageBytes, maxReceiveBytes, redundancy: laneRedundancy };
   });
   return { lanes, redundancy, maxReassemblySlots: slots, reliableWindow: window, fragmentBytes };
 }

@@ -105,7 +105,10 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   };
   const complete = (): boolean => (reliable ? received === o.count : sent === o.count && (o.mode !== 'notify' || outcomes === o.count));
 
+  let over = false;
+  void finished.then(() => (over = true));
   driver.on('event', (e: ConnectionEvent) => {
+    if (over) return; // our own close() at the end
     const now = driver.now();
     if (e.type === 'disconnected') return fail(`disconnected (${e.reason})`);
     if (e.type === 'delivery') {

@@ -59,7 +59,7 @@ export interface ConnectionOwner {
  * events from the host, and closes. Created by `ConnectionHost.connect` or by a listening host on a
  * peer's CONNECT; never constructed by users.
  */
-export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<ChannelToken | undefined> {
+export class Connection implements HostedPeer<ConnectionEvent> {
   /** This side's random connection id (u32): the peer puts it in every DATA it sends here. */
   readonly localId: number;
   /** True on the side that called `connect`. */
@@ -100,8 +100,18 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     this.isClient = remoteId === undefined;
     this.remoteId = remoteId ?? 0;
     this.path = new Path({ ...opt.path, maxDatagramBytes: opt.maxDatagramBytes });
-    this.acks = new PacketAcks<ChannelToken | undefined>(this.path, this, opt.acks);
-    this.channels = new Channels(opt.channels);
+    const channels = new Channels(opt.channels);
+    // Packets whose frames need no outcome (unreliable only) carry no token.
+    const outcomes: PacketOutcomes<ChannelToken | undefined> = {
+      packetDelivered(now, token) {
+        if (token !== undefined) channels.packetDelivered(now, token);
+      },
+      packetLost(now, token) {
+        if (token !== undefined) channels.packetLost(now, token);
+      },
+    };
+    this.acks = new PacketAcks<ChannelToken | undefined>(this.path, outcomes, opt.acks);
+    this.channels = channels;
   }
 
   /** @internal the peer's connection id (0 until known). */
@@ -157,27 +167,17 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     return { acks: this.acks.counters(), channels: this.channels.counters() };
   }
 
-  /** @internal */
+  /** Driver hook (`Endpoint.setWaker`), set by the host. */
   setWaker(waker: (() => void) | undefined): void {
     this.waker = waker;
   }
 
-  /** @internal */
+  /** True once closed: the host then retires the connection. */
   finished(): boolean {
     return this.finished_;
   }
 
-  /** @internal the packet layer's outcome for a packet that carried frames. */
-  packetDelivered(now: number, token: ChannelToken | undefined): void {
-    if (token !== undefined) this.channels.packetDelivered(now, token);
-  }
-
-  /** @internal */
-  packetLost(now: number, token: ChannelToken | undefined): void {
-    if (token !== undefined) this.channels.packetLost(now, token);
-  }
-
-  /** @internal a datagram the host routed here (kind byte and length checked by the host). */
+  /** Driven by the host: a datagram for this connection (the host checked its kind and length). */
   handleDatagram(now: number, b: Uint8Array): void {
     this.tick(now);
     if (this.state_ === 'closed') return;
@@ -213,7 +213,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     }
   }
 
-  /** @internal */
+  /** Driven by the host: run the timers due at `now` (ms). */
   handleTimeout(now: number): void {
     this.tick(now);
     if (this.state_ === 'closed') return;
@@ -228,7 +228,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     this.acks.handleTimeout(now);
   }
 
-  /** @internal */
+  /** Driven by the host: when (ms) `handleTimeout` is next due. */
   pollTimeout(): number | undefined {
     if (this.state_ === 'closed') return undefined;
     if (this.state_ === 'connecting') {
@@ -246,7 +246,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     return t;
   }
 
-  /** @internal */
+  /** Driven by the host: write the next datagram into `out`; its length, or `undefined`. */
   pollTransmit(now: number, out: Uint8Array): number | undefined {
     this.tick(now);
     const max = Math.min(out.length, this.opt.maxDatagramBytes);
@@ -267,7 +267,7 @@ export class Connection implements HostedPeer<ConnectionEvent>, PacketOutcomes<C
     return this.writeData(now, out, max);
   }
 
-  /** @internal */
+  /** Driven by the host: the next event (applications poll the host instead). */
   pollEvent(): ConnectionEvent | undefined {
     const own = this.events.shift();
     if (own !== undefined) return own;

@@ -36,7 +36,7 @@ const COUNTERS: readonly ConnectionHostCounter[] = [
  * (`UdpDriver.openEndpoint`, the simulator's `World`) do it. One deadline heap and one round robin
  * for all connections (the core `Host`).
  */
-export class ConnectionHost implements Endpoint<ConnectionEvent>, ConnectionOwner {
+export class ConnectionHost implements Endpoint<ConnectionEvent> {
   private readonly opt: ResolvedConnectionOptions;
   private readonly host: Host<Connection, ConnectionEvent>;
   private readonly byAddress = new Map<Address, PeerId>();

@@ -41,7 +41,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       [['kcp-echo', '--listen', '0', '--mtu', '10'], /--mtu must be in 50\.\.65535/],
       [['kcp-echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
       [['echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
-      [['echo', '--connect', '127.0.0.1:2', '--mode', 'turbo'], /--mode: must be one of reliable-ordered, reliable-unordered, unreliable, sequenced, notify/],
+      [['echo', '--connect', '127.0.0.1:2', '--mode', 'turbo'], /--mode.*must be one of reliable-ordered, reliable-unordered, unreliable, sequenced, notify/s],
       [['echo', '--connect', '127.0.0.1:2', '--size', '3'], /--size must be in 4\.\.1048576/],
       [['kcp-echo', '--connect', '127.0.0.1:9', '--mode', 'warp'], /--mode.*default, normal or fast/s],
     ];

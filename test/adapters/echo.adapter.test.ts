@@ -6,20 +6,25 @@ const SUMMARY = /^rtt_ms avg=(\d+\.\d\d) p50=(\d+\.\d\d) p99=(\d+\.\d\d) max=(\d
 // The issue's "done when": every mode over real UDP through `gamewire proxy` with 10 % loss both ways.
 describe('gamewire echo (spawned, real loopback, through gamewire proxy at 10 % loss both ways)', () => {
   const server = gamewire('echo', '--listen', '0', '--host', '127.0.0.1', '--quiet');
-  let proxy: ReturnType<typeof gamewire> | undefined;
+  const proxies: ReturnType<typeof gamewire>[] = [];
   afterAll(async () => {
-    proxy?.child.kill('SIGINT');
+    for (const p of proxies) p.child.kill('SIGINT');
     server.child.kill('SIGINT');
-    await Promise.all([server.exit, proxy?.exit]);
+    await Promise.all([server.exit, ...proxies.map((p) => p.exit)]);
   });
 
   it('every mode: reliable ones get every echo (in order when ordered), the others intact and never twice', async () => {
     const port = Number((await waitForStderr(server, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-    proxy = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', `127.0.0.1:${port}`, '--loss', '10%', '--delay', '5ms', '--seed', '7');
-    const via = Number((await waitForStderr(proxy, /listening on 127\.0\.0\.1:(\d+)/))[1]);
     const modes = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'sequenced', 'notify'];
+    // The proxy serves one client at a time: one proxy per mode, all at once.
+    const vias: number[] = [];
+    for (const [i] of modes.entries()) {
+      const p = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', `127.0.0.1:${port}`, '--loss', '10%', '--delay', '5ms', '--seed', String(7 + i));
+      proxies.push(p);
+      vias.push(Number((await waitForStderr(p, /listening on 127\.0\.0\.1:(\d+)/))[1]));
+    }
     const runs = modes.map((mode, i) =>
-      gamewire('echo', '--connect', `127.0.0.1:${via}`, '--mode', mode, '--count', '150', '--interval', '5', '--size', String(16 + i * 700)));
+      gamewire('echo', '--connect', `127.0.0.1:${vias[i]}`, '--mode', mode, '--count', '150', '--interval', '5', '--size', String(16 + i * 700)));
     const codes = await Promise.all(runs.map((r) => r.exit));
     for (const [i, r] of runs.entries()) {
       expect(codes[i], `${modes[i]}: ${r.stderr()}`).toBe(0);
