@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Kcp, type KcpOptions } from '../../src/kcp/kcp.js';
+import type { LinkConfig } from '../../src/sim/config.js';
 import { createLinkPair, type Link } from '../../src/sim/index.js';
 import { nodeKcp } from './oracle.js';
 
@@ -47,8 +48,12 @@ export interface TestCppResult {
   maxRtt: number;
   /** Datagrams kcp1 handed to the network, lost ones included (test.cpp's `tx`). */
   tx: number;
+  /** UDP payload bytes of those datagrams. */
+  txBytes: number;
   /** Datagrams kcp2 handed to the network. */
   tx2: number;
+  /** Messages kcp1 sent (test.cpp's `index` at the end). */
+  messages: number;
   /** Virtual duration of the run. */
   durationMs: number;
   /** SHA-256 over every datagram either end sent (direction, time, bytes), in order. */
@@ -115,13 +120,15 @@ export interface TestCppOptions {
   startMs?: number;
   /** Give up after this much virtual time, ms (default 600 000). */
   maxMs?: number;
+  /** Impairments of each direction: a preset name or a config (default 'kcp-test', test.cpp's own). */
+  link?: Partial<LinkConfig> | string;
 }
 
 /** Run test.cpp's loop for `mode` with both ends implemented by `impl`. Deterministic. */
 export function runTestCpp(impl: TestCppImpl, mode: TestCppMode, o: TestCppOptions): TestCppResult {
   const rounds = o.rounds ?? 1000;
   const exact = o.exact ?? false;
-  const links = createLinkPair('kcp-test', o.seed);
+  const links = createLinkPair(o.link ?? 'kcp-test', o.seed);
   const p12: Link = links.aToB;
   const p21: Link = links.bToA;
   const hash = createHash('sha256');
@@ -194,7 +201,9 @@ export function runTestCpp(impl: TestCppImpl, mode: TestCppMode, o: TestCppOptio
     avgRtt: count > 0 ? Math.trunc(sumrtt / count) : NaN,
     maxRtt: maxrtt,
     tx: p12.counters().sent,
+    txBytes: p12.counters().bytesSent,
     tx2: p21.counters().sent,
+    messages: index,
     durationMs: current - start,
     trace: hash.digest('hex'),
     orderError,
