@@ -622,6 +622,51 @@ describe('PacketAcks: API', () => {
     expect(s.packetsLost).toBe(1);
   });
 
+  it('a timeout verdict found spurious (a lost ack) leaves the reorder fraction alone', () => {
+    const { acks, log } = bare();
+    sendN(acks, 0, 1);
+    acks.handleTimeout(acks.pollTimeout()!);
+    expect(log).toEqual(['l0@0']);
+    expect(acks.counters().lostByTimeout).toBe(1);
+    expect(acks.readHeader(400, header({ seq: 0, ack: 0 }), 0)).toBeGreaterThan(0);
+    acks.accept(400, false, 30);
+    const s = acks.stats(400);
+    expect(s.spuriousLosses).toBe(1);
+    expect(s.reorderFraction).toBe(0.125);
+  });
+
+  it('after a spurious threshold verdict, 16 threshold verdicts that hold halve the fraction back', () => {
+    const { acks } = bare();
+    const out = new Uint8Array(64);
+    let seq = 0;
+    let peer = 0;
+    let now = 0;
+    // A pair: packet seq is never acked, seq + 1 is; the threshold then declares seq lost.
+    const pair = (): number => {
+      for (let k = 0; k < 2; k++) {
+        acks.writeHeader(now, out, 0);
+        acks.onSent(now, 100, true, seq + k);
+      }
+      now += 50;
+      expect(acks.readHeader(now, header({ seq: peer++, ack: seq + 1, bits: 0 }), 0)).toBeGreaterThan(0);
+      acks.accept(now, false, 30);
+      now = acks.pollTimeout()!;
+      acks.handleTimeout(now);
+      seq += 2;
+      return seq - 2;
+    };
+    const first = pair();
+    // Its ack was only late (reordering): the verdict is spurious and the fraction doubles.
+    expect(acks.readHeader(now, header({ seq: peer++, ack: first + 1, bits: 1 }), 0)).toBeGreaterThan(0);
+    acks.accept(now, false, 30);
+    expect(acks.stats(now).reorderFraction).toBe(0.25);
+    for (let i = 0; i < 15; i++) pair();
+    expect(acks.stats(now).reorderFraction).toBe(0.25);
+    pair();
+    expect(acks.stats(now).reorderFraction).toBe(0.125);
+    expect(acks.counters().lostByTimeout).toBe(0);
+  });
+
   it('the RTT sample subtracts the ack delay, but not below the minimum RTT', () => {
     const { acks, path } = bare();
     sendN(acks, 0, 2);

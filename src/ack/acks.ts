@@ -48,7 +48,9 @@ export interface AckConfig {
   /**
    * Time threshold of loss detection: a packet is lost once a later one is acked and
    * (1 + this) × max(srtt, latest raw RTT sample) has passed since it was sent. 0..1, default 1/8 (QUIC);
-   * doubled by each spurious loss, up to 1 (RACK).
+   * doubled by each spurious loss of such a verdict (real reordering), up to 1, and halved back toward
+   * the configured value after 16 such verdicts in a row that held (RACK's reo_wnd persistence). A
+   * timeout verdict found spurious (a lost ack, not reordering) leaves it alone.
    */
   reorderFraction?: number;
   /**
@@ -130,6 +132,10 @@ const KEYS: ReadonlySet<string> = new Set([
 const PENDING = 0;
 const DELIVERED = 1;
 const LOST = 2;
+/** Lost by the loss timeout, not by the reorder threshold. */
+const LOST_BY_TIMEOUT = 3;
+/** Reorder-threshold verdicts that held in a row before the reorder fraction is halved back. */
+const REORDER_PERSIST = 16;
 
 const LOSS_WINDOW = 256;
 const RATE_WINDOW_MS = 1000;
@@ -196,6 +202,8 @@ export class PacketAcks<T> {
   private readonly keepAlive: number;
   private readonly minLossTimeout: number;
   private reorderFraction: number;
+  private readonly baseReorderFraction: number;
+  private thresholdVerdictsHeld = 0;
 
   // Sent eliciting packets, a FIFO in sequence order (positions grow forever; index = pos & sMask).
   private readonly sCap: number;
@@ -277,6 +285,7 @@ export class PacketAcks<T> {
     this.ackEvery = every;
     this.keepAlive = keep;
     this.reorderFraction = frac;
+    this.baseReorderFraction = frac;
     this.minLossTimeout = floor;
     this.sCap = cap;
     this.sMask = cap - 1;
@@ -585,10 +594,13 @@ export class PacketAcks<T> {
       }
       if (!covered) continue;
       this.sState[i] = DELIVERED;
-      if (st === LOST) {
+      if (st === LOST || st === LOST_BY_TIMEOUT) {
         this.counts.add('spuriousLosses');
         this.unrecordLoss(s);
-        this.reorderFraction = Math.min(1, this.reorderFraction * 2 || 1 / 8);
+        if (st === LOST) {
+          this.reorderFraction = Math.min(1, this.reorderFraction * 2 || 1 / 8);
+          this.thresholdVerdictsHeld = 0;
+        }
         continue;
       }
       const wire = this.sWire[i]!;
@@ -644,7 +656,8 @@ export class PacketAcks<T> {
       const s = this.sSeq[i]!;
       const byTimeout = at + timeout <= now;
       if (!byTimeout && !(s < this.largestAcked && at + threshold <= now)) break;
-      this.sState[i] = LOST;
+      this.sState[i] = byTimeout ? LOST_BY_TIMEOUT : LOST;
+      if (!byTimeout) this.settleReorder();
       const wire = this.sWire[i]!;
       const token = this.sToken[i] as T;
       this.sToken[i] = undefined;
@@ -657,6 +670,18 @@ export class PacketAcks<T> {
     }
     this.advance();
     if (lostWire > 0) this.path.onLoss(now, lostWire);
+  }
+
+  /**
+   * A reorder-threshold verdict: after REORDER_PERSIST of them since the last one found spurious,
+   * halve the fraction back toward its configured value (a burst of reordering does not widen the
+   * threshold for good).
+   */
+  private settleReorder(): void {
+    if (this.reorderFraction <= this.baseReorderFraction) return;
+    if (++this.thresholdVerdictsHeld < REORDER_PERSIST) return;
+    this.thresholdVerdictsHeld = 0;
+    this.reorderFraction = Math.max(this.baseReorderFraction, this.reorderFraction / 2);
   }
 
   /** Move `firstPending` to the oldest pending packet and drop delivered packets from the head. */
