@@ -97,7 +97,7 @@ const SCENARIOS: Scenario[] = [
 
 type SystemKey = 'gw-red' | 'gw-nored' | 'kcp-normal' | 'kcp-fast' | 'kcp-fast-exact';
 const SYSTEMS: { key: SystemKey; label: string }[] = [
-  { key: 'gw-red', label: 'gamewire reliable-ordered, redundancy 2 (default)' },
+  { key: 'gw-red', label: 'gamewire reliable-ordered, redundancy auto (default)' },
   { key: 'gw-nored', label: 'gamewire reliable-ordered, redundancy 0' },
   { key: 'kcp-normal', label: 'KCP normal (ours = C)' },
   { key: 'kcp-fast', label: 'KCP fast (ours = C)' },
@@ -843,7 +843,7 @@ async function main(): Promise<void> {
     '## latency',
     '',
     '`npm run bench:latency` (bench/latency.bench.ts; raw figures, every RTT sample included, in bench/results/latency.json;',
-    'RTT distributions in [results/latency-cdf.svg](results/latency-cdf.svg), drawn with vega-lite). Parts 1–3 run on the',
+    'RTT distributions in `bench/results/latency-cdf.svg` in the repository, drawn with vega-lite). Parts 1–3 run on the',
     'simulator (virtual clock, seeded links); part 4 only with `LATENCY_LINKEM=1` (root).',
     '',
     'Parts 1 and 2 replay test.cpp\'s pattern (kcp.md §2.1): an 8-byte message every 20 ms from the client, echoed, until',

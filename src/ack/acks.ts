@@ -484,6 +484,11 @@ export class PacketAcks<T> {
     this.detectLosses(now);
   }
 
+  /** Share of the last 256 outcomes that were losses (spurious ones corrected), 0..1; 0 before any. */
+  lossRate(): number {
+    return this.lossFilled === 0 ? 0 : this.lossInRing / this.lossFilled;
+  }
+
   /** True when a packet should go now even with no frames: an ack is due, or a keep-alive is (and the wrap guard allows it). */
   wantsPacket(now: number): boolean {
     if (now >= this.ackDeadline || now >= this.lastSentAt + this.keepAlive) return this.canSend(false);

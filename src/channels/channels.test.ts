@@ -400,7 +400,7 @@ describe('channels: limits', () => {
 
 describe('channels: scheduling', () => {
   it('strict priority: a lower level gets nothing while a higher one fills the packet', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0 }] });
+    const c = new Channels({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0 }], redundancy: 2 });
     for (let i = 0; i < 50; i++) {
       c.send(0, 0, new Uint8Array(100));
       c.send(0, 1, new Uint8Array(100));
@@ -420,6 +420,22 @@ describe('channels: scheduling', () => {
     for (let p = 0; p < 9; p++) lanesOf(); // the other riders of lane 1: 50 × 2 rides, 11 a packet
     const after = lanesOf(); // lane 1 is done (nothing acked yet, every piece rode twice): lane 0 at last
     expect(after.filter((l) => l === 0).length).toBeGreaterThan(0);
+  });
+
+  it("'auto' redundancy rides as often as the loss rate asks: 1 at ≤ 1 %, 2 at 5 %, 3 at 10 %, 5 at 20 %", () => {
+    const rides = (loss: number | undefined): number => {
+      const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }] });
+      if (loss !== undefined) c.setLossRate(loss);
+      c.send(0, 0, new Uint8Array(10));
+      const out = new Uint8Array(1200);
+      for (let p = 0; p < 12; p++) {
+        c.writeFrames(0, out, 0, 1200, p > 0);
+        c.takeToken();
+      }
+      return c.laneStats(0).redundant;
+    };
+    expect([undefined, 0, 0.01, 0.05, 0.1, 0.2, 0.5].map(rides)).toEqual([1, 1, 1, 2, 3, 5, 8]);
+    expect(() => new Channels({ lanes: [{ mode: 'reliable-ordered', redundancy: 9 }] })).toThrow(/0\.\.8 or 'auto'/);
   });
 
   it('a lane with redundancy 0 sends no riders, so the next level follows its new data at once', () => {

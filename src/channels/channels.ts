@@ -283,6 +283,16 @@ class UnreliableReceiveLane {
   heldBytes = 0;
 }
 
+/** `'auto'` redundancy sends enough copies that losing all of them is rarer than this. */
+export const AUTO_REDUNDANCY_TARGET = 3e-4;
+
+/** Rides for a packet loss rate `p`: copies k + 1 with p^(k+1) ≤ the target; p counted as ≥ 1 %, k in 1..8. */
+function autoRidesFor(p: number): number {
+  const loss = Number.isFinite(p) ? Math.min(Math.max(p, 0.01), 0.9) : 0.01;
+  const copies = Math.ceil(Math.log(AUTO_REDUNDANCY_TARGET) / Math.log(loss));
+  return Math.min(8, Math.max(1, copies - 1));
+}
+
 /**
  * The message layer of one connection: lanes of messages in five delivery modes, split into pieces
  * and merged into packets, with priorities, weights, redundancy and bounded memory at both ends.
@@ -309,6 +319,7 @@ export class Channels {
   private packetNo = 0;
   private maxRoom = 0;
   private lastNow = 0;
+  private autoRides = autoRidesFor(0);
 
   /** Throws `invalid-config` (see `ChannelsConfig`). */
   constructor(config: ChannelsConfig) {
@@ -322,7 +333,7 @@ export class Channels {
     this.levels = [...byLevel.keys()].sort((a, b) => a - b).map((k) => byLevel.get(k)!);
     this.levelVt = this.levels.map(() => 0);
     this.ridersByLevel = this.levels.map((level) => level.map((i) => this.send_[i]!)
-      .filter((l): l is ReliableSendLane => l instanceof ReliableSendLane && l.cfg.redundancy > 0));
+      .filter((l): l is ReliableSendLane => l instanceof ReliableSendLane && l.cfg.redundancy !== 0));
     this.scratch = new Float64Array(c.lanes.length);
   }
 
@@ -386,6 +397,14 @@ export class Channels {
     return m.bytes.length - Math.min(m.bytes.length, m.next * this.config.fragmentBytes);
   }
 
+  /**
+   * The packet loss rate the connection measures, 0..1 (the share of its packets reported lost
+   * lately): sets how many times pieces of `'auto'` lanes ride again. Before any call: as at 0.
+   */
+  setLossRate(fraction: number): void {
+    this.autoRides = autoRidesFor(fraction);
+  }
+
   /** True when frames are waiting to be sent (new or to resend), not counting redundancy. */
   hasFrames(): boolean {
     for (const l of this.send_) if (l.hasWork()) return true;
@@ -394,12 +413,13 @@ export class Channels {
 
   /**
    * Write frames into `out[offset, end)` at time `now` (ms): resends and new pieces by priority and
-   * weight, then redundancy into the room left. Returns bytes written (0: nothing to send or nothing
+   * weight, then redundancy into the room left; `ridersOnly`: redundancy alone (a packet that goes
+   * anyway, an ack, while pacing holds new data back). Returns bytes written (0: nothing to send or nothing
    * fits). After a call that wrote anything, call `takeToken()` before the next `writeFrames`
    * (else `invalid-state`). The room offered should not shrink below the largest room seen by more
    * than `PIECE_SLACK_BYTES`: pieces keep their size when resent.
    */
-  writeFrames(now: number, out: Uint8Array, offset: number, end: number): number {
+  writeFrames(now: number, out: Uint8Array, offset: number, end: number, ridersOnly = false): number {
     if (this.tokenReady) throw new GamewireError('invalid-state', 'takeToken() was not called after the last writeFrames');
     checkArg(Number.isInteger(offset) && Number.isInteger(end) && offset >= 0 && offset <= end && end <= out.length, 'bad range');
     this.lastNow = now;
@@ -409,7 +429,7 @@ export class Channels {
     for (let li = 0; li < this.levels.length; li++) {
       const level = this.levels[li]!;
       for (;;) {
-        if (end - o < 5) break;
+        if (ridersOnly || end - o < 5) break;
         let best: SendLane | undefined;
         for (const i of level) {
           const l = this.send_[i]!;
@@ -549,7 +569,7 @@ export class Channels {
 
   private writeRiders(out: Uint8Array, o: number, end: number, pkt: number, lanes: readonly ReliableSendLane[]): number {
     for (const l of lanes) {
-      const max = l.cfg.redundancy;
+      const max = l.cfg.redundancy < 0 ? this.autoRides : l.cfg.redundancy;
       const span = l.span;
       while (l.rideCursor < span.length) {
         const p = span.at(l.rideCursor);

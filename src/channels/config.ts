@@ -32,18 +32,24 @@ export interface LaneConfig {
    */
   maxMessageBytes?: number;
   /**
-   * Reliable lanes: extra rides of an unacknowledged piece, 0..8 (default: the `ChannelsConfig`
-   * value). Riders go at the lane's priority, before lower levels' new data: 0 suits a bulk lane.
+   * Reliable lanes: extra rides of an unacknowledged piece, 0..8 or `'auto'` (default: the
+   * `ChannelsConfig` value). Riders go at the lane's priority, before lower levels' new data: 0 suits
+   * a bulk lane.
    */
-  redundancy?: number;
+  redundancy?: number | 'auto';
 }
 
 /** Configuration of a `Channels`. Only `lanes` is required. */
 export interface ChannelsConfig {
   /** 1..32 lanes; the lane number is the index. */
   lanes: LaneConfig[];
-  /** Extra rides of an unacknowledged reliable piece in later packets, 0..8. Default 2; a lane may set its own. */
-  redundancy?: number;
+  /**
+   * Extra rides of an unacknowledged reliable piece in later packets, 0..8, or `'auto'` (default):
+   * as many as make losing every copy rarer than `AUTO_REDUNDANCY_TARGET` at the packet loss rate the
+   * connection measures (`setLossRate`), 1 at ≤ 1 % loss, 2 at 5 %, 3 at 10 %, 5 at 20 %, at most 8.
+   * A lane may set its own.
+   */
+  redundancy?: number | 'auto';
   /**
    * Per-lane receive budget, bytes: pieces held out of order (reliable) or in reassembly
    * (unreliable). Default 4 MiB (raised to a reliable lane's `maxMessageBytes` if larger). Both ends
@@ -69,6 +75,7 @@ export interface ResolvedLane {
   readonly maxQueuedBytes: number;
   readonly maxMessageBytes: number;
   readonly maxReceiveBytes: number;
+  /** Fixed extra rides, or -1 for `'auto'`. */
   readonly redundancy: number;
 }
 
@@ -91,12 +98,18 @@ const MiB = 1024 * 1024;
 
 const isInt = (v: unknown, lo: number, hi: number): boolean => Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi;
 
+/** A redundancy setting as resolved: the fixed number of rides, or -1 for `'auto'`. */
+function redundancyOf(v: number | 'auto', name: string): number {
+  if (v === 'auto') return -1;
+  checkConfig(isInt(v, 0, 8), `${name} must be an integer 0..8 or 'auto'`);
+  return v;
+}
+
 /** Check `config` and fill in the defaults; throws `invalid-config`. */
 export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsConfig {
   checkConfig(config !== null && typeof config === 'object' && Array.isArray(config.lanes), 'channels config needs a lanes array');
   checkConfig(config.lanes.length >= 1 && config.lanes.length <= MAX_LANES, `lanes must be 1..${MAX_LANES}`);
-  const redundancy = config.redundancy ?? 2;
-  checkConfig(isInt(redundancy, 0, 8), 'redundancy must be an integer 0..8');
+  const redundancy = redundancyOf(config.redundancy ?? 'auto', 'redundancy');
   const slots = config.maxReassemblySlots ?? 16;
   checkConfig(isInt(slots, 1, 256), 'maxReassemblySlots must be an integer 1..256');
   const window = config.reliableWindow ?? 8192;
@@ -111,8 +124,7 @@ export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsC
     const reliable = l.mode === 'reliable-ordered' || l.mode === 'reliable-unordered';
     const priority = l.priority ?? 0;
     const weight = l.weight ?? 1;
-    const laneRedundancy = l.redundancy ?? redundancy;
-    checkConfig(isInt(laneRedundancy, 0, 8), `lane ${i}: redundancy must be an integer 0..8`);
+    const laneRedundancy = l.redundancy === undefined ? redundancy : redundancyOf(l.redundancy, `lane ${i}: redundancy`);
     checkConfig(reliable || l.redundancy === undefined, `lane ${i}: redundancy is for reliable lanes`);
     checkConfig(isInt(priority, 0, 7), `lane ${i}: priority must be an integer 0..7`);
     checkConfig(isInt(weight, 1, 1000), `lane ${i}: weight must be an integer 1..1000`);

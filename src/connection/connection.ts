@@ -318,7 +318,8 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   private writeData(now: number, out: Uint8Array, max: number): number | undefined {
     const path = this.path;
     path.update(now);
-    const frames = this.channels.hasFrames() && this.acks.canSend() && path.covers(path.wireBytes(this.packetEstimate()));
+    const room = this.acks.canSend();
+    const frames = room && this.channels.hasFrames() && path.covers(path.wireBytes(this.packetEstimate()));
     if (!frames && !(this.announce && this.acks.canSend(false)) && !this.acks.wantsPacket(now)) return undefined;
     this.announce = false;
     out[0] = FrameKind.Data;
@@ -327,7 +328,13 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     out[3] = this.remoteId >>> 16;
     out[4] = this.remoteId >>> 24;
     const start = DATA_PREFIX_BYTES + this.acks.writeHeader(now, out, DATA_PREFIX_BYTES);
-    const n = frames ? this.channels.writeFrames(now, out, start, max) : 0;
+    let n = 0;
+    if (room) {
+      // A packet that goes anyway (an ack, a keep-alive) carries redundancy too, never new data
+      // that pacing holds back.
+      this.channels.setLossRate(this.acks.lossRate());
+      n = this.channels.writeFrames(now, out, start, max, !frames);
+    }
     const length = start + n;
     const wire = path.wireBytes(length);
     const token = n > 0 ? this.channels.takeToken() : undefined;
