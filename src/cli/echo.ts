@@ -4,7 +4,7 @@ import { addressKey, UdpDriver } from '../adapters/node/udp-driver.js';
 import type { DeliveryMode, LaneConfig } from '../channels/index.js';
 import type { ConnectionEvent } from '../connection/connection.js';
 import { ConnectionHost } from '../connection/host.js';
-import { echoPayload, formatEchoSummary } from './kcp-echo.js';
+import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
 
 /** The lanes of `gamewire echo`, one per delivery mode; a message's lane is its mode's index here. */
@@ -136,22 +136,18 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
     if (complete()) done();
   });
 
-  const sendOne = (): void => {
-    if (sent >= o.count || failure !== undefined) return;
-    sentAt[sent] = driver.now();
+  const stopSending = sendOnSchedule(o.count, o.intervalMs, (i) => {
+    if (failure !== undefined) return false;
+    sentAt[i] = driver.now();
     try {
-      conn.send(lane, echoPayload(sent, o.size));
+      conn.send(lane, echoPayload(i, o.size));
     } catch (err) {
-      return fail(`send failed: ${(err as Error).message}`);
+      fail(`send failed: ${(err as Error).message}`);
+      return false;
     }
-    sent++;
-  };
-  sendOne();
-  const ticker = setInterval(() => {
-    if (o.intervalMs > 0) sendOne();
-    else while (sent < o.count && failure === undefined) sendOne();
-    if (sent >= o.count) clearInterval(ticker);
-  }, Math.max(1, o.intervalMs));
+    sent = i + 1;
+    return true;
+  });
   const watchdog = setInterval(() => {
     const quiet = driver.now() - lastProgress;
     if (reliable && quiet > o.timeoutMs) fail(`timeout: no echo for ${o.timeoutMs} ms (${received}/${o.count} echoed)`);
@@ -160,7 +156,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
     if (!reliable && quiet > o.timeoutMs) fail(`timeout: nothing for ${o.timeoutMs} ms`);
   }, 100);
   await finished;
-  clearInterval(ticker);
+  stopSending();
   clearInterval(watchdog);
   const c = driver.counters();
   conn.close();

@@ -117,6 +117,22 @@ export function formatEchoSummary(rtts: readonly number[], bytesOut: number, dat
 }
 
 /**
+ * Call `send(i)` for i = 0 … count − 1: the first at once, then one every `intervalMs` (0: all the
+ * rest on the first tick). `send` returns false to stop early (a failure). Returns a stop function.
+ */
+export function sendOnSchedule(count: number, intervalMs: number, send: (i: number) => boolean): () => void {
+  let i = 0;
+  const one = (): boolean => i < count && send(i++);
+  one();
+  const ticker = setInterval(() => {
+    if (intervalMs > 0) one();
+    else while (one());
+    if (i >= count) clearInterval(ticker);
+  }, Math.max(1, intervalMs));
+  return () => clearInterval(ticker);
+}
+
+/**
  * Send `count` messages every `intervalMs`, check each echo (content and order) and print the
  * summary line. Resolves to 0 when every echo came back intact, 1 on mismatch or timeout.
  */
@@ -185,23 +201,17 @@ export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number>
     if (!ending) fail(`session closed (${reason})`);
   });
 
-  let sent = 0;
-  const sendOne = (): void => {
-    if (sent >= o.count || failure !== undefined) return;
-    sentAt[sent] = performance.now();
+  const stopSending = sendOnSchedule(o.count, o.intervalMs, (i) => {
+    if (failure !== undefined) return false;
+    sentAt[i] = performance.now();
     try {
-      client.send(echoPayload(sent, o.size));
+      client.send(echoPayload(i, o.size));
     } catch (err) {
-      return fail(`send failed: ${(err as Error).message}`);
+      fail(`send failed: ${(err as Error).message}`);
+      return false;
     }
-    sent++;
-  };
-  sendOne();
-  const ticker = setInterval(() => {
-    if (o.intervalMs > 0) sendOne();
-    else while (sent < o.count && failure === undefined) sendOne();
-    if (sent >= o.count) clearInterval(ticker);
-  }, Math.max(1, o.intervalMs));
+    return true;
+  });
   const watchdog = setInterval(() => {
     if (performance.now() - lastProgress > o.timeoutMs) {
       fail(`timeout: no echo for ${o.timeoutMs} ms (${next}/${o.count} echoed)`);
@@ -209,7 +219,7 @@ export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number>
   }, Math.min(500, Math.max(10, o.timeoutMs / 4)));
   lastProgress = performance.now();
   await finished;
-  clearInterval(ticker);
+  stopSending();
   clearInterval(watchdog);
   const c = client.driver.counters();
   ending = true;
