@@ -189,7 +189,7 @@ describe('ConnectionHost: close and timeout', () => {
 });
 
 describe('Connection: every mode end to end', () => {
-  for (const loss of [0, 0.1, 0.3]) {
+  for (const loss of [0, 0.1, 0.3, 0.5]) {
     it(`echoes messages on all five lanes at ${loss * 100} % loss with jitter and duplication`, () => {
       const r = rig(100 + loss * 10, { latencyMs: 30, jitterMs: 10, loss, duplicate: 0.02 });
       const n = 200;
@@ -233,4 +233,56 @@ describe('Connection: every mode end to end', () => {
       expect(s.srttMs).toBeLessThan(150);
     });
   }
+});
+
+describe('Connection: one-way links, ack-path loss, bursts', () => {
+  it('one-way traffic: the receiver only acks (ack-only packets, no ping-pong), everything reliable arrives', () => {
+    const r = rig(300, { latencyMs: 25, loss: 0.05 }, {}, false);
+    r.run(500);
+    // A packet every 2 ms: the receiver acks every second one (ackEveryPackets 2) within maxAckDelayMs.
+    for (let i = 0; i < 500; i++) r.world.at(r.world.now + i * 2, () => r.conn.send(0, message(i, 200)));
+    r.run(10_000);
+    const got = r.serverEvents.filter((e) => e.type === 'message').map((e) => idOf((e as { bytes: Uint8Array }).bytes));
+    expect(got).toEqual([...Array(500).keys()]);
+    const serverSent = r.world.peerStats('server').datagramsSent;
+    const clientSent = r.world.peerStats('client').datagramsSent;
+    expect(serverSent).toBeLessThan(clientSent * 0.8); // acks ride every second packet or so, never one each way per packet
+    expect(r.conn.stats().packetsLost).toBeGreaterThan(0);
+  });
+
+  it('loss on the ack path only (40 % server → client): no message is sent twice needlessly forever, all arrive', () => {
+    const world = new World({
+      seed: 301,
+      routes: [
+        { from: 'client', to: 'server', link: { latencyMs: 20 } },
+        { from: 'server', to: 'client', link: { latencyMs: 20, loss: 0.4 } },
+      ],
+    });
+    const server = new ConnectionHost({ lanes: LANES, listen: true, random: seededRandom(1) });
+    const client = new ConnectionHost({ lanes: LANES, random: seededRandom(2) });
+    world.add('server', server);
+    world.add('client', client);
+    const conn = client.connect(0, 'server');
+    const got: number[] = [];
+    for (let i = 0; i < 300; i++) world.at(100 + i * 10, () => conn.send(0, message(i, 100)));
+    world.runUntil(() => {
+      for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) if (e.type === 'message') got.push(idOf(e.bytes));
+      client.pollEvent();
+      return false;
+    }, { maxTimeMs: 10_000 });
+    expect(got).toEqual([...Array(300).keys()]);
+    const lane = conn.stats().lanes[0]!;
+    expect(lane.delivered).toBe(300);
+    expect(lane.inFlightBytes).toBe(0);
+    expect(server.connections()[0]!.counters().channels.payloadsRefused).toBe(0);
+  });
+
+  it('bursty loss (Gilbert-Elliott, bursts of ~5 at 50 %) both ways: reliable lanes complete, in order', () => {
+    const r = rig(302, { latencyMs: 30, gilbertElliott: { pGoodToBad: 0.02, pBadToGood: 0.2, lossGood: 0, lossBad: 0.5 } });
+    for (let i = 0; i < 300; i++) r.world.at(i * 15, () => { r.conn.send(0, message(i, 60)); r.conn.send(1, message(i, 60)); });
+    r.run(15_000);
+    const lane = (l: number): number[] => r.clientEvents.flatMap((e) => (e.type === 'message' && e.lane === l ? [idOf(e.bytes)] : []));
+    expect(lane(0)).toEqual([...Array(300).keys()]);
+    expect([...lane(1)].sort((a, b) => a - b)).toEqual([...Array(300).keys()]);
+  });
 });
