@@ -22,7 +22,8 @@ export {
 export { ConnectionHost } from './connection/host.js';
 export type { ConnectionOptions } from './connection/options.js';
 export type { ChannelsConfig, DeliveryMode, LaneConfig } from './channels/config.js';
-export type { AckConfig } from './ack/acks.js';
+export { Channels, type ChannelEvent } from './channels/channels.js';
+export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
 
 // Large blocks (the chunk protocol).
 export { ChunkSender, type CancelReason, type ChunkSenderEvent, type ChunkSenderProgress } from './chunk/sender.js';
