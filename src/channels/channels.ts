@@ -182,6 +182,8 @@ abstract class SendLane {
   vt = 0;
   idle = true;
   blocked = -1;
+  /** Payload bytes queued and not yet sent. */
+  queuedBytes = 0;
 
   constructor(index: number, cfg: ResolvedLane) {
     this.index = index;
@@ -198,7 +200,6 @@ class ReliableSendLane extends SendLane {
   readonly resend: Piece[] = [];
   resendSorted = true;
   nextPieceId = 0;
-  queuedBytes = 0;
   inFlightBytes = 0;
   rideCursor = 0;
   /** Index in `span` of the oldest unacknowledged piece (or span.length). */
@@ -238,7 +239,6 @@ class ReliableSendLane extends SendLane {
 class UnreliableSendLane extends SendLane {
   readonly queue = new Fifo<UnreliableMsg>();
   nextSeq = 0;
-  queuedBytes = 0;
   hasWork(): boolean {
     return this.queue.length > 0;
   }
@@ -403,6 +403,19 @@ export class Channels {
    */
   setLossRate(fraction: number): void {
     this.autoRides = autoRidesFor(fraction);
+  }
+
+  /**
+   * Bytes waiting to be sent on every lane (new payload; a lane with resends pending counts the
+   * largest room seen for them), for the caller's pacing estimate. Cheap: no allocation.
+   */
+  pendingBytes(): number {
+    let n = 0;
+    for (const l of this.send_) {
+      n += l.queuedBytes;
+      if (l instanceof ReliableSendLane && l.resend.length > 0) n += this.maxRoom;
+    }
+    return n;
   }
 
   /** True when frames are waiting to be sent (new or to resend), not counting redundancy. */

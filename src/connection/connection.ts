@@ -310,9 +310,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   /** Bytes the next data packet will likely take: a full one when a packet's worth is queued. */
   private packetEstimate(): number {
-    let queued = 0;
-    for (let i = 0; i < this.opt.laneCount; i++) queued += this.channels.laneStats(i).queuedBytes;
-    return Math.min(this.opt.maxDatagramBytes, DATA_PREFIX_BYTES + this.acks.maxHeaderBytes + 8 + queued);
+    return Math.min(this.opt.maxDatagramBytes, DATA_PREFIX_BYTES + this.acks.maxHeaderBytes + 8 + this.channels.pendingBytes());
   }
 
   private writeData(now: number, out: Uint8Array, max: number): number | undefined {
