@@ -17,12 +17,13 @@ export { cryptoRandom, type RandomSource } from './core/random.js';
 
 // Connections with message lanes (unsecured), and what they are made of.
 export {
-  Connection, type ConnectionEvent, type ConnectionState, type DisconnectReason,
+  Connection, type ConnectionEvent, type ConnectionState, type ConnectionStats, type DisconnectReason,
 } from './connection/connection.js';
 export { ConnectionHost } from './connection/host.js';
-export type { ConnectionOptions } from './connection/options.js';
+export type { BlockLaneConfig, ConnectionLaneConfig, ConnectionOptions } from './connection/options.js';
+export type { BlockLaneProgress, BlockLaneStats } from './connection/blocks.js';
 export type { ChannelsConfig, DeliveryMode, LaneConfig } from './channels/config.js';
-export { Channels, type ChannelEvent } from './channels/channels.js';
+export { Channels, type ChannelEvent, type LaneStats } from './channels/channels.js';
 export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
 
 // Large blocks (the chunk protocol).

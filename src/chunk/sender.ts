@@ -224,6 +224,16 @@ export class ChunkSender implements SansIoPeer {
     return true;
   }
 
+  /** Blocks queued or in flight (their outcome not yet polled). */
+  get pendingBlocks(): number {
+    return this.queue.length + this.inflight.length;
+  }
+
+  /** Bytes of the blocks queued or in flight. */
+  get pendingBytes(): number {
+    return this.queuedBytesTotal;
+  }
+
   /** Next event, or undefined. Drain after every input. */
   pollEvent(): ChunkSenderEvent | undefined {
     return this.events.shift();

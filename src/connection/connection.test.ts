@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lanesHash, type LaneConfig } from '../channels/index.js';
+import { lanesHash, type LaneConfig, type LaneStats } from '../channels/index.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
 import type { LinkConfig } from '../sim/config.js';
@@ -271,7 +271,7 @@ describe('Connection: one-way links, ack-path loss, bursts', () => {
       return false;
     }, { maxTimeMs: 10_000 });
     expect(got).toEqual([...Array(300).keys()]);
-    const lane = conn.stats().lanes[0]!;
+    const lane = conn.stats().lanes[0] as LaneStats;
     expect(lane.delivered).toBe(300);
     expect(lane.inFlightBytes).toBe(0);
     expect(server.connections()[0]!.counters().channels.payloadsRefused).toBe(0);

@@ -2,10 +2,11 @@ import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '
 import { Channels, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
 import { Path } from '../congestion/path.js';
 import { readU32LE } from '../core/bytes.js';
-import { GamewireError } from '../core/errors.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import type { HostedPeer } from '../core/host.js';
+import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
 import {
-  ACCEPT_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeConnect,
+  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeBlockPrefix, encodeConnect,
   encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
 } from './wire.js';
 import type { ResolvedConnectionOptions } from './options.js';
@@ -35,8 +36,8 @@ export type ConnectionEvent =
 export interface ConnectionStats extends AckStats {
   /** Current pacing rate of the connection's path, bytes/s on the wire. */
   pacingRateBytesPerSec: number;
-  /** Per lane, in lane order. */
-  lanes: LaneStats[];
+  /** Per lane, in lane order (a block lane's figures are `BlockLaneStats`). */
+  lanes: (LaneStats | BlockLaneStats)[];
 }
 
 /** Copies of DISCONNECT sent on close (each unreliable; the peer's timeout covers all being lost). */
@@ -72,6 +73,8 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   private state_: ConnectionState = 'connecting';
   private readonly acks: PacketAcks<ChannelToken | undefined>;
   private readonly channels: Channels;
+  private readonly blocks: BlockLane | undefined;
+  private blockOut: Uint8Array | undefined;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
   private readonly events: ConnectionEvent[] = [];
@@ -112,6 +115,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     };
     this.acks = new PacketAcks<ChannelToken | undefined>(this.path, outcomes, opt.acks);
     this.channels = channels;
+    if (opt.block !== undefined) this.blocks = new BlockLane(opt.block, this.path, localId, opt.maxDatagramBytes);
   }
 
   /** @internal the peer's connection id (0 until known). */
@@ -133,16 +137,37 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   /**
    * Queue `bytes` (copied) on lane `lane`; returns the message's id on that lane (for `'delivery'`
-   * events). `notice`: on a reliable lane, also raise a `'delivery'` event once it is delivered (notify
-   * lanes always do). Allowed while connecting (sent once connected). Throws `closed` after close,
-   * `invalid-argument` for a bad lane, `message-too-large` past the lane's `maxMessageBytes`,
-   * `queue-full` when a reliable lane holds `maxQueuedBytes`.
+   * events). `notice`: on a reliable or block lane, also raise a `'delivery'` event with the outcome
+   * (notify lanes always do). On a block lane the message is one block. Allowed while connecting (sent
+   * once connected). Throws `closed` after close, `invalid-argument` for a bad lane, `message-too-large`
+   * past the lane's `maxMessageBytes`, `queue-full` when a reliable or block lane holds `maxQueuedBytes`
+   * (or a block lane `maxQueuedBlocks`).
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
     if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed connection');
-    const id = this.channels.send(this.now, lane, bytes, notice);
+    const ch = this.channelOf(lane);
+    checkArg(bytes instanceof Uint8Array, 'a message is a Uint8Array');
+    const id = ch < 0 ? this.blocks!.send(bytes, notice) : this.channels.send(this.now, ch, bytes, notice);
     this.waker?.();
     return id;
+  }
+
+  /**
+   * Drop block `id` of block lane `lane`, queued or in transfer (a block the peer already holds in full
+   * still counts as delivered). Its `'delivery'` event, if asked for, follows with the outcome. False
+   * when `id` is unknown or finished. Throws `invalid-argument` unless `lane` is the block lane.
+   */
+  cancel(lane: number, id: number): boolean {
+    checkArg(this.channelOf(lane) < 0, `lane ${lane} is not a block lane`);
+    checkArg(Number.isInteger(id), 'id must be an integer');
+    const r = this.blocks!.cancel(id);
+    this.waker?.();
+    return r;
+  }
+
+  /** Progress of the block lane in both directions at `now` (ms); undefined without a block lane. */
+  blockProgress(now: number = this.now): BlockLaneProgress | undefined {
+    return this.blocks?.progress(now);
   }
 
   /**
@@ -157,14 +182,21 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   /** Figures of the packet layer and the lanes, at `now` (ms). */
   stats(now: number = this.now): ConnectionStats {
-    const lanes: LaneStats[] = [];
-    for (let i = 0; i < this.opt.laneCount; i++) lanes.push(this.channels.laneStats(i));
+    const lanes: (LaneStats | BlockLaneStats)[] = [];
+    for (let i = 0; i < this.opt.laneCount; i++) {
+      const ch = this.opt.laneToChannel[i]!;
+      lanes.push(ch < 0 ? this.blocks!.stats() : this.channels.laneStats(ch, now));
+    }
     return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
   }
 
-  /** Copies of the counters of the packet layer (`acks`) and the lanes (`channels`). */
-  counters(): { acks: ReturnType<PacketAcks<unknown>['counters']>; channels: ReturnType<Channels['counters']> } {
-    return { acks: this.acks.counters(), channels: this.channels.counters() };
+  /** Copies of the counters of the packet layer (`acks`), the message lanes (`channels`) and the block lane (`blocks`). */
+  counters(): {
+    acks: ReturnType<PacketAcks<unknown>['counters']>;
+    channels: ReturnType<Channels['counters']>;
+    blocks: BlockLaneCounters | undefined;
+  } {
+    return { acks: this.acks.counters(), channels: this.channels.counters(), blocks: this.blocks?.counters() };
   }
 
   /** Driver hook (`Endpoint.setWaker`), set by the host. */
@@ -209,6 +241,12 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       case FrameKind.Data:
         this.receiveData(now, b);
         return;
+      case FrameKind.Block:
+        if (this.blocks !== undefined && this.state_ === 'connected' && readU32LE(b, 1) === this.localId) {
+          this.heardAt = now;
+          this.blocks.handle(now, b.subarray(BLOCK_PREFIX_BYTES), this.remoteId);
+        }
+        return;
       default:
     }
   }
@@ -226,6 +264,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       return;
     }
     this.acks.handleTimeout(now);
+    this.blocks?.handleTimeout(now);
   }
 
   /** Driven by the host: when (ms) `handleTimeout` is next due. */
@@ -242,6 +281,15 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     if (this.channels.hasFrames()) {
       const ready = this.path.readyAt(this.path.wireBytes(this.packetEstimate()));
       if (ready !== undefined && ready < t) t = ready;
+    }
+    const blocks = this.blocks;
+    if (blocks === undefined) return t;
+    const ack = blocks.ackTimeout();
+    if (ack !== undefined && ack < t) t = ack;
+    // While message frames wait for the path, the next budget is theirs (see pollTransmit).
+    if (!this.messagesWaiting() || blocks.owedFirst) {
+      const b = blocks.sliceTimeout();
+      if (b !== undefined && b < t) t = b;
     }
     return t;
   }
@@ -264,7 +312,19 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       this.nextHandshakeAt = now + this.opt.handshakeResendMs;
       return encodeConnect(out, this.localId, this.opt.lanesHash);
     }
-    return this.writeData(now, out, max);
+    const blocks = this.blocks;
+    if (blocks === undefined) return this.writeData(now, out, max);
+    // Acks of the peer's blocks first (small), then the message lanes unless the block lane is owed
+    // its share, then block slices with what pacing leaves.
+    const ack = this.writeBlock(now, out, max, false);
+    if (ack !== undefined) return ack;
+    if (blocks.owedFirst) {
+      const n = this.writeBlock(now, out, max, true);
+      if (n !== undefined) return n;
+    }
+    const d = this.writeData(now, out, max);
+    if (d !== undefined || this.messagesWaiting()) return d;
+    return this.writeBlock(now, out, max, true);
   }
 
   /** Driven by the host: the next event (applications poll the host instead). */
@@ -273,13 +333,39 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     if (own !== undefined) return own;
     const e = this.channels.pollEvent();
     if (e !== undefined) {
+      const lane = this.opt.channelLanes[e.lane]!;
       return e.type === 'message'
-        ? { type: 'message', connection: this, lane: e.lane, bytes: e.bytes }
-        : { type: 'delivery', connection: this, lane: e.lane, id: e.id, delivered: e.delivered };
+        ? { type: 'message', connection: this, lane, bytes: e.bytes }
+        : { type: 'delivery', connection: this, lane, id: e.id, delivered: e.delivered };
+    }
+    const b = this.blocks?.pollEvent();
+    if (b !== undefined) {
+      const lane = this.opt.block!.lane;
+      return b.type === 'message'
+        ? { type: 'message', connection: this, lane, bytes: b.bytes }
+        : { type: 'delivery', connection: this, lane, id: b.id, delivered: b.delivered };
     }
     const d = this.disconnectEvent;
     this.disconnectEvent = undefined;
     return d;
+  }
+
+  /** The `Channels` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */
+  private channelOf(lane: number): number {
+    checkArg(Number.isInteger(lane) && lane >= 0 && lane < this.opt.laneCount, `lane must be 0..${this.opt.laneCount - 1}`);
+    return this.opt.laneToChannel[lane]!;
+  }
+
+  /** Write a BLOCK frame: the block lane's next ack (`slices` false) or its next slice or cancel. */
+  private writeBlock(now: number, out: Uint8Array, max: number, slices: boolean): number | undefined {
+    let view = this.blockOut;
+    if (view === undefined || view.buffer !== out.buffer || view.byteOffset !== out.byteOffset + BLOCK_PREFIX_BYTES
+      || view.length !== max - BLOCK_PREFIX_BYTES) {
+      view = this.blockOut = out.subarray(BLOCK_PREFIX_BYTES, max);
+    }
+    const n = slices ? this.blocks!.pollSlice(now, view) : this.blocks!.pollAck(now, view);
+    if (n === undefined) return undefined;
+    return encodeBlockPrefix(out, this.remoteId) + n;
   }
 
   private tick(now: number): void {
@@ -306,6 +392,11 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     this.heardAt = now;
     this.acks.accept(now, b.length > start, this.path.wireBytes(b.length));
     this.channels.receive(now, b, start, b.length);
+  }
+
+  /** True when message frames wait to be sent (only the pacing budget holds them back). */
+  private messagesWaiting(): boolean {
+    return this.channels.hasFrames() && this.acks.canSend();
   }
 
   /** Bytes the next data packet will likely take: a full one when a packet's worth is queued. */
@@ -340,6 +431,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     if (n > 0) {
       path.spend(wire);
       path.onSent(now, wire, true);
+      this.blocks?.messagesSent(wire);
     }
     return length;
   }

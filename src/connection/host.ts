@@ -150,7 +150,7 @@ export class ConnectionHost implements Endpoint<ConnectionEvent> {
   }
 
   private route(now: number, from: Address, b: Uint8Array): PeerId | undefined {
-    if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Disconnect) {
+    if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Block) {
       this.ctr.add('malformed');
       return undefined;
     }

@@ -1,17 +1,55 @@
 import type { AckConfig } from '../ack/index.js';
 import { lanesHash, type ChannelsConfig, type LaneConfig } from '../channels/index.js';
 import type { PathConfig } from '../congestion/path.js';
+import { MAX_BLOCK_BYTES } from '../chunk/wire.js';
+import { writeU32LE } from '../core/bytes.js';
+import { crc32Of } from '../core/crc32.js';
 import { checkConfig } from '../core/errors.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
+
+/**
+ * A block lane (docs/connection.md §Blocks): each message is one block, sent with the chunk protocol
+ * (slices acked by a bitfield, resent no sooner than ~RTT × 1.25) through the connection's path.
+ * It is served below every message lane, and gets at least `minShare` of what the connection sends
+ * while message lanes have more queued than the path carries. At most one per connection.
+ */
+export interface BlockLaneConfig {
+  mode: 'block';
+  /**
+   * Largest block sent or received, bytes (0..2^32 − 1; default 16 MiB). Part of the lane list both
+   * ends must share. `send` throws `message-too-large` above it. A receiver holds at most two blocks in
+   * reassembly: about 2 × (this + this / 512) bytes per connection.
+   */
+  maxMessageBytes?: number;
+  /** Bytes of blocks queued or in transfer at the sender (default the larger of 64 MiB and `maxMessageBytes`); `send` throws `queue-full` beyond. */
+  maxQueuedBytes?: number;
+  /** Blocks queued or in transfer (1..1 000 000; default 1024); `send` throws `queue-full` beyond. */
+  maxQueuedBlocks?: number;
+  /** Least share of the connection's sent bytes while message lanes saturate the path (0.01..0.99; default 0.25). */
+  minShare?: number;
+}
+
+/** A lane of a connection: a message lane (`Channels`) or the block lane. */
+export type ConnectionLaneConfig = LaneConfig | BlockLaneConfig;
+
+/** A block lane with every default filled in. @internal */
+export interface ResolvedBlockLane {
+  /** The lane's number (its index in the lane list). */
+  lane: number;
+  maxMessageBytes: number;
+  maxQueuedBytes: number;
+  maxQueuedBlocks: number;
+  minShare: number;
+}
 
 /** Options of a `ConnectionHost` (and of every connection it holds). Times in ms, sizes in bytes. */
 export interface ConnectionOptions {
   /**
    * The lanes of every connection, in order (lane numbers are indexes here). Both ends must list the
    * same modes in the same order: a server refuses a client whose list differs (`'refused-lanes'`).
-   * Default: one reliable-ordered lane.
+   * Default: one reliable-ordered lane. At most one lane may be a block lane.
    */
-  lanes?: readonly LaneConfig[];
+  lanes?: readonly ConnectionLaneConfig[];
   /** Accept connections from peers (a server). Default false: only `connect` makes connections. */
   listen?: boolean;
   /** Most connections held at once, live or closing (1..2^21, default 1024); a CONNECT beyond is refused (`'refused-full'`). */
@@ -41,7 +79,12 @@ export interface ResolvedConnectionOptions {
   maxDatagramBytes: number;
   laneCount: number;
   lanesHash: number;
+  /** Message lanes only: `Channels` lane i is connection lane `channelLanes[i]`. */
   channels: ChannelsConfig;
+  channelLanes: number[];
+  /** Connection lane → `Channels` lane, or −1 for the block lane. */
+  laneToChannel: Int16Array;
+  block: ResolvedBlockLane | undefined;
   acks: AckConfig | undefined;
   path: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'> | undefined;
   timeoutMs: number;
@@ -73,14 +116,35 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
   checkConfig(Number.isInteger(maxDatagramBytes), 'maxDatagramBytes must be an integer');
   const maxConnections = num(o.maxConnections, 1024, 1, 2 ** 21, 'maxConnections');
   checkConfig(Number.isInteger(maxConnections), 'maxConnections must be an integer');
-  const channels: ChannelsConfig = { ...(o.channels ?? {}), lanes: lanes.map((l) => ({ ...l })) };
+  checkConfig(lanes.length >= 1 && lanes.length <= 32, 'lanes must list 1..32 lanes');
+  const messageLanes: LaneConfig[] = [];
+  const channelLanes: number[] = [];
+  const laneToChannel = new Int16Array(lanes.length);
+  let block: ResolvedBlockLane | undefined;
+  lanes.forEach((l, i) => {
+    if (l !== null && typeof l === 'object' && l.mode === 'block') {
+      checkConfig(block === undefined, 'at most one lane may be a block lane');
+      block = resolveBlockLane(l, i);
+      laneToChannel[i] = -1;
+    } else {
+      laneToChannel[i] = messageLanes.length;
+      channelLanes.push(i);
+      messageLanes.push({ ...(l as LaneConfig) });
+    }
+  });
+  // A connection with only a block lane still runs the packet layer (acks, keep-alives): give Channels
+  // one unused lane rather than a second code path.
+  const channels: ChannelsConfig = { ...(o.channels ?? {}), lanes: messageLanes.length > 0 ? messageLanes : [{ mode: 'unreliable' }] };
   return {
     listen: o.listen ?? false,
     maxConnections,
     maxDatagramBytes,
     laneCount: lanes.length,
-    lanesHash: lanesHash(channels),
+    lanesHash: connectionLanesHash(channels, block),
     channels,
+    channelLanes,
+    laneToChannel,
+    block,
     acks: o.acks,
     path: o.path,
     timeoutMs: num(o.timeoutMs, 10_000, 100, 3_600_000, 'timeoutMs'),
@@ -88,4 +152,33 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
     handshakeResendMs: num(o.handshakeResendMs, 250, 10, 10_000, 'handshakeResendMs'),
     random: o.random ?? cryptoRandom,
   };
+}
+
+const BLOCK_KEYS: ReadonlySet<string> = new Set(['mode', 'maxMessageBytes', 'maxQueuedBytes', 'maxQueuedBlocks', 'minShare']);
+
+function resolveBlockLane(l: BlockLaneConfig, lane: number): ResolvedBlockLane {
+  for (const k of Object.keys(l)) checkConfig(BLOCK_KEYS.has(k), `lane ${lane}: unknown block lane option '${k}'`);
+  const maxMessageBytes = num(l.maxMessageBytes, 16 * 1024 * 1024, 0, MAX_BLOCK_BYTES, `lane ${lane}: maxMessageBytes`);
+  const maxQueuedBytes = num(l.maxQueuedBytes, Math.max(64 * 1024 * 1024, maxMessageBytes), 1, Number.MAX_SAFE_INTEGER,
+    `lane ${lane}: maxQueuedBytes`);
+  const maxQueuedBlocks = num(l.maxQueuedBlocks, 1024, 1, 1_000_000, `lane ${lane}: maxQueuedBlocks`);
+  checkConfig(Number.isInteger(maxMessageBytes) && Number.isInteger(maxQueuedBytes) && Number.isInteger(maxQueuedBlocks),
+    `lane ${lane}: block lane sizes and counts must be integers`);
+  checkConfig(maxQueuedBytes >= maxMessageBytes, `lane ${lane}: maxQueuedBytes must be at least maxMessageBytes`);
+  return { lane, maxMessageBytes, maxQueuedBytes, maxQueuedBlocks, minShare: num(l.minShare, 0.25, 0.01, 0.99, `lane ${lane}: minShare`) };
+}
+
+/**
+ * What both ends must agree on: the message lanes' hash (`lanesHash`), and with a block lane its
+ * number and `maxMessageBytes` folded in (so a block is never refused for its size by a peer built
+ * with the same list). Without a block lane it is `lanesHash` unchanged.
+ */
+function connectionLanesHash(channels: ChannelsConfig, block: ResolvedBlockLane | undefined): number {
+  const h = lanesHash(channels);
+  if (block === undefined) return h;
+  const b = new Uint8Array(9);
+  writeU32LE(b, 0, h);
+  b[4] = block.lane;
+  writeU32LE(b, 5, block.maxMessageBytes);
+  return crc32Of(b);
 }

@@ -2,12 +2,17 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
-  ACCEPT_BYTES, CONNECT_BYTES, CONNECTION_PROTOCOL_VERSION, decodeConnect, encodeAccept, encodeConnect, encodeIdReason,
-  FrameKind,
+  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, CONNECT_BYTES, CONNECTION_PROTOCOL_VERSION, decodeConnect, encodeAccept, encodeBlockPrefix,
+  encodeConnect, encodeIdReason, FrameKind,
 } from './wire.js';
+import { decodeChunkPacket, encodeCancel } from '../chunk/wire.js';
+import { resolveConnectionOptions, type ConnectionLaneConfig } from './options.js';
 
 interface Vector {
-  frame: 'connect' | 'accept' | 'refuse' | 'disconnect';
+  frame: 'connect' | 'accept' | 'refuse' | 'disconnect' | 'block' | 'lanes-hash';
+  session?: string;
+  chunkId?: number;
+  lanes?: ConnectionLaneConfig[];
   clientId?: string;
   serverId?: string;
   receiverId?: string;
@@ -30,11 +35,23 @@ const unhex = (h: string): Uint8Array => Uint8Array.from(h.match(/../g)!.map((x)
 describe('connection framing', () => {
   it('docs vectors encode to their hex and decode back', () => {
     const vs = docVectors();
-    expect(vs.map((v) => v.frame)).toEqual(['connect', 'accept', 'refuse', 'disconnect']);
+    expect(vs.map((v) => v.frame)).toEqual(['connect', 'accept', 'refuse', 'disconnect', 'block', 'lanes-hash', 'lanes-hash']);
     const out = new Uint8Array(64);
     for (const v of vs) {
       let n: number;
-      if (v.frame === 'connect') {
+      if (v.frame === 'lanes-hash') {
+        expect(resolveConnectionOptions({ lanes: v.lanes! }).lanesHash.toString(16).padStart(8, '0')).toBe(v.hex);
+        continue;
+      }
+      if (v.frame === 'block') {
+        n = encodeBlockPrefix(out, u32(v.receiverId));
+        n += encodeCancel(out.subarray(n), { session: u32(v.session), chunkId: v.chunkId!, pipelined: false });
+        const b = unhex(v.hex);
+        expect([b[0], new DataView(b.buffer).getUint32(1, true)]).toEqual([FrameKind.Block, u32(v.receiverId)]);
+        expect(decodeChunkPacket(b.subarray(BLOCK_PREFIX_BYTES))).toMatchObject({
+          ok: true, value: { type: 'cancel', session: u32(v.session), chunkId: v.chunkId, pipelined: false },
+        });
+      } else if (v.frame === 'connect') {
         n = encodeConnect(out, u32(v.clientId), u32(v.lanesHash));
         expect(decodeConnect(unhex(v.hex))).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: u32(v.clientId), lanesHash: u32(v.lanesHash) });
       } else if (v.frame === 'accept') {

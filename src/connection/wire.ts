@@ -11,6 +11,8 @@ export const FrameKind = {
   Refuse: 0x03,
   Data: 0x04,
   Disconnect: 0x05,
+  /** Kind, receiver id, then one chunk protocol datagram of the block lane (docs/chunk.md). */
+  Block: 0x06,
 } as const;
 
 /** ASCII "GWCN": first bytes after the kind of a CONNECT, so stray traffic is not mistaken for one. */
@@ -27,6 +29,8 @@ export const REFUSE_BYTES = 6;
 export const DISCONNECT_BYTES = 6;
 /** Bytes of the DATA framing before the packet header: kind and receiver id. */
 export const DATA_PREFIX_BYTES = 5;
+/** Bytes of the BLOCK framing before its chunk datagram: kind and receiver id. */
+export const BLOCK_PREFIX_BYTES = 5;
 
 /** Why a server refused a CONNECT (the REFUSE reason byte). */
 export const RefuseCode = { Full: 1, Lanes: 2, Version: 3 } as const;
@@ -72,4 +76,11 @@ export function encodeIdReason(out: Uint8Array, kind: number, id: number, reason
   writeU32LE(out, 1, id);
   out[5] = reason;
   return REFUSE_BYTES;
+}
+
+/** Write the BLOCK framing (kind, receiver id) before a chunk datagram at `out[5..]`; returns 5. */
+export function encodeBlockPrefix(out: Uint8Array, receiverId: number): number {
+  out[0] = FrameKind.Block;
+  writeU32LE(out, 1, receiverId);
+  return BLOCK_PREFIX_BYTES;
 }

@@ -52,6 +52,13 @@ describe('docs/connection.md', () => {
     expect(out).toContain('lane 0: hello');
     expect(code).toBe(0);
   });
+
+  it('the block lane example delivers a 4 MiB block and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('docs/connection.md', '## Blocks: the block lane', await freePort()));
+    expect(out).toContain(`server got a block of ${4 << 20} bytes`);
+    expect(out).toContain('block 1 delivered: true');
+    expect(code).toBe(0);
+  });
 });
 
 describe('README', () => {

@@ -7,13 +7,17 @@
 // authenticate payloads) get every reliable echo intact and in order.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { LaneConfig } from '../../src/channels/index.js';
 import type { Connection } from '../../src/connection/connection.js';
 import { ConnectionHost } from '../../src/connection/host.js';
+import type { ConnectionLaneConfig } from '../../src/connection/options.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
 
-const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }, { mode: 'notify' }, { mode: 'reliable-unordered' }];
+const LANES: ConnectionLaneConfig[] = [
+  { mode: 'reliable-ordered' }, { mode: 'unreliable' }, { mode: 'notify' }, { mode: 'reliable-unordered' },
+  { mode: 'block', maxMessageBytes: 64 * 1024 },
+];
+const BLOCK_LANE = 4;
 const MAX_CONNECTIONS = 8;
 const ATTACKERS = ['evil-1', 'evil-2'];
 
@@ -29,6 +33,8 @@ interface Client {
   conn: Connection;
   sent: Uint8Array[];
   got: Uint8Array[];
+  blocksSent: Uint8Array[];
+  blocksGot: Uint8Array[];
 }
 
 function run(seed: number): { clients: Client[]; server: ConnectionHost; done: boolean; mutated: number; sprayed: number } {
@@ -42,7 +48,7 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
     const addr = `${honest ? 'honest' : 'fuzzed'}-${i}`;
     const host = new ConnectionHost({ lanes: LANES, random: seeded(seed * 31 + i), timeoutMs: 3000 });
     world.add(addr, host);
-    clients.push({ addr, honest, host, conn: host.connect(0, 'server'), sent: [], got: [] });
+    clients.push({ addr, honest, host, conn: host.connect(0, 'server'), sent: [], got: [], blocksSent: [], blocksGot: [] });
   }
   const byAddr = new Map(clients.map((c) => [c.addr, c]));
   const isFuzzed = (a: string): boolean => byAddr.get(a)?.honest === false;
@@ -96,6 +102,11 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
       c.conn.send(0, m);
       c.sent.push(m);
       c.conn.send(1 + rng.nextInt(3), random(rng.nextInt(900)));
+      if (rng.nextInt(10) === 0) {
+        const b = random(rng.nextInt(40_000));
+        c.conn.send(BLOCK_LANE, b);
+        c.blocksSent.push(b);
+      }
     }
     if (world.now + 25 <= sendUntil) world.at(world.now + 25, talk);
   };
@@ -104,13 +115,18 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
   const honest = clients.filter((c) => c.honest);
   const r = world.runUntil(() => {
     for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) {
-      if (e.type === 'message' && e.lane === 0 && e.connection.state === 'connected') e.connection.send(0, e.bytes);
+      if (e.type === 'message' && (e.lane === 0 || e.lane === BLOCK_LANE) && e.connection.state === 'connected') {
+        e.connection.send(e.lane, e.bytes);
+      }
     }
     for (const c of clients) {
-      for (let e = c.host.pollEvent(); e !== undefined; e = c.host.pollEvent()) if (e.type === 'message' && e.lane === 0) c.got.push(e.bytes);
+      for (let e = c.host.pollEvent(); e !== undefined; e = c.host.pollEvent()) {
+        if (e.type === 'message' && e.lane === 0) c.got.push(e.bytes);
+        if (e.type === 'message' && e.lane === BLOCK_LANE) c.blocksGot.push(e.bytes);
+      }
     }
     if (server.size > MAX_CONNECTIONS) expect(server.size).toBeLessThanOrEqual(MAX_CONNECTIONS);
-    return world.now > sendUntil && honest.every((c) => c.got.length >= c.sent.length);
+    return world.now > sendUntil && honest.every((c) => c.got.length >= c.sent.length && c.blocksGot.length >= c.blocksSent.length);
   }, { maxTimeMs: 20_000 });
   return { clients, server, done: r.ok, mutated, sprayed };
 }
@@ -124,6 +140,8 @@ describe('fuzz: connection traffic into every handleDatagram', () => {
       for (const c of o.clients.filter((x) => x.honest)) {
         expect(c.sent.length).toBeGreaterThan(100);
         expect(c.got.map((b) => Array.from(b).join(','))).toEqual(c.sent.map((b) => Array.from(b).join(',')));
+        expect(c.blocksSent.length).toBeGreaterThan(0);
+        expect(c.blocksGot.map((b) => Buffer.from(b).toString('base64'))).toEqual(c.blocksSent.map((b) => Buffer.from(b).toString('base64')));
       }
       expect(o.done).toBe(true);
       const k = o.server.counters();

@@ -2,7 +2,7 @@
 // weighted shares within one, every lane through the one path (its rate and pacing), and the limits
 // of a lane's queue hit on purpose.
 import { describe, expect, it } from 'vitest';
-import type { LaneConfig } from '../../src/channels/index.js';
+import type { LaneConfig, LaneStats } from '../../src/channels/index.js';
 import { ConnectionHost } from '../../src/connection/host.js';
 import { GamewireError } from '../../src/core/errors.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
@@ -90,7 +90,7 @@ describe('lane limits at the connection', () => {
     expect(accepted).toBeGreaterThan(15);
     expect(accepted).toBeLessThan(20);
     for (let i = 0; i < 100; i++) conn.send(1, new Uint8Array(1000));
-    const s = conn.stats().lanes[1]!;
+    const s = conn.stats().lanes[1] as LaneStats;
     expect(s.queuedBytes).toBeLessThanOrEqual(20_000);
     expect(s.dropped).toBeGreaterThan(75);
   });
