@@ -1,28 +1,37 @@
 import type { Command } from 'commander';
 import { lookup } from 'node:dns/promises';
 import { addressKey, UdpDriver } from '../adapters/node/udp-driver.js';
-import type { DeliveryMode, LaneConfig } from '../channels/index.js';
+import type { DeliveryMode } from '../channels/index.js';
 import type { ConnectionEvent } from '../connection/connection.js';
 import { ConnectionHost } from '../connection/host.js';
+import type { ConnectionLaneConfig } from '../connection/options.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
 
-/** The lanes of `gamewire echo`, one per delivery mode; a message's lane is its mode's index here. */
-export const ECHO_LANES: readonly LaneConfig[] = [
+/** What `gamewire echo --mode` picks: a delivery mode, or the block lane. */
+export type EchoMode = DeliveryMode | 'block';
+
+/** Largest message of `--size`: 1 MiB on message lanes, the block lane's default `maxMessageBytes` (16 MiB) for blocks. */
+const MAX_SIZE: Record<'message' | 'block', number> = { message: 1 << 20, block: 16 << 20 };
+
+/** The lanes of `gamewire echo`, one per delivery mode and a block lane; a message's lane is its mode's index here. */
+export const ECHO_LANES: readonly ConnectionLaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },
   { mode: 'unreliable-sequenced' },
   { mode: 'notify' },
+  { mode: 'block', maxMessageBytes: MAX_SIZE.block },
 ];
 
-/** `--mode` names: the delivery modes, `sequenced` short for unreliable-sequenced. */
-const MODE_NAMES: Record<string, DeliveryMode> = {
+/** `--mode` names: the delivery modes (`sequenced` short for unreliable-sequenced) and `block`. */
+const MODE_NAMES: Record<string, EchoMode> = {
   'reliable-ordered': 'reliable-ordered',
   'reliable-unordered': 'reliable-unordered',
   unreliable: 'unreliable',
   sequenced: 'unreliable-sequenced',
   notify: 'notify',
+  block: 'block',
 };
 
 /** Options of `gamewire echo --listen`. */
@@ -35,7 +44,7 @@ export interface EchoServerOptions {
 /** Options of `gamewire echo --connect`. */
 export interface EchoClientOptions {
   to: HostPort;
-  mode: DeliveryMode;
+  mode: EchoMode;
   count: number;
   intervalMs: number;
   size: number;
@@ -79,7 +88,8 @@ export async function runEchoServer(o: EchoServerOptions): Promise<number> {
  */
 export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   const lane = ECHO_LANES.findIndex((l) => l.mode === o.mode);
-  const reliable = o.mode === 'reliable-ordered' || o.mode === 'reliable-unordered';
+  const reliable = o.mode === 'reliable-ordered' || o.mode === 'reliable-unordered' || o.mode === 'block';
+  const ordered = o.mode === 'reliable-ordered' || o.mode === 'block';
   const resolved = await lookup(o.to.host, { family: 4 });
   const host = new ConnectionHost({ lanes: ECHO_LANES });
   const driver = await UdpDriver.openEndpoint(host, { port: 0, host: '0.0.0.0' });
@@ -125,7 +135,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
     const want = echoPayload(i, o.size);
     if (!want.every((v, j) => d[j] === v)) return fail(`echo ${i} differs`);
     if (seen[i] === 1) return fail(`echo ${i} came twice`);
-    if (o.mode === 'reliable-ordered' && i !== nextOrdered) return fail(`echo ${i} out of order (expected ${nextOrdered})`);
+    if (ordered && i !== nextOrdered) return fail(`echo ${i} out of order (expected ${nextOrdered})`);
     if (o.mode === 'unreliable-sequenced' && i <= newest) return fail(`echo ${i} after ${newest} (sequenced)`);
     seen[i] = 1;
     nextOrdered = i + 1;
@@ -174,7 +184,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   return 0;
 }
 
-function parseMode(text: string): DeliveryMode {
+function parseMode(text: string): EchoMode {
   const m = MODE_NAMES[text];
   if (m === undefined) throw new UsageError(`--mode: must be one of ${Object.keys(MODE_NAMES).join(', ')}`);
   return m;
@@ -184,7 +194,7 @@ interface EchoFlags {
   listen?: number;
   connect?: HostPort;
   host: string;
-  mode: DeliveryMode;
+  mode: EchoMode;
   count: number;
   interval: number;
   size: number;
@@ -200,10 +210,10 @@ export function registerEcho(program: Command, setExit: (code: number) => void):
     .option('--listen <port>', 'serve on this UDP port (0 = any free port; the bound port is printed)', arg((v) => parsePort(v, '--listen')))
     .option('--connect <host:port>', 'send to a gamewire echo server', arg((v) => parseHostPort(v, '--connect')))
     .option('--host <addr>', 'local IPv4 address to listen on', '0.0.0.0')
-    .option('--mode <mode>', `connect: delivery mode (${Object.keys(MODE_NAMES).join(', ')})`, arg(parseMode), 'reliable-ordered' as DeliveryMode)
+    .option('--mode <mode>', `connect: delivery mode or block lane (${Object.keys(MODE_NAMES).join(', ')})`, arg(parseMode), 'reliable-ordered' as EchoMode)
     .option('--count <n>', 'connect: messages to send', arg((v) => parseUint(v, '--count')), 100)
     .addOption(durationOption('--interval <duration>', 'connect: time between messages; 0 = all at once', 'ms', { ms: 20, shown: '20ms' }))
-    .option('--size <bytes>', 'connect: bytes per message (4..1048576)', arg((v) => parseUint(v, '--size')), 16)
+    .option('--size <bytes>', 'connect: bytes per message (4..1048576; a block: 4..16777216)', arg((v) => parseUint(v, '--size')), 16)
     .addOption(durationOption('--timeout <duration>', 'connect: fail after this long without an echo', 's', { ms: 10_000, shown: '10s' }))
     .option('--quiet', 'listen: no per-connection lines')
     .action(async (o: EchoFlags) => {
@@ -213,7 +223,8 @@ export function registerEcho(program: Command, setExit: (code: number) => void):
         return;
       }
       if (o.count < 1) throw new UsageError('--count must be at least 1');
-      if (o.size < 4 || o.size > 1 << 20) throw new UsageError('--size must be in 4..1048576 (the first 4 bytes number the message)');
+      const max = MAX_SIZE[o.mode === 'block' ? 'block' : 'message'];
+      if (o.size < 4 || o.size > max) throw new UsageError(`--size must be in 4..${max} (the first 4 bytes number the message)`);
       setExit(await runEchoClient({ to: o.connect!, mode: o.mode, count: o.count, intervalMs: o.interval, size: o.size, timeoutMs: o.timeout }));
     });
 }

@@ -15,7 +15,7 @@ describe('gamewire echo (spawned, real loopback, through gamewire proxy at 10 % 
 
   it('every mode: reliable ones get every echo (in order when ordered), the others intact and never twice', async () => {
     const port = Number((await waitForStderr(server, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-    const modes = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'sequenced', 'notify'];
+    const modes = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'sequenced', 'notify', 'block'];
     // The proxy serves one client at a time: one proxy per mode, all at once.
     const vias: number[] = [];
     for (const [i] of modes.entries()) {
@@ -23,8 +23,9 @@ describe('gamewire echo (spawned, real loopback, through gamewire proxy at 10 % 
       proxies.push(p);
       vias.push(Number((await waitForStderr(p, /listening on 127\.0\.0\.1:(\d+)/))[1]));
     }
-    const runs = modes.map((mode, i) =>
-      gamewire('echo', '--connect', `127.0.0.1:${vias[i]}`, '--mode', mode, '--count', '150', '--interval', '5', '--size', String(16 + i * 700)));
+    const runs = modes.map((mode, i) => mode === 'block'
+      ? gamewire('echo', '--connect', `127.0.0.1:${vias[i]}`, '--mode', mode, '--count', '8', '--interval', '100', '--size', '300000')
+      : gamewire('echo', '--connect', `127.0.0.1:${vias[i]}`, '--mode', mode, '--count', '150', '--interval', '5', '--size', String(16 + i * 700)));
     const codes = await Promise.all(runs.map((r) => r.exit));
     for (const [i, r] of runs.entries()) {
       expect(codes[i], `${modes[i]}: ${r.stderr()}`).toBe(0);

@@ -15,7 +15,8 @@ const r = runSoak(seed, messages, (done) => {
 });
 const s = ((performance.now() - started) / 1000).toFixed(1);
 console.log(`soak seed=${r.seed} messages=${r.messages} virtual=${(r.virtualMs / 1000).toFixed(0)}s real=${s}s`);
-console.log(`  reliable echoes checked (once, intact, ordered on lane 0): ${r.reliableEchoed}`);
+console.log(`  reliable echoes checked (messages and blocks: once, intact, ordered on lane 0 and the block lane): ${r.reliableEchoed}`);
+console.log(`  block outcomes checked (exactly one, delivered => arrived): ${r.blocksDelivered}`);
 console.log(`  unreliable echoes checked (intact, never twice, sequenced never older): ${r.unreliableEchoed} of ${r.unreliableSent} sent`);
 console.log(`  notify outcomes checked (exactly one, delivered => arrived): ${r.notifyDelivered} delivered, ${r.notifyLost} lost`);
 if (r.failures.length > 0) {

@@ -8,5 +8,6 @@ describe('soak (10^5 messages, all modes, mixed sizes, seeded)', () => {
     expect(r.messages).toBe(100_000);
     expect(r.unreliableEchoed).toBeGreaterThan(r.unreliableSent * 0.5);
     expect(r.notifyLost).toBeGreaterThan(0);
+    expect(r.blocksDelivered).toBeGreaterThan(50);
   }, 240_000);
 });

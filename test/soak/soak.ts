@@ -1,23 +1,31 @@
 // The connection soak: a client and a server on the seeded simulator with loss, duplication,
 // reordering, jitter and bursty loss; the client sends messages on all five modes with mixed sizes
-// (one in fifty split across many packets) and the server echoes them on the same lane. Checked:
-// every reliable message arrives exactly once and intact (in order on the ordered lane), in both
+// (one in fifty split across many packets), and one in a thousand as a block of up to 300 kB on the
+// block lane, and the server echoes them on the same lane. Checked: every reliable message and block
+// arrives exactly once and intact (in order on the ordered lane and the block lane), in both
 // directions; nothing unreliable arrives twice, corrupted or (sequenced) out of order; every notify
-// message gets exactly one outcome, and "delivered" ones really arrived at the server. Used by
+// message and every block gets exactly one outcome, and "delivered" ones really arrived at the server. Used by
 // `test/soak/soak.test.ts` (≥ 10^5 messages, in `npm test`) and `npm run soak` (≥ 10^7).
-import type { LaneConfig } from '../../src/channels/index.js';
 import type { ConnectionEvent } from '../../src/connection/connection.js';
 import { ConnectionHost } from '../../src/connection/host.js';
+import type { ConnectionLaneConfig } from '../../src/connection/options.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
 
-export const SOAK_LANES: LaneConfig[] = [
+export const SOAK_LANES: ConnectionLaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },
   { mode: 'unreliable-sequenced' },
   { mode: 'notify' },
+  { mode: 'block', maxMessageBytes: 300_004 },
 ];
+const BLOCK_LANE = 5;
+
+/** Lanes whose every message must come back: the reliable ones and the block lane. */
+const reliableLane = (lane: number): boolean => lane <= 1 || lane === BLOCK_LANE;
+/** Lanes delivered in order. */
+const orderedLane = (lane: number): boolean => lane === 0 || lane === BLOCK_LANE;
 
 /** What a soak run checked. */
 export interface SoakReport {
@@ -29,6 +37,7 @@ export interface SoakReport {
   unreliableSent: number;
   notifyDelivered: number;
   notifyLost: number;
+  blocksDelivered: number;
   failures: string[];
 }
 
@@ -84,8 +93,9 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
   const echoed = new Uint8Array(messages);
   const notifyOutcome = new Int8Array(messages);
   const notifyIdToMsg = new Map<number, number>();
-  let nextOrderedServer = 0;
-  let nextOrderedClient = 0;
+  const blockIdToMsg = new Map<number, number>();
+  let blocksSent = 0;
+  let blocksDelivered = 0;
   let newestSeqServer = -1;
   let newestSeqClient = -1;
   let sent = 0;
@@ -95,8 +105,9 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
   let notifyDelivered = 0;
   let notifyLost = 0;
   let notifySent = 0;
-  const orderedServer: number[] = [];
-  const orderedClient: number[] = [];
+  // Per lane, the newest message delivered in order (−1 before any).
+  const lastOrderedServer = [-1, -1, -1, -1, -1, -1];
+  const lastOrderedClient = [-1, -1, -1, -1, -1, -1];
 
   const onServer = (e: ConnectionEvent): void => {
     if (e.type !== 'message') return;
@@ -105,10 +116,9 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
     if (i >= sent || laneOf[i] !== e.lane || sizeOf[i] !== b.length || !intact(b)) return fail(`server got a bad message ${i} on lane ${e.lane}`);
     if (atServer[i] === 1) return fail(`server got message ${i} twice (lane ${e.lane})`);
     atServer[i] = 1;
-    if (e.lane === 0) {
-      if (orderedServer.length > 0 && orderedServer[orderedServer.length - 1]! > i) fail(`server: ordered ${i} after ${orderedServer.at(-1)}`);
-      orderedServer.push(i);
-      nextOrderedServer++;
+    if (orderedLane(e.lane)) {
+      if (lastOrderedServer[e.lane]! > i) fail(`server: ordered ${i} after ${lastOrderedServer[e.lane]} on lane ${e.lane}`);
+      lastOrderedServer[e.lane] = i;
     }
     if (e.lane === 3) {
       if (i <= newestSeqServer) fail(`server: sequenced ${i} after ${newestSeqServer}`);
@@ -117,6 +127,14 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
     e.connection.send(e.lane, b);
   };
   const onClient = (e: ConnectionEvent): void => {
+    if (e.type === 'delivery' && e.lane === BLOCK_LANE) {
+      const i = blockIdToMsg.get(e.id);
+      if (i === undefined) return fail(`delivery event for unknown block ${e.id}`);
+      blockIdToMsg.delete(e.id);
+      if (!e.delivered || atServer[i] !== 1) return fail(`block ${i} reported ${e.delivered ? 'delivered before the server had it' : 'not delivered'}`);
+      blocksDelivered++;
+      return;
+    }
     if (e.type === 'delivery') {
       const i = notifyIdToMsg.get(e.id);
       if (i === undefined || e.lane !== 4) return fail(`delivery event for unknown id ${e.id} lane ${e.lane}`);
@@ -136,12 +154,11 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
     if (i >= sent || laneOf[i] !== e.lane || sizeOf[i] !== b.length || !intact(b)) return fail(`client got a bad echo ${i} on lane ${e.lane}`);
     if (echoed[i] === 1) return fail(`client got echo ${i} twice`);
     echoed[i] = 1;
-    if (e.lane <= 1) reliableEchoed++;
+    if (reliableLane(e.lane)) reliableEchoed++;
     else unreliableEchoed++;
-    if (e.lane === 0) {
-      if (orderedClient.length > 0 && orderedClient[orderedClient.length - 1]! > i) fail(`client: ordered echo ${i} after ${orderedClient.at(-1)}`);
-      orderedClient.push(i);
-      nextOrderedClient++;
+    if (orderedLane(e.lane)) {
+      if (lastOrderedClient[e.lane]! > i) fail(`client: ordered echo ${i} after ${lastOrderedClient[e.lane]} on lane ${e.lane}`);
+      lastOrderedClient[e.lane] = i;
     }
     if (e.lane === 3) {
       if (i <= newestSeqClient) fail(`client: sequenced echo ${i} after ${newestSeqClient}`);
@@ -154,16 +171,21 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
     if (conn.state === 'connected' && reliableSent - reliableEchoed < 2000) {
       for (let n = 1 + rng.nextInt(20); n > 0 && sent < messages; n--) {
         const i = sent;
-        const lane = rng.nextInt(5);
-        const size = 4 + (rng.nextInt(50) === 0 ? rng.nextInt(lane <= 1 ? 20_000 : 3000) : rng.nextInt(200));
+        const lane = rng.nextInt(1000) === 0 ? BLOCK_LANE : rng.nextInt(5);
+        const size = 4 + (lane === BLOCK_LANE ? rng.nextInt(300_001)
+          : rng.nextInt(50) === 0 ? rng.nextInt(lane <= 1 ? 20_000 : 3000) : rng.nextInt(200));
         laneOf[i] = lane;
         sizeOf[i] = size;
         sent++;
-        const id = conn.send(lane, body(i, size));
-        if (lane <= 1) reliableSent++;
+        const id = conn.send(lane, body(i, size), lane === BLOCK_LANE);
+        if (reliableLane(lane)) reliableSent++;
         if (lane === 4) {
           notifyIdToMsg.set(id, i);
           notifySent++;
+        }
+        if (lane === BLOCK_LANE) {
+          blockIdToMsg.set(id, i);
+          blocksSent++;
         }
       }
       onProgress?.(sent);
@@ -175,13 +197,15 @@ export function runSoak(seed: number, messages: number, onProgress?: (done: numb
   const r = world.runUntil(() => {
     for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) onServer(e);
     for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) onClient(e);
-    return failures.length > 0 || (sent === messages && reliableEchoed === reliableSent && notifyDelivered + notifyLost === notifySent);
+    return failures.length > 0 || (sent === messages && reliableEchoed === reliableSent && notifyDelivered + notifyLost === notifySent
+      && blocksDelivered === blocksSent);
   }, { maxTimeMs: messages * 2 + 120_000 });
   if (!r.ok && failures.length === 0) {
-    fail(`did not finish: ${reliableEchoed}/${reliableSent} reliable echoes, ${notifyDelivered + notifyLost}/${notifySent} notify outcomes at ${r.now} ms (${r.reason})`);
+    fail(`did not finish: ${reliableEchoed}/${reliableSent} reliable echoes, ${notifyDelivered + notifyLost}/${notifySent} notify outcomes, `
+      + `${blocksDelivered}/${blocksSent} blocks delivered at ${r.now} ms (${r.reason})`);
   }
   return {
     seed, messages: sent, virtualMs: world.now, reliableEchoed, unreliableEchoed, unreliableSent: sent - reliableSent,
-    notifyDelivered, notifyLost, failures,
+    notifyDelivered, notifyLost, blocksDelivered, failures,
   };
 }
