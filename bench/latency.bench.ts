@@ -706,8 +706,8 @@ async function part4(): Promise<{ data: Part4; text: string }> {
     `(setNoDelay(true), same count, interval and size), one after the other through the same link process, ${LINKEM_ROUNDS} rounds`,
     'in alternating order. RTT figures as each client prints them (nearest-rank percentiles). IP bytes and packets',
     '= the client namespace\'s IpExt OutOctets / Ip OutRequests over the run, per message (headers, acks and',
-    'retransmissions included; the same measure for both). `gamewire echo` sends its first message right after',
-    '`connect()`, so that message\'s RTT includes the handshake; the TCP client starts after its connect completes.',
+    'retransmissions included; the same measure for both). Both clients start their messages once connected (the',
+    'handshake\'s bytes and packets are counted, its time is not).',
     '',
     data.runs.length > 0
       ? table(['system', 'round', 'avg ms', 'p50 ms', 'p99 ms', 'max ms', 'IP bytes/msg', 'IP packets/msg', 'notes'], rows,

@@ -117,10 +117,17 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
 
   let over = false;
   void finished.then(() => (over = true));
+  let stopSending = (): void => {};
   driver.on('event', (e: ConnectionEvent) => {
     if (over) return; // our own close() at the end
     const now = driver.now();
     if (e.type === 'disconnected') return fail(`disconnected (${e.reason})`);
+    if (e.type === 'connected') {
+      // Like a TCP client after connect(): RTTs measure the echo, not the handshake.
+      lastProgress = now;
+      stopSending = startSending();
+      return;
+    }
     if (e.type === 'delivery') {
       outcomes++;
       if (e.delivered) delivered++;
@@ -146,7 +153,7 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
     if (complete()) done();
   });
 
-  const stopSending = sendOnSchedule(o.count, o.intervalMs, (i) => {
+  const startSending = (): (() => void) => sendOnSchedule(o.count, o.intervalMs, (i) => {
     if (failure !== undefined) return false;
     sentAt[i] = driver.now();
     try {

@@ -6,8 +6,8 @@ import { checkArg, GamewireError } from '../core/errors.js';
 import type { HostedPeer } from '../core/host.js';
 import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
 import {
-  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeBlockPrefix, encodeConnect,
-  encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
+  encodeBlockPrefix, encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
 } from './wire.js';
 import type { ResolvedConnectionOptions } from './options.js';
 
