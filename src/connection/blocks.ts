@@ -4,7 +4,6 @@ import { PacketType, peekPacketType, SLICE_HEADER_BYTES } from '../chunk/wire.js
 import type { Path } from '../congestion/path.js';
 import { GamewireError } from '../core/errors.js';
 import type { ResolvedBlockLane } from './options.js';
-import { BLOCK_PREFIX_BYTES } from './wire.js';
 
 /** Progress of a connection's block lane, both directions. Rates in bytes/s of block payload, times in ms. */
 export interface BlockLaneProgress {
@@ -52,8 +51,9 @@ const EMPTY_RECEIVING: ChunkReceiverProgress = { blocks: [], deliveredBlocks: 0,
 /**
  * The block lane of one connection: a `ChunkSender` and a `ChunkReceiver` on the connection's path,
  * each built when first needed (an idle connection pays for neither). The connection puts every
- * chunk datagram in a BLOCK frame and asks this lane for one when the message lanes have nothing
- * the path lets go, or first when the lane is owed its `minShare`. @internal
+ * chunk datagram (at most `maxChunkBytes`) after `headroom` bytes of framing and asks this lane for
+ * one when the message lanes have nothing the path lets go, or first when the lane is owed its
+ * `minShare`. @internal
  */
 export class BlockLane {
   private sender: ChunkSender | undefined;
@@ -70,9 +70,10 @@ export class BlockLane {
     private readonly cfg: ResolvedBlockLane,
     private readonly path: Path,
     private readonly localId: number,
-    private readonly maxDatagramBytes: number,
+    private readonly maxChunkBytes: number,
+    private readonly headroom: number,
   ) {
-    this.fullWire = path.wireBytes(maxDatagramBytes);
+    this.fullWire = path.wireBytes(maxChunkBytes + headroom);
     this.owedCap = OWED_CAP_DATAGRAMS * this.fullWire;
     this.shareFactor = cfg.minShare / (1 - cfg.minShare);
   }
@@ -86,7 +87,7 @@ export class BlockLane {
     this.sender ??= new ChunkSender({
       path: this.path,
       sessionId: this.localId,
-      sliceBytes: this.maxDatagramBytes - BLOCK_PREFIX_BYTES - SLICE_HEADER_BYTES,
+      sliceBytes: this.maxChunkBytes - SLICE_HEADER_BYTES,
       maxQueuedBytes: this.cfg.maxQueuedBytes,
       maxQueuedBlocks: this.cfg.maxQueuedBlocks,
     });
@@ -146,7 +147,7 @@ export class BlockLane {
   /** An ack of the peer's blocks, when one is due (acks are small and never paced). */
   pollAck(now: number, out: Uint8Array): number | undefined {
     const n = this.receiver?.pollTransmit(now, out);
-    if (n !== undefined) this.sentWire += this.path.wireBytes(n + BLOCK_PREFIX_BYTES);
+    if (n !== undefined) this.sentWire += this.path.wireBytes(n + this.headroom);
     return n;
   }
 
@@ -154,9 +155,9 @@ export class BlockLane {
   pollSlice(now: number, out: Uint8Array): number | undefined {
     const n = this.sender?.pollTransmit(now, out);
     if (n === undefined) return undefined;
-    // The sender paced the chunk datagram; the BLOCK prefix around it is paced here.
-    this.path.spend(BLOCK_PREFIX_BYTES);
-    const wire = this.path.wireBytes(n + BLOCK_PREFIX_BYTES);
+    // The sender paced the chunk datagram; the framing around it is paced here.
+    this.path.spend(this.headroom);
+    const wire = this.path.wireBytes(n + this.headroom);
     this.sentWire += wire;
     this.owed = Math.max(0, this.owed - wire);
     return n;

@@ -1,15 +1,16 @@
-import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '../ack/index.js';
-import { Channels, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
-import { Path } from '../congestion/path.js';
-import { readU32LE } from '../core/bytes.js';
-import { checkArg, GamewireError } from '../core/errors.js';
+import type { Path } from '../congestion/path.js';
+import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { GamewireError } from '../core/errors.js';
 import type { HostedPeer } from '../core/host.js';
-import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
-import {
-  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
-  encodeBlockPrefix, encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
-} from './wire.js';
+import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
+import { Session, type ConnectionStats, type SessionCounters } from './session.js';
+import {
+  ACCEPT_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeConnect,
+  encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+} from './wire.js';
+
+export type { ConnectionStats } from './session.js';
 
 /** Lifecycle of a `Connection`. */
 export type ConnectionState = 'connecting' | 'connected' | 'closed';
@@ -31,14 +32,6 @@ export type ConnectionEvent =
   | { type: 'message'; connection: Connection; lane: number; bytes: Uint8Array }
   | { type: 'delivery'; connection: Connection; lane: number; id: number; delivered: boolean }
   | { type: 'disconnected'; connection: Connection; reason: DisconnectReason };
-
-/** A connection's figures: the packet layer's stats and every lane's. */
-export interface ConnectionStats extends AckStats {
-  /** Current pacing rate of the connection's path, bytes/s on the wire. */
-  pacingRateBytesPerSec: number;
-  /** Per lane, in lane order (a block lane's figures are `BlockLaneStats`). */
-  lanes: (LaneStats | BlockLaneStats)[];
-}
 
 /** Copies of DISCONNECT sent on close (each unreliable; the peer's timeout covers all being lost). */
 const DISCONNECT_COPIES = 3;
@@ -71,10 +64,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   readonly path: Path;
   private remoteId: number;
   private state_: ConnectionState = 'connecting';
-  private readonly acks: PacketAcks<ChannelToken | undefined>;
-  private readonly channels: Channels;
-  private readonly blocks: BlockLane | undefined;
-  private blockOut: Uint8Array | undefined;
+  private readonly session: Session;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
   private readonly events: ConnectionEvent[] = [];
@@ -102,20 +92,9 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     this.localId = localId;
     this.isClient = remoteId === undefined;
     this.remoteId = remoteId ?? 0;
-    this.path = new Path({ ...opt.path, maxDatagramBytes: opt.maxDatagramBytes });
-    const channels = new Channels(opt.channels);
-    // Packets whose frames need no outcome (unreliable only) carry no token.
-    const outcomes: PacketOutcomes<ChannelToken | undefined> = {
-      packetDelivered(now, token) {
-        if (token !== undefined) channels.packetDelivered(now, token);
-      },
-      packetLost(now, token) {
-        if (token !== undefined) channels.packetLost(now, token);
-      },
-    };
-    this.acks = new PacketAcks<ChannelToken | undefined>(this.path, outcomes, opt.acks);
-    this.channels = channels;
-    if (opt.block !== undefined) this.blocks = new BlockLane(opt.block, this.path, localId, opt.maxDatagramBytes);
+    // DATA and BLOCK share their 5-byte framing: kind, receiver id.
+    this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId);
+    this.path = this.session.path;
   }
 
   /** @internal the peer's connection id (0 until known). */
@@ -145,9 +124,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
     if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed connection');
-    const ch = this.channelOf(lane);
-    checkArg(bytes instanceof Uint8Array, 'a message is a Uint8Array');
-    const id = ch < 0 ? this.blocks!.send(bytes, notice) : this.channels.send(this.now, ch, bytes, notice);
+    const id = this.session.send(this.now, lane, bytes, notice);
     this.waker?.();
     return id;
   }
@@ -158,16 +135,14 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * when `id` is unknown or finished. Throws `invalid-argument` unless `lane` is the block lane.
    */
   cancel(lane: number, id: number): boolean {
-    checkArg(this.channelOf(lane) < 0, `lane ${lane} is not a block lane`);
-    checkArg(Number.isInteger(id), 'id must be an integer');
-    const r = this.blocks!.cancel(id);
+    const r = this.session.cancel(lane, id);
     this.waker?.();
     return r;
   }
 
   /** Progress of the block lane in both directions at `now` (ms); undefined without a block lane. */
   blockProgress(now: number = this.now): BlockLaneProgress | undefined {
-    return this.blocks?.progress(now);
+    return this.session.blockProgress(now);
   }
 
   /**
@@ -182,21 +157,12 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   /** Figures of the packet layer and the lanes, at `now` (ms). */
   stats(now: number = this.now): ConnectionStats {
-    const lanes: (LaneStats | BlockLaneStats)[] = [];
-    for (let i = 0; i < this.opt.laneCount; i++) {
-      const ch = this.opt.laneToChannel[i]!;
-      lanes.push(ch < 0 ? this.blocks!.stats() : this.channels.laneStats(ch, now));
-    }
-    return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
+    return this.session.stats(now);
   }
 
   /** Copies of the counters of the packet layer (`acks`), the message lanes (`channels`) and the block lane (`blocks`). */
-  counters(): {
-    acks: ReturnType<PacketAcks<unknown>['counters']>;
-    channels: ReturnType<Channels['counters']>;
-    blocks: BlockLaneCounters | undefined;
-  } {
-    return { acks: this.acks.counters(), channels: this.channels.counters(), blocks: this.blocks?.counters() };
+  counters(): SessionCounters {
+    return this.session.counters();
   }
 
   /** Driver hook (`Endpoint.setWaker`), set by the host. */
@@ -242,9 +208,8 @@ export class Connection implements HostedPeer<ConnectionEvent> {
         this.receiveData(now, b);
         return;
       case FrameKind.Block:
-        if (this.blocks !== undefined && this.state_ === 'connected' && readU32LE(b, 1) === this.localId) {
+        if (this.state_ === 'connected' && readU32LE(b, 1) === this.localId && this.session.receiveBlock(now, b, DATA_PREFIX_BYTES, this.remoteId)) {
           this.heardAt = now;
-          this.blocks.handle(now, b.subarray(BLOCK_PREFIX_BYTES), this.remoteId);
         }
         return;
       default:
@@ -263,8 +228,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       this.end('timeout', DisconnectCode.Timeout, true);
       return;
     }
-    this.acks.handleTimeout(now);
-    this.blocks?.handleTimeout(now);
+    this.session.handleTimeout(now);
   }
 
   /** Driven by the host: when (ms) `handleTimeout` is next due. */
@@ -275,29 +239,14 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       return this.isClient ? Math.min(this.nextHandshakeAt, giveUp) : giveUp;
     }
     if (this.announce) return this.now;
-    let t = this.heardAt + this.opt.timeoutMs;
-    const a = this.acks.pollTimeout();
-    if (a !== undefined && a < t) t = a;
-    if (this.channels.hasFrames()) {
-      const ready = this.path.readyAt(this.path.wireBytes(this.packetEstimate()));
-      if (ready !== undefined && ready < t) t = ready;
-    }
-    const blocks = this.blocks;
-    if (blocks === undefined) return t;
-    const ack = blocks.ackTimeout();
-    if (ack !== undefined && ack < t) t = ack;
-    // While message frames wait for the path, the next budget is theirs (see pollTransmit).
-    if (!this.messagesWaiting() || blocks.owedFirst) {
-      const b = blocks.sliceTimeout();
-      if (b !== undefined && b < t) t = b;
-    }
-    return t;
+    const t = this.heardAt + this.opt.timeoutMs;
+    const s = this.session.pollTimeout();
+    return s !== undefined && s < t ? s : t;
   }
 
   /** Driven by the host: write the next datagram into `out`; its length, or `undefined`. */
   pollTransmit(now: number, out: Uint8Array): number | undefined {
     this.tick(now);
-    const max = Math.min(out.length, this.opt.maxDatagramBytes);
     if (this.acceptsOwed > 0 && this.state_ !== 'closed') {
       this.acceptsOwed = 0;
       return encodeAccept(out, this.remoteId, this.localId);
@@ -312,60 +261,23 @@ export class Connection implements HostedPeer<ConnectionEvent> {
       this.nextHandshakeAt = now + this.opt.handshakeResendMs;
       return encodeConnect(out, this.localId, this.opt.lanesHash);
     }
-    const blocks = this.blocks;
-    if (blocks === undefined) return this.writeData(now, out, max);
-    // Acks of the peer's blocks first (small), then the message lanes unless the block lane is owed
-    // its share, then block slices with what pacing leaves.
-    const ack = this.writeBlock(now, out, max, false);
-    if (ack !== undefined) return ack;
-    if (blocks.owedFirst) {
-      const n = this.writeBlock(now, out, max, true);
-      if (n !== undefined) return n;
-    }
-    const d = this.writeData(now, out, max);
-    if (d !== undefined || this.messagesWaiting()) return d;
-    return this.writeBlock(now, out, max, true);
+    const n = this.session.write(now, out, this.announce);
+    if (n === undefined) return undefined;
+    this.announce = false;
+    out[0] = this.session.writtenKind;
+    writeU32LE(out, 1, this.remoteId);
+    return n;
   }
 
   /** Driven by the host: the next event (applications poll the host instead). */
   pollEvent(): ConnectionEvent | undefined {
     const own = this.events.shift();
     if (own !== undefined) return own;
-    const e = this.channels.pollEvent();
-    if (e !== undefined) {
-      const lane = this.opt.channelLanes[e.lane]!;
-      return e.type === 'message'
-        ? { type: 'message', connection: this, lane, bytes: e.bytes }
-        : { type: 'delivery', connection: this, lane, id: e.id, delivered: e.delivered };
-    }
-    const b = this.blocks?.pollEvent();
-    if (b !== undefined) {
-      const lane = this.opt.block!.lane;
-      return b.type === 'message'
-        ? { type: 'message', connection: this, lane, bytes: b.bytes }
-        : { type: 'delivery', connection: this, lane, id: b.id, delivered: b.delivered };
-    }
+    const e = this.session.pollEvent();
+    if (e !== undefined) return { ...e, connection: this };
     const d = this.disconnectEvent;
     this.disconnectEvent = undefined;
     return d;
-  }
-
-  /** The `Channels` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */
-  private channelOf(lane: number): number {
-    checkArg(Number.isInteger(lane) && lane >= 0 && lane < this.opt.laneCount, `lane must be 0..${this.opt.laneCount - 1}`);
-    return this.opt.laneToChannel[lane]!;
-  }
-
-  /** Write a BLOCK frame: the block lane's next ack (`slices` false) or its next slice or cancel. */
-  private writeBlock(now: number, out: Uint8Array, max: number, slices: boolean): number | undefined {
-    let view = this.blockOut;
-    if (view === undefined || view.buffer !== out.buffer || view.byteOffset !== out.byteOffset + BLOCK_PREFIX_BYTES
-      || view.length !== max - BLOCK_PREFIX_BYTES) {
-      view = this.blockOut = out.subarray(BLOCK_PREFIX_BYTES, max);
-    }
-    const n = slices ? this.blocks!.pollSlice(now, view) : this.blocks!.pollAck(now, view);
-    if (n === undefined) return undefined;
-    return encodeBlockPrefix(out, this.remoteId) + n;
   }
 
   private tick(now: number): void {
@@ -384,56 +296,9 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   private receiveData(now: number, b: Uint8Array): void {
     if (b.length < DATA_PREFIX_BYTES || readU32LE(b, 1) !== this.localId || !this.remoteKnown()) return;
-    const h = this.acks.readHeader(now, b, DATA_PREFIX_BYTES);
-    if (h < 0) return;
-    const start = DATA_PREFIX_BYTES + h;
-    if (!this.channels.validate(b, start, b.length)) return;
+    if (!this.session.receiveData(now, b, DATA_PREFIX_BYTES)) return;
     if (this.state_ === 'connecting') this.becomeConnected();
     this.heardAt = now;
-    this.acks.accept(now, b.length > start, this.path.wireBytes(b.length));
-    this.channels.receive(now, b, start, b.length);
-  }
-
-  /** True when message frames wait to be sent (only the pacing budget holds them back). */
-  private messagesWaiting(): boolean {
-    return this.channels.hasFrames() && this.acks.canSend();
-  }
-
-  /** Bytes the next data packet will likely take: a full one when a packet's worth is queued. */
-  private packetEstimate(): number {
-    return Math.min(this.opt.maxDatagramBytes, DATA_PREFIX_BYTES + this.acks.maxHeaderBytes + 8 + this.channels.pendingBytes());
-  }
-
-  private writeData(now: number, out: Uint8Array, max: number): number | undefined {
-    const path = this.path;
-    path.update(now);
-    const room = this.acks.canSend();
-    const frames = room && this.channels.hasFrames() && path.covers(path.wireBytes(this.packetEstimate()));
-    if (!frames && !(this.announce && this.acks.canSend(false)) && !this.acks.wantsPacket(now)) return undefined;
-    this.announce = false;
-    out[0] = FrameKind.Data;
-    out[1] = this.remoteId;
-    out[2] = this.remoteId >>> 8;
-    out[3] = this.remoteId >>> 16;
-    out[4] = this.remoteId >>> 24;
-    const start = DATA_PREFIX_BYTES + this.acks.writeHeader(now, out, DATA_PREFIX_BYTES);
-    let n = 0;
-    if (room) {
-      // A packet that goes anyway (an ack, a keep-alive) carries redundancy too, never new data
-      // that pacing holds back.
-      this.channels.setLossRate(this.acks.lossRate());
-      n = this.channels.writeFrames(now, out, start, max, !frames);
-    }
-    const length = start + n;
-    const wire = path.wireBytes(length);
-    const token = n > 0 ? this.channels.takeToken() : undefined;
-    this.acks.onSent(now, wire, n > 0, token);
-    if (n > 0) {
-      path.spend(wire);
-      path.onSent(now, wire, true);
-      this.blocks?.messagesSent(wire);
-    }
-    return length;
   }
 
   private end(reason: DisconnectReason, code: number, tellPeer: boolean): void {

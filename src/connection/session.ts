@@ -1,0 +1,257 @@
+import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '../ack/index.js';
+import { Channels, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
+import { Path, type PathConfig } from '../congestion/path.js';
+import { checkArg } from '../core/errors.js';
+import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
+import type { ResolvedBlockLane } from './options.js';
+import { FrameKind } from './wire.js';
+
+/** A connection's figures: the packet layer's stats and every lane's. */
+export interface ConnectionStats extends AckStats {
+  /** Current pacing rate of the connection's path, bytes/s on the wire. */
+  pacingRateBytesPerSec: number;
+  /** Per lane, in lane order (a block lane's figures are `BlockLaneStats`). */
+  lanes: (LaneStats | BlockLaneStats)[];
+}
+
+/** Counters of a session: the packet layer (`acks`), the message lanes (`channels`), the block lane (`blocks`). */
+export interface SessionCounters {
+  acks: ReturnType<PacketAcks<unknown>['counters']>;
+  channels: ReturnType<Channels['counters']>;
+  blocks: BlockLaneCounters | undefined;
+}
+
+/** What a session raises, lanes numbered as the connection's lane list. */
+export type SessionEvent =
+  | { type: 'message'; lane: number; bytes: Uint8Array }
+  | { type: 'delivery'; lane: number; id: number; delivered: boolean };
+
+/** The lane list split into message lanes and the block lane, and the settings of each part. @internal */
+export interface SessionOptions {
+  laneCount: number;
+  channels: ChannelsConfig;
+  /** `Channels` lane i is connection lane `channelLanes[i]`. */
+  channelLanes: readonly number[];
+  /** Connection lane → `Channels` lane, or −1 for the block lane. */
+  laneToChannel: Int16Array;
+  block: ResolvedBlockLane | undefined;
+  acks: AckConfig | undefined;
+  path: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'> | undefined;
+}
+
+/**
+ * What a connection carries, whatever its framing (the unsecured one of this directory, or netcode's
+ * payload packets): the packet layer, the message lanes, the block lane and the one path they share.
+ * The framing owns the lifecycle and puts `headroom` bytes before every body this writes; a body is a
+ * DATA body (packet header, channel frames) or a BLOCK body (one chunk datagram). @internal
+ */
+export class Session {
+  /** The path every lane sends through (one RTT, one rate). */
+  readonly path: Path;
+  /** Kind (`FrameKind.Data` or `FrameKind.Block`) of the body the last `write` produced. */
+  writtenKind: number = FrameKind.Data;
+  private readonly acks: PacketAcks<ChannelToken | undefined>;
+  private readonly channels: Channels;
+  private readonly blocks: BlockLane | undefined;
+  private readonly opt: SessionOptions;
+  private readonly maxBytes: number;
+  private readonly headroom: number;
+  private blockOut: Uint8Array | undefined;
+
+  /**
+   * @param maxBytes largest framing + body written (the datagram, or the payload a cipher wraps)
+   * @param headroom bytes of framing before each body
+   * @param chunkSession the block lane's chunk session id (this side's connection id)
+   */
+  constructor(opt: SessionOptions, maxBytes: number, headroom: number, chunkSession: number) {
+    this.opt = opt;
+    this.maxBytes = maxBytes;
+    this.headroom = headroom;
+    this.path = new Path({ ...opt.path, maxDatagramBytes: maxBytes });
+    const channels = new Channels(opt.channels);
+    // Packets whose frames need no outcome (unreliable only) carry no token.
+    const outcomes: PacketOutcomes<ChannelToken | undefined> = {
+      packetDelivered(now, token) {
+        if (token !== undefined) channels.packetDelivered(now, token);
+      },
+      packetLost(now, token) {
+        if (token !== undefined) channels.packetLost(now, token);
+      },
+    };
+    this.acks = new PacketAcks<ChannelToken | undefined>(this.path, outcomes, opt.acks);
+    this.channels = channels;
+    if (opt.block !== undefined) this.blocks = new BlockLane(opt.block, this.path, chunkSession, maxBytes - headroom, headroom);
+  }
+
+  /** See `Connection.send`. */
+  send(now: number, lane: number, bytes: Uint8Array, notice: boolean): number {
+    const ch = this.channelOf(lane);
+    checkArg(bytes instanceof Uint8Array, 'a message is a Uint8Array');
+    return ch < 0 ? this.blocks!.send(bytes, notice) : this.channels.send(now, ch, bytes, notice);
+  }
+
+  /** See `Connection.cancel`. */
+  cancel(lane: number, id: number): boolean {
+    checkArg(this.channelOf(lane) < 0, `lane ${lane} is not a block lane`);
+    checkArg(Number.isInteger(id), 'id must be an integer');
+    return this.blocks!.cancel(id);
+  }
+
+  blockProgress(now: number): BlockLaneProgress | undefined {
+    return this.blocks?.progress(now);
+  }
+
+  stats(now: number): ConnectionStats {
+    const lanes: (LaneStats | BlockLaneStats)[] = [];
+    for (let i = 0; i < this.opt.laneCount; i++) {
+      const ch = this.opt.laneToChannel[i]!;
+      lanes.push(ch < 0 ? this.blocks!.stats() : this.channels.laneStats(ch, now));
+    }
+    return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
+  }
+
+  counters(): SessionCounters {
+    return { acks: this.acks.counters(), channels: this.channels.counters(), blocks: this.blocks?.counters() };
+  }
+
+  /**
+   * A DATA body at `b[start..]`: true when valid (its messages are then taken in), false when it was
+   * dropped and counted. Never throws.
+   */
+  receiveData(now: number, b: Uint8Array, start: number): boolean {
+    const h = this.acks.readHeader(now, b, start);
+    if (h < 0) return false;
+    const frames = start + h;
+    if (!this.channels.validate(b, frames, b.length)) return false;
+    this.acks.accept(now, b.length > frames, this.path.wireBytes(b.length));
+    this.channels.receive(now, b, frames, b.length);
+    return true;
+  }
+
+  /**
+   * A BLOCK body (one chunk datagram) at `b[start..]` from the peer whose chunk session is
+   * `remoteSession`: false when there is no block lane. The chunk protocol checks and counts the rest.
+   */
+  receiveBlock(now: number, b: Uint8Array, start: number, remoteSession: number): boolean {
+    if (this.blocks === undefined) return false;
+    this.blocks.handle(now, b.subarray(start), remoteSession);
+    return true;
+  }
+
+  handleTimeout(now: number): void {
+    this.acks.handleTimeout(now);
+    this.blocks?.handleTimeout(now);
+  }
+
+  /** When (ms) `handleTimeout` or `write` is next needed, or undefined. */
+  pollTimeout(): number | undefined {
+    let t = this.acks.pollTimeout() ?? Infinity;
+    if (this.channels.hasFrames()) {
+      const ready = this.path.readyAt(this.path.wireBytes(this.packetEstimate()));
+      if (ready !== undefined && ready < t) t = ready;
+    }
+    const blocks = this.blocks;
+    if (blocks !== undefined) {
+      const ack = blocks.ackTimeout();
+      if (ack !== undefined && ack < t) t = ack;
+      // While message frames wait for the path, the next budget is theirs (see write).
+      if (!this.messagesWaiting() || blocks.owedFirst) {
+        const b = blocks.sliceTimeout();
+        if (b !== undefined && b < t) t = b;
+      }
+    }
+    return t === Infinity ? undefined : t;
+  }
+
+  /**
+   * Write the next body at `out[headroom..]` (the framing fills `out[0..headroom)`, its kind in
+   * `writtenKind`) and return the body's end, or undefined when nothing is due. `force`: write a DATA
+   * body even without anything due (the first packet after the handshake). Order: an ack of the
+   * peer's blocks; the block lane if it is owed its share; the message lanes if the path allows; block
+   * slices only when no message frame waits for the path.
+   */
+  write(now: number, out: Uint8Array, force: boolean): number | undefined {
+    const max = Math.min(out.length, this.maxBytes);
+    const blocks = this.blocks;
+    if (blocks === undefined) return this.writeData(now, out, max, force);
+    const ack = this.writeBlock(now, out, max, false);
+    if (ack !== undefined) return ack;
+    if (blocks.owedFirst) {
+      const n = this.writeBlock(now, out, max, true);
+      if (n !== undefined) return n;
+    }
+    const d = this.writeData(now, out, max, force);
+    if (d !== undefined || this.messagesWaiting()) return d;
+    return this.writeBlock(now, out, max, true);
+  }
+
+  pollEvent(): SessionEvent | undefined {
+    const e = this.channels.pollEvent();
+    if (e !== undefined) {
+      const lane = this.opt.channelLanes[e.lane]!;
+      return e.type === 'message'
+        ? { type: 'message', lane, bytes: e.bytes }
+        : { type: 'delivery', lane, id: e.id, delivered: e.delivered };
+    }
+    const b = this.blocks?.pollEvent();
+    if (b === undefined) return undefined;
+    const lane = this.opt.block!.lane;
+    return b.type === 'message' ? { type: 'message', lane, bytes: b.bytes } : { type: 'delivery', lane, id: b.id, delivered: b.delivered };
+  }
+
+  /** The `Channels` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */
+  private channelOf(lane: number): number {
+    checkArg(Number.isInteger(lane) && lane >= 0 && lane < this.opt.laneCount, `lane must be 0..${this.opt.laneCount - 1}`);
+    return this.opt.laneToChannel[lane]!;
+  }
+
+  /** True when message frames wait to be sent (only the pacing budget holds them back). */
+  private messagesWaiting(): boolean {
+    return this.channels.hasFrames() && this.acks.canSend();
+  }
+
+  /** Bytes the next data packet will likely take: a full one when a packet's worth is queued. */
+  private packetEstimate(): number {
+    return Math.min(this.maxBytes, this.headroom + this.acks.maxHeaderBytes + 8 + this.channels.pendingBytes());
+  }
+
+  private writeData(now: number, out: Uint8Array, max: number, force: boolean): number | undefined {
+    const path = this.path;
+    path.update(now);
+    const room = this.acks.canSend();
+    const frames = room && this.channels.hasFrames() && path.covers(path.wireBytes(this.packetEstimate()));
+    if (!frames && !(force && this.acks.canSend(false)) && !this.acks.wantsPacket(now)) return undefined;
+    const start = this.headroom + this.acks.writeHeader(now, out, this.headroom);
+    let n = 0;
+    if (room) {
+      // A packet that goes anyway (an ack, a keep-alive) carries redundancy too, never new data
+      // that pacing holds back.
+      this.channels.setLossRate(this.acks.lossRate());
+      n = this.channels.writeFrames(now, out, start, max, !frames);
+    }
+    const length = start + n;
+    const wire = path.wireBytes(length);
+    const token = n > 0 ? this.channels.takeToken() : undefined;
+    this.acks.onSent(now, wire, n > 0, token);
+    if (n > 0) {
+      path.spend(wire);
+      path.onSent(now, wire, true);
+      this.blocks?.messagesSent(wire);
+    }
+    this.writtenKind = FrameKind.Data;
+    return length;
+  }
+
+  /** A BLOCK body: the block lane's next ack (`slices` false) or its next slice or cancel. */
+  private writeBlock(now: number, out: Uint8Array, max: number, slices: boolean): number | undefined {
+    const h = this.headroom;
+    let view = this.blockOut;
+    if (view === undefined || view.buffer !== out.buffer || view.byteOffset !== out.byteOffset + h || view.length !== max - h) {
+      view = this.blockOut = out.subarray(h, max);
+    }
+    const n = slices ? this.blocks!.pollSlice(now, view) : this.blocks!.pollAck(now, view);
+    if (n === undefined) return undefined;
+    this.writtenKind = FrameKind.Block;
+    return h + n;
+  }
+}
