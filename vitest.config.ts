@@ -3,7 +3,13 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   // examples/ import the package by name, as a user would; tests run them against the source.
-  resolve: { alias: { 'gamewire/testing': fileURLToPath(new URL('./src/testing.ts', import.meta.url)) } },
+  resolve: {
+    alias: [
+      { find: /^gamewire\/testing$/, replacement: fileURLToPath(new URL('./src/testing.ts', import.meta.url)) },
+      { find: /^gamewire\/node$/, replacement: fileURLToPath(new URL('./src/node.ts', import.meta.url)) },
+      { find: /^gamewire$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },
+    ],
+  },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     // One fast-check seed for every property; FC_SEED=<int> replays one, FC_SEED=random explores.

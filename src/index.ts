@@ -26,6 +26,16 @@ export type { ChannelsConfig, DeliveryMode, LaneConfig } from './channels/config
 export { Channels, type ChannelEvent, type LaneStats } from './channels/channels.js';
 export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
 
+// Secure connections: netcode 1.02 (docs/netcode.md).
+export { Server, ServerClient, type ServerCounter, type ServerDisconnectReason, type ServerEvent, type ServerOptions } from './netcode/server.js';
+export {
+  Client, CLIENT_STATE_CODES, type ClientCounter, type ClientDisconnectReason, type ClientEvent, type ClientOptions, type ClientState,
+} from './netcode/client.js';
+export type { NetcodeCarryOptions } from './netcode/options.js';
+export { generateConnectToken, type ConnectTokenOptions, type NetcodeAddress } from './netcode/wire.js';
+export type { CryptoProvider } from './crypto/provider.js';
+export { nobleCrypto } from './crypto/noble.js';
+
 // Large blocks (the chunk protocol).
 export { ChunkSender, type CancelReason, type ChunkSenderEvent, type ChunkSenderProgress } from './chunk/sender.js';
 export {

@@ -4,8 +4,9 @@
  * `@types/node` for this entry point only. Every export, one line each: docs/api.md.
  */
 export * from './index.js';
+export { nodeCrypto } from './adapters/node/node-crypto.js';
 export {
-  addressKey, parseAddressKey, type UdpAddress, UdpDriver, type UdpDriverCloseOptions, type UdpDriverEvents,
+  addressKey, parseAddressKey, systemUnixTime, type UdpAddress, UdpDriver, type UdpDriverCloseOptions, type UdpDriverEvents,
   type UdpDriverOptions, type UdpSocketOptions,
 } from './adapters/node/udp-driver.js';
 export { UdpLinkProxy, type UdpLinkProxyEvents, type UdpLinkProxyOptions } from './adapters/node/udp-proxy.js';

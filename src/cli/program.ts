@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { registerEcho } from './echo.js';
 import { registerKcpEcho } from './kcp-echo.js';
+import { registerNetcode } from './netcode.js';
 import { runProxy, type ProxyCommandOptions } from './proxy.js';
 import { runRecv, runSend } from './transfer.js';
 import {
@@ -100,6 +101,7 @@ export function buildProgram(setExit: (code: number) => void): Command {
 
   registerEcho(program, setExit);
   registerKcpEcho(program, setExit);
+  registerNetcode(program, setExit);
   for (const c of program.commands) c.showHelpAfterError(usageHint(c.name()));
 
   return program;

@@ -36,7 +36,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--preset', 'moon'], /--preset.*unknown link preset 'moon'/],
       [['send', 'x.bin', '--to', '127.0.0.1:9', '--frobnicate'], /unknown option '--frobnicate'/],
       [['teleport'], /unknown command 'teleport'/],
-      [[], /missing command \(one of: recv, send, proxy, echo, kcp-echo\)/],
+      [[], /missing command \(one of: recv, send, proxy, echo, kcp-echo, token, serve, connect\)/],
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--stats-every', '10ms'], /--stats-every must be at least 100ms \(or 0 = off\)/],
       [['kcp-echo', '--listen', '0', '--mtu', '10'], /--mtu must be in 50\.\.65535/],
       [['kcp-echo'], /exactly one of --listen PORT or --connect HOST:PORT/],

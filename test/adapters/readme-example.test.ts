@@ -61,6 +61,14 @@ describe('docs/connection.md', () => {
   });
 });
 
+describe('docs/netcode.md', () => {
+  it('the Server and Client example connects, echoes over netcode and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('docs/netcode.md', '## Server and Client', await freePort()));
+    expect(out).toContain('hello');
+    expect(code).toBe(0);
+  });
+});
+
 describe('README', () => {
   it('the ten-line messages example prints the echo and exits by itself', async () => {
     const { code, out } = await runExample(docExample('README.md', '## Ten lines: messages', await freePort()));

@@ -21,6 +21,14 @@ export interface UdpAddress {
   port: number;
 }
 
+/**
+ * Unix time in seconds from the system clock, for the `unixTime` option of netcode's `Server` (its
+ * argument, the driver's `now`, is ignored: token expiry is judged against wall-clock time).
+ */
+export function systemUnixTime(_now?: number): number {
+  return Date.now() / 1000;
+}
+
 /** The `Address` string of a UDP endpoint: `"127.0.0.1:9000"`, IPv6 in brackets `"[::1]:9000"`. */
 export function addressKey(host: string, port: number): Address {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;

@@ -1,0 +1,309 @@
+import type { Command } from 'commander';
+import { createSocket } from 'node:dgram';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { nodeCrypto } from '../adapters/node/node-crypto.js';
+import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
+import { cryptoRandom } from '../core/random.js';
+import { Client, type ClientEvent } from '../netcode/client.js';
+import { Server, type ServerEvent } from '../netcode/server.js';
+import { CONNECT_TOKEN_BYTES, generateConnectToken } from '../netcode/wire.js';
+import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
+import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+
+/**
+ * The development key and protocol id `serve` and `connect` use when given no `--key`: public, so
+ * anyone can connect to such a server. For trying the pair on one machine, never for a game.
+ */
+export const DEV_KEY = Uint8Array.from({ length: 32 }, (_, i) => (0x67 + i * 29) & 0xff);
+export const DEV_PROTOCOL_ID = 0x67616d6577697265n; // "gamewire"
+
+/** `--key`: 64 hex digits. */
+function parseKey(text: string): Uint8Array {
+  if (!/^[0-9a-fA-F]{64}$/.test(text)) throw new UsageError('--key: expected 64 hex digits (32 bytes)');
+  return Uint8Array.from(text.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+}
+
+/** `--protocol-id`: 1..16 hex digits (u64). */
+function parseProtocolId(text: string): bigint {
+  if (!/^(0x)?[0-9a-fA-F]{1,16}$/.test(text)) throw new UsageError('--protocol-id: expected 1..16 hex digits (a u64)');
+  return BigInt(text.startsWith('0x') ? text : `0x${text}`);
+}
+
+/** `--client-id`: a decimal u64. */
+function parseClientId(text: string): bigint {
+  if (!/^\d{1,20}$/.test(text) || BigInt(text) >= 1n << 64n) throw new UsageError('--client-id: expected a decimal integer in 0..2^64-1');
+  return BigInt(text);
+}
+
+/** Options of `gamewire token`. */
+export interface TokenCommandOptions {
+  key: Uint8Array;
+  protocolId: bigint;
+  clientId: bigint;
+  servers: HostPort[];
+  expireSeconds: number;
+  timeoutSeconds: number;
+  out: string;
+}
+
+/** Write a connect token for `servers` to `out`. Resolves to the exit code. */
+export function runToken(o: TokenCommandOptions): number {
+  const token = generateConnectToken({
+    protocolId: o.protocolId, privateKey: o.key, clientId: o.clientId,
+    serverAddresses: o.servers.map((s) => addressKey(s.host, s.port)),
+    nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: o.expireSeconds, timeoutSeconds: o.timeoutSeconds,
+    crypto: nodeCrypto,
+  });
+  writeFileSync(o.out, token);
+  process.stderr.write(`token: ${CONNECT_TOKEN_BYTES} bytes for client ${o.clientId} -> ${o.out} (expires in ${o.expireSeconds} s)\n`);
+  return 0;
+}
+
+/** Options of `gamewire serve`. */
+export interface ServeCommandOptions {
+  port: number;
+  host: string;
+  key: Uint8Array | undefined;
+  protocolId: bigint | undefined;
+  maxClients: number;
+  raw: boolean;
+  quiet: boolean;
+}
+
+/** A netcode echo server until SIGINT/SIGTERM: every message (or raw payload) goes back to its client. */
+export async function runServe(o: ServeCommandOptions): Promise<number> {
+  if (o.key === undefined) process.stderr.write('serve: no --key: using the public development key (anyone can connect)\n');
+  // The server checks its own address in every token, so it must know its port before it binds.
+  const port = o.port === 0 ? await freeUdpPort(o.host) : o.port;
+  const server = new Server({
+    protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY,
+    addresses: [addressKey(o.host === '0.0.0.0' ? '127.0.0.1' : o.host, port)],
+    unixTime: systemUnixTime, maxClients: o.maxClients, crypto: nodeCrypto, ...(o.raw ? { raw: true } : {}),
+  });
+  const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
+  let echoed = 0;
+  driver.on('event', (e: ServerEvent) => {
+    if (e.type === 'message') {
+      e.client.send(e.lane, e.bytes);
+      echoed++;
+    } else if (e.type === 'payload') {
+      try {
+        e.client.sendRaw(e.bytes);
+        echoed++;
+      } catch {
+        // queue-full: the client sees a missing echo
+      }
+    } else if (!o.quiet && (e.type === 'connected' || e.type === 'disconnected')) {
+      process.stderr.write(`client ${e.client.clientId} (${e.client.address}) ${e.type}${e.type === 'disconnected' ? ` (${e.reason})` : ''}\n`);
+    }
+  });
+  process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
+  await untilStopSignal();
+  const c = server.counters();
+  process.stderr.write(`serve: ${c.clientsConnected} clients, ${echoed} echoed, ${c.requestsDropped + c.responsesDropped + c.malformed} dropped\n`);
+  server.close();
+  await driver.close({ linger: true });
+  return 0;
+}
+
+/** Options of `gamewire connect`. */
+export interface ConnectCommandOptions {
+  token: string | undefined;
+  server: HostPort | undefined;
+  key: Uint8Array | undefined;
+  protocolId: bigint | undefined;
+  count: number;
+  intervalMs: number;
+  size: number;
+  raw: boolean;
+  timeoutMs: number;
+}
+
+/**
+ * Connect with a token (or one made on the spot for `--server` with the development key), send
+ * `count` messages (or raw payloads whose byte i is i mod 256), check every echo, print the summary
+ * line, close. Resolves to 0, or 1 on a failure.
+ */
+export async function runConnect(o: ConnectCommandOptions): Promise<number> {
+  let token: Uint8Array;
+  if (o.token !== undefined) token = new Uint8Array(readFileSync(o.token));
+  else {
+    token = generateConnectToken({
+      protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY, clientId: randomClientId(),
+      serverAddresses: [addressKey(o.server!.host, o.server!.port)], nowUnixSeconds: Math.floor(systemUnixTime()),
+      expireSeconds: 60, timeoutSeconds: 5, crypto: nodeCrypto,
+    });
+  }
+  const client = new Client({ crypto: nodeCrypto, ...(o.raw ? { raw: true } : {}) });
+  const driver = await UdpDriver.openEndpoint(client, { port: 0, host: '0.0.0.0' });
+  const sentAt: number[] = [];
+  const rtts: number[] = [];
+  let received = 0;
+  let failure: string | undefined;
+  let lastProgress = driver.now();
+  let done!: () => void;
+  const finished = new Promise<void>((r) => (done = r));
+  const fail = (why: string): void => {
+    failure ??= why;
+    done();
+  };
+  const pattern = Uint8Array.from({ length: o.size }, (_, i) => i % 256);
+  let stop = (): void => {};
+  const start = (): void => {
+    stop = sendOnSchedule(o.count, o.intervalMs, (i) => {
+      if (failure !== undefined) return false;
+      sentAt[i] = driver.now();
+      try {
+        if (o.raw) client.sendRaw(pattern);
+        else client.send(0, echoPayload(i, o.size));
+      } catch (err) {
+        fail(`send failed: ${(err as Error).message}`);
+        return false;
+      }
+      return true;
+    });
+  };
+  driver.on('event', (e: ClientEvent) => {
+    const now = driver.now();
+    if (e.type === 'connected') {
+      process.stderr.write(`connect: connected to ${client.serverAddress} as client index ${e.clientIndex} of ${e.maxClients}\n`);
+      lastProgress = now;
+      start();
+    } else if (e.type === 'disconnected') {
+      if (failure === undefined && received < o.count) fail(`disconnected (${e.reason})`);
+    } else if (e.type === 'payload') {
+      if (e.bytes.length !== o.size || !e.bytes.every((v, j) => v === j % 256)) return fail(`raw payload ${received} does not follow the pattern`);
+      rtts.push(now - sentAt[received]!);
+      received++;
+      lastProgress = now;
+      if (received === o.count) done();
+    } else if (e.type === 'message') {
+      const i = new DataView(e.bytes.buffer, e.bytes.byteOffset, e.bytes.byteLength).getUint32(0, true);
+      const want = echoPayload(i, o.size);
+      if (i !== received || e.bytes.length !== o.size || !want.every((v, j) => e.bytes[j] === v)) return fail(`echo ${i} wrong or out of order`);
+      rtts.push(now - sentAt[i]!);
+      received++;
+      lastProgress = now;
+      if (received === o.count) done();
+    }
+  });
+  client.connect(driver.now(), token);
+  const watchdog = setInterval(() => {
+    if (driver.now() - lastProgress > o.timeoutMs) fail(`timeout: nothing for ${o.timeoutMs} ms (${received}/${o.count} echoed, state ${client.state})`);
+  }, 100);
+  await finished;
+  stop();
+  clearInterval(watchdog);
+  const stats = client.stats();
+  const c = driver.counters();
+  client.close();
+  await driver.close({ linger: true });
+  if (failure !== undefined) {
+    process.stderr.write(`connect: FAILED: ${failure}\n`);
+    return 1;
+  }
+  if (stats !== undefined) {
+    process.stderr.write(`connect: srtt ${stats.srttMs.toFixed(1)} ms, loss ${stats.lossPercent.toFixed(1)} %, sent ${stats.sentKbps.toFixed(0)} kbit/s\n`);
+  }
+  process.stdout.write(formatEchoSummary(rtts, c.bytesOut, c.datagramsOut, o.count) + '\n');
+  return 0;
+}
+
+/** A UDP port free on `host` right now (bound and released: a tiny race, fine for a CLI). */
+async function freeUdpPort(host: string): Promise<number> {
+  const s = createSocket('udp4');
+  await new Promise<void>((resolve, reject) => {
+    s.once('error', reject);
+    s.bind(0, host, resolve);
+  });
+  const { port } = s.address();
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+function randomClientId(): bigint {
+  const b = new Uint8Array(8);
+  cryptoRandom(b);
+  return new DataView(b.buffer).getBigUint64(0, true);
+}
+
+interface NetcodeFlags {
+  key?: Uint8Array;
+  protocolId?: bigint;
+  clientId?: bigint;
+  server?: HostPort[] | HostPort;
+  expire: number;
+  timeout: number;
+  out?: string;
+  port?: number;
+  host: string;
+  maxClients: number;
+  raw?: boolean;
+  quiet?: boolean;
+  token?: string;
+  count: number;
+  interval: number;
+  size?: number;
+}
+
+/** Add `gamewire token`, `serve` and `connect` (netcode 1.02) to `program`. */
+export function registerNetcode(program: Command, setExit: (code: number) => void): void {
+  program
+    .command('token')
+    .description('write a 2048-byte netcode 1.02 connect token (what a web backend hands a player)')
+    .requiredOption('--key <hex32>', 'the 32-byte private key shared with the servers (64 hex digits)', arg(parseKey))
+    .requiredOption('--protocol-id <hex>', 'the game\'s protocol id (u64, hex)', arg(parseProtocolId))
+    .requiredOption('--client-id <n>', 'the player\'s id (u64, decimal)', arg(parseClientId))
+    .requiredOption('--server <host:port>', 'a server address the token is for (repeat for up to 32)',
+      (v: string, prev: HostPort[] | undefined) => [...(prev ?? []), arg((x) => parseHostPort(x, '--server'))(v)])
+    .option('--expire <seconds>', 'token lifetime in seconds', arg((v) => parseUint(v, '--expire')), 30)
+    .option('--timeout <seconds>', 'connection timeout written in the token, seconds', arg((v) => parseUint(v, '--timeout')), 5)
+    .requiredOption('--out <file>', 'file to write the token to')
+    .action((o: NetcodeFlags) => {
+      const servers = o.server as HostPort[];
+      if (servers.length > 32) throw new UsageError('--server: at most 32 addresses');
+      setExit(runToken({
+        key: o.key!, protocolId: o.protocolId!, clientId: o.clientId!, servers, expireSeconds: o.expire, timeoutSeconds: o.timeout, out: o.out!,
+      }));
+    });
+
+  program
+    .command('serve')
+    .description('a netcode 1.02 echo server: every message (or raw payload) goes back to its client')
+    .requiredOption('--port <port>', 'UDP port (0 = any free port; the bound port is printed)', arg((v) => parsePort(v, '--port')))
+    .option('--host <addr>', 'local IPv4 address to bind (tokens must name it; 0.0.0.0 is named 127.0.0.1)', '127.0.0.1')
+    .option('--key <hex32>', 'private key (default: the public development key)', arg(parseKey))
+    .option('--protocol-id <hex>', 'protocol id (u64, hex; default 67616d6577697265)', arg(parseProtocolId))
+    .option('--max-clients <n>', 'most connected clients (1..4096)', arg((v) => parseUint(v, '--max-clients')), 256)
+    .option('--raw', 'raw payloads (interoperates with any netcode 1.02 client) instead of gamewire lanes')
+    .option('--quiet', 'no per-client lines')
+    .action(async (o: NetcodeFlags) => {
+      if (o.maxClients < 1 || o.maxClients > 4096) throw new UsageError('--max-clients must be in 1..4096');
+      setExit(await runServe({
+        port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
+      }));
+    });
+
+  program
+    .command('connect')
+    .description('connect to a netcode server, send messages, check every echo, print RTT figures and exit 0')
+    .option('--token <file>', 'connect token file (from `gamewire token` or your backend)')
+    .option('--server <host:port>', 'without --token: make a token on the spot for this server (development key unless --key)', arg((v) => parseHostPort(v, '--server')))
+    .option('--key <hex32>', 'without --token: the private key to make the token with', arg(parseKey))
+    .option('--protocol-id <hex>', 'without --token: protocol id (u64, hex)', arg(parseProtocolId))
+    .option('--count <n>', 'messages (or raw payloads) to send', arg((v) => parseUint(v, '--count')), 100)
+    .addOption(durationOption('--interval <duration>', 'time between messages', 'ms', { ms: 16, shown: '16ms' }))
+    .option('--raw', 'send raw payloads whose byte i is i mod 256 (netcode\'s own example pattern)')
+    .option('--size <bytes>', 'bytes per message (4..1048576) or raw payload (1..1200; default 1200)', arg((v) => parseUint(v, '--size')))
+    .addOption(durationOption('--timeout-after <duration>', 'fail after this long without progress', 's', { ms: 10_000, shown: '10s' }))
+    .action(async (o: NetcodeFlags & { timeoutAfter: number }) => {
+      if ((o.token === undefined) === (o.server === undefined)) throw new UsageError('connect needs exactly one of --token FILE or --server HOST:PORT');
+      if (o.count < 1) throw new UsageError('--count must be at least 1');
+      const size = o.size ?? (o.raw === true ? 1200 : 16);
+      if (o.raw === true ? size < 1 || size > 1200 : size < 4 || size > 1 << 20) throw new UsageError('--size out of range');
+      setExit(await runConnect({
+        token: o.token, server: o.server as HostPort | undefined, key: o.key, protocolId: o.protocolId, count: o.count,
+        intervalMs: o.interval, size, raw: o.raw === true, timeoutMs: o.timeoutAfter,
+      }));
+    });
+}

@@ -1,0 +1,415 @@
+import type { BlockLaneProgress } from '../connection/blocks.js';
+import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { FrameKind } from '../connection/wire.js';
+import { readU32LE } from '../core/bytes.js';
+import { Counters } from '../core/counters.js';
+import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { nobleCrypto } from '../crypto/noble.js';
+import type { CryptoProvider } from '../crypto/provider.js';
+import { NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import {
+  addressToKey, type ConnectTokenPublic, NetcodePacketType as T, readConnectToken, readPacket, ReplayProtection,
+  writePacket, writeRequestPacket,
+} from './wire.js';
+
+/**
+ * States of a netcode `Client` (the standard's, named). Negative ones in the standard are the
+ * failures: `token-expired`, `invalid-token`, `connection-timed-out`, `response-timed-out`,
+ * `request-timed-out`, `denied`. `disconnected` is the start and the end of a clean close.
+ */
+export type ClientState =
+  | 'token-expired'
+  | 'invalid-token'
+  | 'connection-timed-out'
+  | 'response-timed-out'
+  | 'request-timed-out'
+  | 'denied'
+  | 'disconnected'
+  | 'sending-request'
+  | 'sending-response'
+  | 'connected';
+
+/** The standard's numbers for each state (−6..3). */
+export const CLIENT_STATE_CODES: Readonly<Record<ClientState, number>> = {
+  'token-expired': -6,
+  'invalid-token': -5,
+  'connection-timed-out': -4,
+  'response-timed-out': -3,
+  'request-timed-out': -2,
+  denied: -1,
+  disconnected: 0,
+  'sending-request': 1,
+  'sending-response': 2,
+  connected: 3,
+};
+
+/** Why a client's connection ended (or never started): a failure state, the server's DISCONNECT, or `close()`. */
+export type ClientDisconnectReason = Exclude<ClientState, 'disconnected' | 'sending-request' | 'sending-response' | 'connected'> | 'peer' | 'local';
+
+/** Events of a `Client`. */
+export type ClientEvent =
+  | { type: 'state'; state: ClientState }
+  | { type: 'connected'; clientIndex: number; maxClients: number }
+  | { type: 'message'; lane: number; bytes: Uint8Array }
+  | { type: 'delivery'; lane: number; id: number; delivered: boolean }
+  /** Raw mode: one payload packet's bytes. */
+  | { type: 'payload'; bytes: Uint8Array }
+  | { type: 'disconnected'; reason: ClientDisconnectReason };
+
+/** Options of a netcode `Client`. */
+export interface ClientOptions extends NetcodeCarryOptions {
+  /** AEAD provider. Default `nobleCrypto`. */
+  crypto?: CryptoProvider;
+}
+
+/** Counter names of a `Client`: packets dropped, by why. */
+export type ClientCounter = 'wrongAddress' | 'dropped' | 'unexpected';
+
+/** Requests, responses and keep-alives go out this often (the standard's 10 Hz). */
+const SEND_INTERVAL_MS = 100;
+/** Redundant DISCONNECT packets sent on close. */
+const DISCONNECT_COPIES = 10;
+const CHALLENGE_BODY_BYTES = 308;
+
+/**
+ * A netcode 1.02 client (docs/netcode.md): connects with a connect token from your web backend,
+ * trying each server address in the token in turn, and then carries gamewire's lanes (or raw
+ * payloads) over the encrypted connection. Sans-IO: an `Endpoint` for `UdpDriver.openEndpoint` or
+ * the simulator's `World`. One connection at a time; `connect` again with a new token after it ends.
+ */
+export class Client implements Endpoint<ClientEvent> {
+  private readonly crypto: CryptoProvider;
+  private readonly carry: ResolvedCarry;
+  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'dropped', 'unexpected']);
+  private state_: ClientState = 'disconnected';
+  private token: ConnectTokenPublic | undefined;
+  private serverIndex = 0;
+  private server: Address | undefined;
+  private session: Session | undefined;
+  private readonly rawQueue: Uint8Array[] = [];
+  private replay = new ReplayProtection();
+  private readonly events: ClientEvent[] = [];
+  private disconnectEvent: ClientEvent | undefined;
+  private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
+  private readonly transmit: Transmit = { length: 0, to: '' };
+  private sequence = 0n;
+  private now = 0;
+  private startedAt = 0;
+  private stateAt = 0;
+  private heardAt = 0;
+  private sentAt = -Infinity;
+  private expiresAt = Infinity;
+  private timeoutMs = 0;
+  private disconnectsLeft = 0;
+  private clientIndex = -1;
+  private maxClients = 0;
+  private waker: (() => void) | undefined;
+
+  /** Throws `invalid-config` on bad options. */
+  constructor(o: ClientOptions = {}) {
+    checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+    this.crypto = o.crypto ?? nobleCrypto;
+    this.carry = resolveCarry(o);
+  }
+
+  /** The current state. */
+  get state(): ClientState {
+    return this.state_;
+  }
+
+  /** This client's slot on the server once connected (else −1), and the server's max clients. */
+  get slot(): { clientIndex: number; maxClients: number } {
+    return { clientIndex: this.clientIndex, maxClients: this.maxClients };
+  }
+
+  /** The server address being tried or connected to. */
+  get serverAddress(): Address | undefined {
+    return this.server;
+  }
+
+  /**
+   * Start connecting at `now` (ms) with a 2048-byte connect token. An invalid token ends at once in
+   * `invalid-token` (a `'disconnected'` event). Throws `invalid-state` unless disconnected (or failed).
+   */
+  connect(now: number, token: Uint8Array): void {
+    checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
+    checkArg(token instanceof Uint8Array, 'token must be a Uint8Array');
+    if (CLIENT_STATE_CODES[this.state_] > 0) throw new GamewireError('invalid-state', `client is ${this.state_}`);
+    this.now = this.startedAt = now;
+    this.reset();
+    const t = readConnectToken(token);
+    if (t === undefined) {
+      this.fail('invalid-token');
+      return;
+    }
+    this.token = t;
+    this.timeoutMs = t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
+    this.expiresAt = now + Number(t.expireTimestamp - t.createTimestamp) * 1000;
+    this.serverIndex = 0;
+    this.tryServer(now);
+    this.waker?.();
+  }
+
+  /**
+   * Queue `bytes` on lane `lane` (see `Connection.send`). Allowed once connected. Throws
+   * `invalid-state` when not connected or in raw mode, and the lane's errors.
+   */
+  send(lane: number, bytes: Uint8Array, notice = false): number {
+    if (this.state_ !== 'connected' || this.session === undefined) {
+      throw new GamewireError('invalid-state', this.session === undefined && this.state_ === 'connected' ? 'raw mode: use sendRaw' : `client is ${this.state_}`);
+    }
+    const id = this.session.send(this.now, lane, bytes, notice);
+    this.waker?.();
+    return id;
+  }
+
+  /** Raw mode: queue one payload of 1..1200 bytes (copied). Throws `invalid-state`, `message-too-large`, `queue-full`. */
+  sendRaw(bytes: Uint8Array): void {
+    if (this.state_ !== 'connected' || !this.carry.raw) throw new GamewireError('invalid-state', this.carry.raw ? `client is ${this.state_}` : 'not raw mode');
+    checkArg(bytes instanceof Uint8Array, 'a payload is a Uint8Array');
+    if (bytes.length < 1 || bytes.length > NETCODE_MAX_PAYLOAD_BYTES) {
+      throw new GamewireError('message-too-large', `a raw payload is 1..${NETCODE_MAX_PAYLOAD_BYTES} bytes, not ${bytes.length}`);
+    }
+    if (this.rawQueue.length >= this.carry.maxRawQueue) throw new GamewireError('queue-full', `${this.rawQueue.length} raw payloads queued`);
+    this.rawQueue.push(bytes.slice());
+    this.waker?.();
+  }
+
+  /** See `Connection.cancel`. */
+  cancel(lane: number, id: number): boolean {
+    if (this.session === undefined) throw new GamewireError('invalid-state', 'no lanes (not connected, or raw mode)');
+    return this.session.cancel(lane, id);
+  }
+
+  /** Progress of the block lane both ways, or undefined. */
+  blockProgress(now: number = this.now): BlockLaneProgress | undefined {
+    return this.session?.blockProgress(now);
+  }
+
+  /** The session's figures while connected with lanes, else undefined. */
+  stats(now: number = this.now): ConnectionStats | undefined {
+    return this.session?.stats(now);
+  }
+
+  /** Copies of the client's drop counters and, with lanes, the session's (`session`). */
+  counters(): Readonly<Record<ClientCounter, number>> & { session: SessionCounters | undefined } {
+    return { ...this.ctr.snapshot(), session: this.session?.counters() };
+  }
+
+  /** Disconnect: redundant DISCONNECT packets if connected, then `disconnected` (`local`). Idempotent. */
+  close(): void {
+    if (CLIENT_STATE_CODES[this.state_] <= 0) return;
+    this.disconnectsLeft = this.state_ === 'connected' ? DISCONNECT_COPIES : 0;
+    this.end('disconnected', 'local');
+    this.waker?.();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.waker = waker;
+  }
+
+  handleDatagram(now: number, from: Address, b: Uint8Array): void {
+    this.tick(now);
+    const state = this.state_;
+    if (state !== 'sending-request' && state !== 'sending-response' && state !== 'connected') return;
+    if (from !== this.server) {
+      this.ctr.add('wrongAddress');
+      return;
+    }
+    const t = this.token!;
+    const allowed = state === 'connected'
+      ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
+      : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
+    const p = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto);
+    if ('drop' in p) {
+      this.ctr.add('dropped');
+      return;
+    }
+    switch (p.type) {
+      case T.Denied:
+        this.nextServerOr(now, 'denied');
+        return;
+      case T.Challenge:
+        if (state !== 'sending-request') break;
+        this.challenge.set(p.body);
+        this.heardAt = now;
+        this.setState(now, 'sending-response');
+        this.sentAt = -Infinity;
+        return;
+      case T.KeepAlive:
+        this.heardAt = now;
+        if (state === 'sending-response') {
+          this.clientIndex = readU32LE(p.body, 0);
+          this.maxClients = readU32LE(p.body, 4);
+          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, NETCODE_MAX_PAYLOAD_BYTES, 1, 1);
+          this.setState(now, 'connected');
+          this.events.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });
+        }
+        return;
+      case T.Payload:
+        this.heardAt = now;
+        this.receivePayload(now, p.body);
+        return;
+      case T.Disconnect:
+        this.end('disconnected', 'peer');
+        return;
+      default:
+    }
+    this.ctr.add('unexpected');
+  }
+
+  handleTimeout(now: number): void {
+    this.tick(now);
+    const state = this.state_;
+    if (state === 'connected') {
+      if (now - this.heardAt >= this.timeoutMs) this.end('connection-timed-out', 'connection-timed-out');
+      else this.session?.handleTimeout(now);
+      return;
+    }
+    if (state !== 'sending-request' && state !== 'sending-response') return;
+    if (now >= this.expiresAt) this.fail('token-expired');
+    else if (now - this.stateAt >= this.timeoutMs) this.nextServerOr(now, state === 'sending-request' ? 'request-timed-out' : 'response-timed-out');
+  }
+
+  pollTimeout(): number | undefined {
+    if (this.disconnectsLeft > 0) return this.now;
+    const state = this.state_;
+    if (state === 'connected') {
+      let t = Math.min(this.heardAt + this.timeoutMs, this.sentAt + SEND_INTERVAL_MS);
+      if (this.rawQueue.length > 0) t = this.now;
+      const s = this.session?.pollTimeout();
+      return s !== undefined && s < t ? s : t;
+    }
+    if (state !== 'sending-request' && state !== 'sending-response') return undefined;
+    return Math.min(this.sentAt + SEND_INTERVAL_MS, this.stateAt + this.timeoutMs, this.expiresAt);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    this.tick(now);
+    const n = this.write(now, out);
+    if (n === undefined) return undefined;
+    this.sentAt = now;
+    this.transmit.length = n;
+    this.transmit.to = this.server!;
+    return this.transmit;
+  }
+
+  pollEvent(): ClientEvent | undefined {
+    const own = this.events.shift();
+    if (own !== undefined) return own;
+    const e = this.session?.pollEvent();
+    if (e !== undefined) return e;
+    const d = this.disconnectEvent;
+    this.disconnectEvent = undefined;
+    return d;
+  }
+
+  private write(now: number, out: Uint8Array): number | undefined {
+    const t = this.token;
+    if (t === undefined) return undefined;
+    if (this.disconnectsLeft > 0) {
+      this.disconnectsLeft--;
+      return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
+    }
+    const due = now - this.sentAt >= SEND_INTERVAL_MS;
+    switch (this.state_) {
+      case 'sending-request':
+        return due ? writeRequestPacket(out, t) : undefined;
+      case 'sending-response':
+        return due ? this.seal(out, T.Response, this.challenge) : undefined;
+      case 'connected': {
+        let n: number | undefined;
+        if (this.session === undefined) {
+          const raw = this.rawQueue.shift();
+          if (raw !== undefined) {
+            this.plain.set(raw);
+            n = raw.length;
+          }
+        } else {
+          n = this.session.write(now, this.plain, false);
+          if (n !== undefined) this.plain[0] = this.session.writtenKind;
+        }
+        if (n !== undefined) return this.seal(out, T.Payload, this.plain.subarray(0, n));
+        if (!due) return undefined;
+        const ka = this.plain.subarray(0, 8);
+        ka.fill(0);
+        return this.seal(out, T.KeepAlive, ka);
+      }
+      default:
+        return undefined;
+    }
+  }
+
+  private receivePayload(now: number, body: Uint8Array): void {
+    if (this.session === undefined) {
+      if (this.carry.raw) this.events.push({ type: 'payload', bytes: body.slice() });
+      return;
+    }
+    if (body[0] === FrameKind.Data) this.session.receiveData(now, body, 1);
+    else if (body[0] === FrameKind.Block) this.session.receiveBlock(now, body, 1, 2);
+  }
+
+  private seal(out: Uint8Array, type: number, body: Uint8Array): number {
+    const t = this.token!;
+    return writePacket(out, type, this.sequence++, body, t.protocolId, t.clientToServerKey, this.crypto);
+  }
+
+  /** Try server address `serverIndex` of the token: a fresh request state (sequence, replay window). */
+  private tryServer(now: number): void {
+    const a = this.token!.serverAddresses[this.serverIndex]!;
+    this.server = addressToKey(a);
+    this.sequence = 0n;
+    this.replay = new ReplayProtection();
+    this.sentAt = -Infinity;
+    this.heardAt = now;
+    this.setState(now, 'sending-request');
+    this.stateAt = now;
+  }
+
+  /** A request or response failed with this server: the next address in the token, or fail with `state`. */
+  private nextServerOr(now: number, state: ClientDisconnectReason & ClientState): void {
+    if (this.token !== undefined && this.serverIndex + 1 < this.token.serverAddresses.length && this.state_ !== 'connected') {
+      this.serverIndex++;
+      this.tryServer(now);
+      return;
+    }
+    this.fail(state);
+  }
+
+  private fail(state: ClientDisconnectReason & ClientState): void {
+    this.end(state, state);
+  }
+
+  /** Enter an ending state; the session stays (its undrained messages come before `'disconnected'`) until the next `connect`. */
+  private end(state: ClientState, reason: ClientDisconnectReason): void {
+    this.setState(this.now, state);
+    this.rawQueue.length = 0;
+    this.disconnectEvent = { type: 'disconnected', reason };
+  }
+
+  /** The one place the state changes: every change is also an event. */
+  private setState(now: number, s: ClientState): void {
+    if (this.state_ === s) return;
+    this.state_ = s;
+    this.stateAt = now;
+    this.events.push({ type: 'state', state: s });
+  }
+
+  private reset(): void {
+    this.token = undefined;
+    this.server = undefined;
+    this.session = undefined;
+    this.rawQueue.length = 0;
+    this.clientIndex = -1;
+    this.maxClients = 0;
+    this.disconnectsLeft = 0;
+    this.disconnectEvent = undefined;
+    this.expiresAt = Infinity;
+  }
+
+  private tick(now: number): void {
+    if (now > this.now) this.now = now;
+  }
+}

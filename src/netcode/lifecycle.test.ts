@@ -1,0 +1,369 @@
+// Netcode client and server on the N-peer world: the handshake, lanes and raw payloads both ways,
+// keep-alives, timeouts on both sides, every client failure state reached on purpose, clean
+// disconnects both ways, reconnecting with a new token, many clients, and the security rules
+// (no amplification, replay, token reuse, wrong protocol id, junk).
+import { describe, expect, it } from 'vitest';
+import type { ConnectionLaneConfig } from '../connection/options.js';
+import { NonCryptoRng } from '../core/rng.js';
+import { World } from '../sim/world.js';
+import { Client, type ClientEvent, type ClientState } from './client.js';
+import { Server, type ServerEvent } from './server.js';
+import { generateConnectToken, NetcodePacketType, readConnectToken, writeRequestPacket } from './wire.js';
+
+const PROTOCOL = 0x1122334455667788n;
+const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 7 + 1);
+const SERVER = '10.0.0.1:40000';
+const T0 = 1_800_000_000; // unix seconds at world time 0
+const unixTime = (now: number): number => T0 + now / 1000;
+const LANES: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'notify' }, { mode: 'block', maxMessageBytes: 1 << 20 }];
+
+function seeded(seed: number): (out: Uint8Array) => void {
+  const r = new NonCryptoRng(seed);
+  return (out) => void r.fill(out);
+}
+
+interface TokenOptions {
+  clientId?: bigint;
+  servers?: string[];
+  expireSeconds?: number;
+  timeoutSeconds?: number;
+  protocolId?: bigint;
+  now?: number;
+  seed?: number;
+}
+
+function token(o: TokenOptions = {}): Uint8Array {
+  return generateConnectToken({
+    protocolId: o.protocolId ?? PROTOCOL,
+    privateKey: KEY,
+    clientId: o.clientId ?? 1n,
+    serverAddresses: o.servers ?? [SERVER],
+    nowUnixSeconds: Math.floor(unixTime(o.now ?? 0)),
+    expireSeconds: o.expireSeconds ?? 30,
+    timeoutSeconds: o.timeoutSeconds ?? 5,
+    userData: new Uint8Array(256).fill(0xab),
+    random: seeded(o.seed ?? Number(o.clientId ?? 1n)),
+  });
+}
+
+interface Rig {
+  world: World;
+  server: Server;
+  serverEvents: ServerEvent[];
+  pump: () => void;
+  client: (addr: string) => { client: Client; events: ClientEvent[] };
+}
+
+function rig(seed: number, link = {}, serverOpts: Partial<ConstructorParameters<typeof Server>[0]> = {}, raw = false): Rig {
+  const world = new World({ seed, link });
+  const server = new Server({
+    protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, random: seeded(seed),
+    ...(raw ? { raw: true } : { lanes: LANES }), ...serverOpts,
+  });
+  world.add(SERVER, server);
+  const serverEvents: ServerEvent[] = [];
+  const clients: { client: Client; events: ClientEvent[] }[] = [];
+  const pump = (): void => {
+    for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) serverEvents.push(e);
+    for (const c of clients) for (let e = c.client.pollEvent(); e !== undefined; e = c.client.pollEvent()) c.events.push(e);
+  };
+  return {
+    world, server, serverEvents, pump,
+    client: (addr) => {
+      const client = new Client(raw ? { raw: true } : { lanes: LANES });
+      world.add(addr, client);
+      const c = { client, events: [] as ClientEvent[] };
+      clients.push(c);
+      return c;
+    },
+  };
+}
+
+const states = (events: ClientEvent[]): ClientState[] => events.flatMap((e) => (e.type === 'state' ? [e.state] : []));
+
+describe('netcode: connect, carry lanes, disconnect', () => {
+  it('connects through every state, carries messages, a notify outcome and a block both ways, then closes cleanly', () => {
+    const r = rig(1, { latencyMs: 20, loss: 0.05, jitterMs: 5 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token());
+    r.world.runUntil(() => (r.pump(), client.state === 'connected' && r.server.size === 1), { maxTimeMs: 3000 });
+    expect(states(events)).toEqual(['sending-request', 'sending-response', 'connected']);
+    const sc = r.server.clients()[0]!;
+    expect(sc.clientId).toBe(1n);
+    expect(sc.userData).toEqual(new Uint8Array(256).fill(0xab));
+    expect(client.slot).toEqual({ clientIndex: sc.clientIndex, maxClients: 256 });
+    const block = new NonCryptoRng(9).fill(new Uint8Array(300_000));
+    for (let i = 0; i < 50; i++) client.send(0, Uint8Array.of(i));
+    const notifyId = client.send(1, Uint8Array.of(7));
+    client.send(2, block);
+    sc.send(0, new TextEncoder().encode('welcome'));
+    r.world.runUntil(() => {
+      r.pump();
+      const got = r.serverEvents.filter((e) => e.type === 'message');
+      return got.length === 52 && events.some((e) => e.type === 'message') && events.some((e) => e.type === 'delivery');
+    }, { maxTimeMs: 20_000 });
+    const got = r.serverEvents.flatMap((e) => (e.type === 'message' ? [e] : []));
+    expect(got.filter((e) => e.lane === 0).map((e) => e.bytes[0])).toEqual([...Array(50).keys()]);
+    expect(got.find((e) => e.lane === 2)!.bytes).toEqual(block);
+    expect(events.find((e) => e.type === 'delivery')).toMatchObject({ lane: 1, id: notifyId });
+    expect(events.find((e) => e.type === 'message')).toMatchObject({ lane: 0, bytes: new TextEncoder().encode('welcome') });
+    client.close();
+    r.world.runFor(500);
+    r.pump();
+    expect(r.serverEvents.at(-1)).toMatchObject({ type: 'disconnected', reason: 'peer' });
+    expect(events.at(-1)).toEqual({ type: 'disconnected', reason: 'local' });
+    expect(r.server.size).toBe(0);
+  });
+
+  it('keep-alives hold an idle connection for a minute; the server closing is seen by the client', () => {
+    const r = rig(2, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token({ timeoutSeconds: 2 }));
+    r.world.runFor(60_000);
+    r.pump();
+    expect(client.state).toBe('connected');
+    r.server.clients()[0]!.close();
+    r.world.runFor(200);
+    r.pump();
+    expect(events.at(-1)).toEqual({ type: 'disconnected', reason: 'peer' });
+    expect(r.serverEvents.at(-1)).toMatchObject({ type: 'disconnected', reason: 'local' });
+  });
+
+  it('both sides time out when the link dies', () => {
+    const r = rig(3, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token({ timeoutSeconds: 3 }));
+    r.world.runFor(500);
+    r.world.link('10.0.0.2:5000', SERVER).reconfigure(r.world.now, { loss: 1 });
+    r.world.link(SERVER, '10.0.0.2:5000').reconfigure(r.world.now, { loss: 1 });
+    r.world.runFor(4000);
+    r.pump();
+    expect(states(events).at(-1)).toBe('connection-timed-out');
+    expect(events.at(-1)).toEqual({ type: 'disconnected', reason: 'connection-timed-out' });
+    expect(r.serverEvents.at(-1)).toMatchObject({ type: 'disconnected', reason: 'timeout' });
+  });
+
+  it('reconnects with a new token after a disconnect', () => {
+    const r = rig(4, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token());
+    r.world.runFor(300);
+    client.close();
+    r.world.runFor(300);
+    client.connect(r.world.now, token({ now: r.world.now, seed: 99 }));
+    r.world.runFor(300);
+    r.pump();
+    expect(client.state).toBe('connected');
+    expect(events.filter((e) => e.type === 'connected')).toHaveLength(2);
+    expect(r.server.size).toBe(1);
+  });
+
+  it('64 clients on one server, each echoed', () => {
+    const r = rig(5, { latencyMs: 15, loss: 0.02 });
+    const cs = Array.from({ length: 64 }, (_, i) => r.client(`10.0.1.${i + 1}:6000`));
+    cs.forEach((c, i) => c.client.connect(0, token({ clientId: BigInt(i + 1) })));
+    r.world.runUntil(() => (r.pump(), cs.every((c) => c.client.state === 'connected')), { maxTimeMs: 5000 });
+    expect(r.server.size).toBe(64);
+    cs.forEach((c, i) => c.client.send(0, Uint8Array.of(i)));
+    r.world.runUntil(() => {
+      r.pump();
+      for (const e of r.serverEvents.splice(0)) if (e.type === 'message') e.client.send(0, e.bytes);
+      return cs.every((c) => c.events.some((e) => e.type === 'message'));
+    }, { maxTimeMs: 5000 });
+    cs.forEach((c, i) => expect(c.events.find((e) => e.type === 'message')).toMatchObject({ bytes: Uint8Array.of(i) }));
+    expect(new Set(r.server.clients().map((c) => c.clientIndex)).size).toBe(64);
+  });
+});
+
+describe('netcode: every client failure state', () => {
+  it('invalid-token: garbage', () => {
+    const c = new Client();
+    c.connect(0, new Uint8Array(2048));
+    expect(c.state).toBe('invalid-token');
+    expect(c.pollEvent()).toEqual({ type: 'state', state: 'invalid-token' });
+    expect(c.pollEvent()).toEqual({ type: 'disconnected', reason: 'invalid-token' });
+  });
+
+  it('request-timed-out: nobody at the address; and the next address in the token is tried first', () => {
+    const r = rig(6, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token({ servers: ['10.9.9.9:1', '10.9.9.8:1'], timeoutSeconds: 1 }));
+    r.world.runFor(5000);
+    r.pump();
+    expect(states(events)).toEqual(['sending-request', 'request-timed-out']);
+    expect(client.serverAddress).toBe('10.9.9.8:1');
+  });
+
+  it('a dead first address, then the live second one', () => {
+    const r = rig(7, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    client.connect(0, token({ servers: ['10.9.9.9:1', SERVER], timeoutSeconds: 1 }));
+    r.world.runFor(2000);
+    expect(client.state).toBe('connected');
+  });
+
+  it('response-timed-out: responses never reach the server', () => {
+    const r = rig(8, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    r.world.onDeliver = (_from, to, bytes) => (to === SERVER && (bytes[0]! & 0x0f) === NetcodePacketType.Response ? null : undefined);
+    client.connect(0, token({ timeoutSeconds: 1 }));
+    r.world.runFor(3000);
+    r.pump();
+    expect(states(events)).toEqual(['sending-request', 'sending-response', 'response-timed-out']);
+  });
+
+  it('denied: the server is full', () => {
+    const r = rig(9, { latencyMs: 10 }, { maxClients: 1 });
+    const a = r.client('10.0.0.2:5000');
+    const b = r.client('10.0.0.3:5000');
+    a.client.connect(0, token({ clientId: 1n }));
+    r.world.runFor(500);
+    b.client.connect(r.world.now, token({ clientId: 2n, now: r.world.now }));
+    r.world.runFor(500);
+    r.pump();
+    expect(a.client.state).toBe('connected');
+    expect(b.events.at(-1)).toEqual({ type: 'disconnected', reason: 'denied' });
+    expect(r.server.counters().deniedSent).toBeGreaterThan(0);
+  });
+
+  it('token-expired: the token runs out before the server answers', () => {
+    const r = rig(10, { latencyMs: 10 });
+    const { client, events } = r.client('10.0.0.2:5000');
+    r.world.onDeliver = (_from, to) => (to === SERVER ? null : undefined);
+    client.connect(0, token({ expireSeconds: 2, timeoutSeconds: 10 }));
+    r.world.runFor(3000);
+    r.pump();
+    expect(events.at(-1)).toEqual({ type: 'disconnected', reason: 'token-expired' });
+  });
+
+  it('connection-timed-out is reached (see "both sides time out"); a wrong protocol id is never answered', () => {
+    const r = rig(11, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    client.connect(0, token({ protocolId: 0x99n, timeoutSeconds: 1 }));
+    r.world.runFor(2000);
+    expect(client.state).toBe('request-timed-out');
+    expect(r.server.counters().requestsDropped).toBeGreaterThan(0);
+    expect(r.world.peerStats(SERVER).datagramsSent).toBe(0);
+  });
+});
+
+describe('netcode: security rules', () => {
+  it('every answer to an unauthenticated packet is smaller than the packet that caused it', () => {
+    const r = rig(12, { latencyMs: 10 }, { maxClients: 1 });
+    const sizes: { from: string; type: number; size: number }[] = [];
+    r.world.onTransmit = (from, _to, bytes) => void sizes.push({ from, type: bytes[0]! & 0x0f, size: bytes.length });
+    r.client('10.0.0.2:5000').client.connect(0, token({ clientId: 1n }));
+    r.world.runFor(500);
+    r.client('10.0.0.3:5000').client.connect(r.world.now, token({ clientId: 2n, now: r.world.now }));
+    r.world.runFor(500);
+    const request = sizes.find((s) => s.from !== SERVER && s.type === NetcodePacketType.Request)!.size;
+    const challenge = sizes.find((s) => s.from === SERVER && s.type === NetcodePacketType.Challenge)!.size;
+    const denied = sizes.find((s) => s.from === SERVER && s.type === NetcodePacketType.Denied)!.size;
+    expect(request).toBe(1078);
+    expect(challenge / request).toBeLessThan(0.35);
+    expect(denied / request).toBeLessThan(0.03);
+  });
+
+  it('a replayed payload is dropped; a token used from a second address is refused', () => {
+    const r = rig(13, { latencyMs: 10 });
+    const a = r.client('10.0.0.2:5000');
+    let request: Uint8Array | undefined;
+    let payload: Uint8Array | undefined;
+    r.world.onTransmit = (from, _to, bytes) => {
+      if (from !== '10.0.0.2:5000') return;
+      if ((bytes[0]! & 0x0f) === NetcodePacketType.Request) request ??= bytes.slice();
+      if ((bytes[0]! & 0x0f) === NetcodePacketType.Payload && payload === undefined && a.client.state === 'connected') payload = bytes.slice();
+    };
+    a.client.connect(0, token());
+    r.world.runFor(300);
+    a.client.send(0, Uint8Array.of(42));
+    r.world.runFor(300);
+    r.pump();
+    const before = r.serverEvents.filter((e) => e.type === 'message').length;
+    expect(before).toBe(1);
+    r.world.inject('10.0.0.2:5000', SERVER, payload!);
+    r.world.runFor(100);
+    r.pump();
+    expect(r.serverEvents.filter((e) => e.type === 'message').length).toBe(before);
+    r.world.inject('10.6.6.6:1', SERVER, request!);
+    expect(r.server.counters().requestsAlreadyConnected).toBe(1);
+    // A token not yet connected, first seen from one address, is refused from any other.
+    const req = new Uint8Array(1078);
+    writeRequestPacket(req, readConnectToken(token({ clientId: 77n, seed: 77 }))!);
+    r.world.inject('10.6.6.7:1', SERVER, req);
+    const challenges = r.server.counters().challengesSent;
+    r.world.inject('10.6.6.8:1', SERVER, req);
+    r.world.inject('10.6.6.7:1', SERVER, req);
+    expect(r.server.counters().requestsTokenReused).toBe(1);
+    expect(r.server.counters().challengesSent).toBe(challenges + 1);
+  });
+
+  it('every single-bit change of a valid payload is dropped', () => {
+    const r = rig(14, { latencyMs: 10 });
+    const a = r.client('10.0.0.2:5000');
+    let payload: Uint8Array | undefined;
+    r.world.onTransmit = (from, _to, bytes) => {
+      if (from === '10.0.0.2:5000' && (bytes[0]! & 0x0f) === NetcodePacketType.Payload && a.client.state === 'connected') payload ??= bytes.slice();
+    };
+    a.client.connect(0, token());
+    r.world.runFor(300);
+    a.client.send(0, Uint8Array.of(1));
+    r.world.onDeliver = (_f, to, bytes) => (to === SERVER && (bytes[0]! & 0x0f) === NetcodePacketType.Payload ? null : undefined);
+    r.world.runFor(50);
+    r.world.onDeliver = undefined;
+    for (let bit = 0; bit < payload!.length * 8; bit++) {
+      const m = payload!.slice();
+      m[bit >> 3]! ^= 1 << (bit & 7);
+      r.world.inject('10.0.0.2:5000', SERVER, m);
+    }
+    r.pump();
+    expect(r.serverEvents.filter((e) => e.type === 'message')).toHaveLength(0);
+    expect(r.server.clients()[0]!.isClosed).toBe(false);
+  });
+
+  it('10^5 junk datagrams and 10^4 forged requests leave the tables bounded and the connected client unaffected', () => {
+    const r = rig(15, { latencyMs: 10 }, { maxClients: 4 });
+    const a = r.client('10.0.0.2:5000');
+    a.client.connect(0, token());
+    r.world.runFor(300);
+    const rng = new NonCryptoRng(15);
+    for (let i = 0; i < 100_000; i++) {
+      const b = rng.fill(new Uint8Array(1 + rng.nextInt(1300)));
+      r.world.inject(`10.7.${i & 255}.${(i >> 8) & 255}:${1 + (i % 60000)}`, SERVER, b);
+    }
+    for (let i = 0; i < 10_000; i++) {
+      const req = new Uint8Array(1078);
+      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(1000 + i), seed: i }))!);
+      r.world.inject(`10.8.${i & 255}.${(i >> 8) & 255}:7000`, SERVER, req);
+    }
+    const sizes = r.server.tableSizes();
+    expect(sizes.mappings).toBeLessThanOrEqual(4 * 4);
+    expect(sizes.history).toBeLessThanOrEqual(4 * 8);
+    a.client.send(0, Uint8Array.of(5));
+    r.world.runFor(500);
+    r.pump();
+    expect(a.client.state).toBe('connected');
+    expect(r.serverEvents.filter((e) => e.type === 'message')).toHaveLength(1);
+  });
+});
+
+describe('netcode: raw mode', () => {
+  it('payloads of i mod 256 both ways, untouched by any lane layer', () => {
+    const r = rig(16, { latencyMs: 10 }, {}, true);
+    const { client, events } = r.client('10.0.0.2:5000');
+    client.connect(0, token());
+    r.world.runFor(300);
+    const p = Uint8Array.from({ length: 1200 }, (_, i) => i % 256);
+    for (let i = 0; i < 10; i++) client.sendRaw(p);
+    r.world.runFor(200);
+    r.pump();
+    const got = r.serverEvents.flatMap((e) => (e.type === 'payload' ? [e] : []));
+    expect(got).toHaveLength(10);
+    for (const e of got) expect(e.bytes).toEqual(p);
+    got[0]!.client.sendRaw(Uint8Array.of(1, 2, 3));
+    r.world.runFor(200);
+    r.pump();
+    expect(events.find((e) => e.type === 'payload')).toEqual({ type: 'payload', bytes: Uint8Array.of(1, 2, 3) });
+    expect(() => client.send(0, p)).toThrow();
+  });
+});

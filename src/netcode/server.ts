@@ -1,0 +1,562 @@
+import type { BlockLaneProgress } from '../connection/blocks.js';
+import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { FrameKind } from '../connection/wire.js';
+import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { Counters } from '../core/counters.js';
+import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { Host, type HostedPeer } from '../core/host.js';
+import { cryptoRandom, type RandomSource } from '../core/random.js';
+import { nobleCrypto } from '../crypto/noble.js';
+import type { CryptoProvider } from '../crypto/provider.js';
+import { NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import {
+  addressToKey, CHALLENGE_TOKEN_BYTES, encryptChallengeToken, decryptChallengeToken, KEY_BYTES, NetcodePacketType as T,
+  parseAddress, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES, writePacket,
+} from './wire.js';
+
+/** Options of a netcode `Server`. Times in ms unless the name says seconds. */
+export interface ServerOptions extends NetcodeCarryOptions {
+  /** The game's protocol id (u64): tokens for another id are ignored. */
+  protocolId: bigint;
+  /** The 32-byte key shared with the token issuer (never with clients). */
+  privateKey: Uint8Array;
+  /**
+   * This server's address(es) as connect tokens list them (`"ip:port"`, `"[v6]:port"`): a request whose
+   * token does not name one of them is ignored. A dual-stack server lists both.
+   */
+  addresses: readonly string[];
+  /** Unix time in seconds at driver time `now` (ms): token expiry is judged with it. Inject it (`systemUnixTime` on Node). */
+  unixTime: (now: number) => number;
+  /** Most connected clients (1..4096; default 256). A request beyond gets DENIED. */
+  maxClients?: number;
+  /** AEAD provider. Default `nobleCrypto` (`nodeCrypto` from `gamewire/node` is faster on Node). */
+  crypto?: CryptoProvider;
+  /** CSPRNG for the challenge key made at construction. Default `cryptoRandom`. */
+  random?: RandomSource;
+}
+
+/** Why a server-side client connection ended. */
+export type ServerDisconnectReason = 'local' | 'peer' | 'timeout';
+
+/** Events of a `Server`; each names its client. */
+export type ServerEvent =
+  | { type: 'connected'; client: ServerClient }
+  | { type: 'message'; client: ServerClient; lane: number; bytes: Uint8Array }
+  | { type: 'delivery'; client: ServerClient; lane: number; id: number; delivered: boolean }
+  /** Raw mode: one payload packet's bytes. */
+  | { type: 'payload'; client: ServerClient; bytes: Uint8Array }
+  | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason };
+
+/** Counter names of a `Server` (every dropped input, and what the handshake did). */
+export type ServerCounter =
+  | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
+  | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed';
+
+const COUNTERS: readonly ServerCounter[] = [
+  'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
+  'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
+];
+
+/** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
+const KEEP_ALIVE_MS = 100;
+/** Redundant DISCONNECT packets sent on close. */
+const DISCONNECT_COPIES = 10;
+/** Bytes of a keep-alive body: client index, max clients. */
+const KEEP_ALIVE_BYTES = 8;
+/** Bytes of a challenge/response body: challenge sequence u64, encrypted challenge token. */
+const CHALLENGE_BODY_BYTES = 8 + CHALLENGE_TOKEN_BYTES;
+/** Encryption mappings per client slot, and token-history entries per client slot (the reference's ratios). */
+const MAPPINGS_PER_SLOT = 4;
+const HISTORY_PER_SLOT = 8;
+
+interface Mapping {
+  c2s: Uint8Array;
+  s2c: Uint8Array;
+  /** Driver time (ms) after which an unused mapping is forgotten; Infinity for tokens without timeout. */
+  expiresAt: number;
+  timeoutMs: number;
+  expireUnix: number;
+}
+
+interface HistoryEntry {
+  address: Address;
+  expireUnix: number;
+}
+
+/**
+ * A netcode 1.02 dedicated server (docs/netcode.md): answers connection requests that carry a valid
+ * connect token from the issuer that holds `privateKey`, challenges each request's address, and
+ * holds up to `maxClients` encrypted connections, each carrying gamewire's lanes (or raw payloads).
+ * Sans-IO on the core `Host`: one object, many clients, one deadline heap; drive it with
+ * `UdpDriver.openEndpoint` or the simulator's `World`.
+ */
+export class Server implements Endpoint<ServerEvent> {
+  readonly protocolId: bigint;
+  readonly maxClients: number;
+  private readonly privateKey: Uint8Array;
+  private readonly addressKeys: Set<string>;
+  private readonly unixTime: (now: number) => number;
+  /** @internal */ readonly crypto: CryptoProvider;
+  /** @internal */ readonly carry: ResolvedCarry;
+  private readonly host: Host<ServerClient, ServerEvent>;
+  private readonly ctr = new Counters<ServerCounter>(COUNTERS);
+  private readonly challengeKey = new Uint8Array(KEY_BYTES);
+  private challengeSequence = 0n;
+  private globalSequence = 1n << 63n;
+  private readonly mappings = new Map<Address, Mapping>();
+  private readonly history = new Map<string, HistoryEntry>();
+  private readonly clientIds = new Map<bigint, ServerClient>();
+  private readonly byAddress = new Map<Address, number>();
+  private readonly freeIndexes: number[] = [];
+  private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
+  private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
+
+  /** Throws `invalid-config` on bad options. */
+  constructor(o: ServerOptions) {
+    checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+    checkConfig(typeof o.protocolId === 'bigint' && o.protocolId >= 0n && o.protocolId < 1n << 64n, 'protocolId must be a u64 bigint');
+    checkConfig(o.privateKey instanceof Uint8Array && o.privateKey.length === KEY_BYTES, 'privateKey must be 32 bytes');
+    checkConfig(Array.isArray(o.addresses) && o.addresses.length > 0, 'addresses must list this server\'s address(es)');
+    checkConfig(typeof o.unixTime === 'function', 'unixTime must be a function of now (ms) giving unix seconds');
+    const keys = new Set<string>();
+    for (const a of o.addresses) {
+      const p = parseAddress(a);
+      checkConfig(p !== undefined, `address '${a}' is not ip:port`);
+      keys.add(addressToKey(p!));
+    }
+    const max = o.maxClients ?? 256;
+    checkConfig(Number.isInteger(max) && max >= 1 && max <= 4096, 'maxClients must be an integer in 1..4096');
+    this.protocolId = o.protocolId;
+    this.privateKey = o.privateKey.slice();
+    this.addressKeys = keys;
+    this.unixTime = o.unixTime;
+    this.maxClients = max;
+    this.crypto = o.crypto ?? nobleCrypto;
+    this.carry = resolveCarry(o);
+    (o.random ?? cryptoRandom)(this.challengeKey);
+    for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
+    this.host = new Host<ServerClient, ServerEvent>({
+      maxPeers: max,
+      route: (now, from, bytes) => this.route(now, from, bytes),
+    });
+  }
+
+  /** Connected clients. */
+  get size(): number {
+    return this.clientIds.size;
+  }
+
+  /** The connected clients (a snapshot). */
+  clients(): ServerClient[] {
+    return [...this.clientIds.values()];
+  }
+
+  /** The connected client with `clientId`, if any. */
+  client(clientId: bigint): ServerClient | undefined {
+    return this.clientIds.get(clientId);
+  }
+
+  /** Disconnect every client (each is sent redundant DISCONNECTs). */
+  close(): void {
+    for (const c of this.clients()) c.close();
+  }
+
+  /** Copies of the server's counters and the core host's (`host`). */
+  counters(): Readonly<Record<ServerCounter, number>> & { host: ReturnType<Host<ServerClient>['counters']> } {
+    return { ...this.ctr.snapshot(), host: this.host.counters() };
+  }
+
+  /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
+  tableSizes(): { mappings: number; history: number } {
+    return { mappings: this.mappings.size, history: this.history.size };
+  }
+
+  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    this.host.handleDatagram(now, from, bytes);
+  }
+
+  handleTimeout(now: number): void {
+    this.host.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    return this.host.pollTransmit(now, out);
+  }
+
+  pollTimeout(): number | undefined {
+    return this.host.pollTimeout();
+  }
+
+  pollEvent(): ServerEvent | undefined {
+    return this.host.pollPeerEvent();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.host.setWaker(waker);
+  }
+
+  /** @internal the next sequence of a packet sent outside any connection (challenge, denied): from 2^63 up. */
+  nextGlobalSequence(): bigint {
+    return this.globalSequence++;
+  }
+
+  /** @internal a client slot ended: free its index and id. */
+  released(c: ServerClient): void {
+    if (this.clientIds.get(c.clientId) === c) this.clientIds.delete(c.clientId);
+    const id = this.byAddress.get(c.address);
+    if (id !== undefined && this.host.get(id) === c) this.byAddress.delete(c.address);
+    this.freeIndexes.push(c.clientIndex);
+  }
+
+  private route(now: number, from: Address, b: Uint8Array): number | undefined {
+    const id = this.byAddress.get(from);
+    if (id !== undefined) return id;
+    if (b.length === 0) {
+      this.ctr.add('malformed');
+      return undefined;
+    }
+    const type = b[0]! & 0x0f;
+    if (type === T.Request && b[0] === 0) this.onRequest(now, from, b);
+    else if (type === T.Response) this.onResponse(now, from, b);
+    else this.ctr.add('unknownAddress');
+    return undefined;
+  }
+
+  private onRequest(now: number, from: Address, b: Uint8Array): void {
+    const unix = this.unixTime(now);
+    const r = readRequestPacket(b, this.protocolId, unix, this.privateKey, this.crypto);
+    if ('drop' in r) {
+      this.ctr.add('requestsDropped');
+      return;
+    }
+    const t = r.token;
+    if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) {
+      this.ctr.add('requestsWrongAddress');
+      return;
+    }
+    if (this.clientIds.has(t.clientId)) {
+      this.ctr.add('requestsAlreadyConnected');
+      return;
+    }
+    if (!this.recordToken(r.tokenMac, from, Number(r.expireTimestamp), unix)) {
+      this.ctr.add('requestsTokenReused');
+      return;
+    }
+    if (this.clientIds.size >= this.maxClients) {
+      this.sendGlobal(from, T.Denied, new Uint8Array(0), t.serverToClientKey);
+      this.ctr.add('deniedSent');
+      return;
+    }
+    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, Number(r.expireTimestamp))) {
+      this.ctr.add('requestsMappingFull');
+      return;
+    }
+    const seq = this.challengeSequence++;
+    const body = this.body;
+    writeU64(body, 0, seq);
+    body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto), 8);
+    this.sendGlobal(from, T.Challenge, body, t.serverToClientKey);
+    this.ctr.add('challengesSent');
+  }
+
+  private onResponse(now: number, from: Address, b: Uint8Array): void {
+    const m = this.mappings.get(from);
+    if (m === undefined || now > m.expiresAt) {
+      if (m !== undefined) this.mappings.delete(from);
+      this.ctr.add('responsesDropped');
+      return;
+    }
+    const p = readPacket(b, this.protocolId, m.c2s, 1 << T.Response, undefined, this.crypto);
+    if ('drop' in p || p.body.length !== CHALLENGE_BODY_BYTES) {
+      this.ctr.add('responsesDropped');
+      return;
+    }
+    const seq = readU64(p.body, 0);
+    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto);
+    if (token === undefined) {
+      this.ctr.add('responsesDropped');
+      return;
+    }
+    if (this.clientIds.has(token.clientId)) {
+      this.ctr.add('requestsAlreadyConnected');
+      return;
+    }
+    // A slot still sending its DISCONNECTs counts against the host until it is done.
+    if (this.clientIds.size >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
+      this.sendGlobal(from, T.Denied, new Uint8Array(0), m.s2c);
+      this.ctr.add('deniedSent');
+      return;
+    }
+    const index = this.freeIndexes.pop()!;
+    const c = new ServerClient(this, now, from, index, token.clientId, token.userData, m);
+    this.mappings.delete(from);
+    this.clientIds.set(c.clientId, c);
+    this.byAddress.set(from, this.host.add(from, c));
+    this.ctr.add('clientsConnected');
+  }
+
+  private sendGlobal(to: Address, type: number, body: Uint8Array, key: Uint8Array): void {
+    const n = writePacket(this.scratch, type, this.nextGlobalSequence(), body, this.protocolId, key, this.crypto);
+    this.host.sendTo(to, this.scratch.subarray(0, n));
+  }
+
+  /** Remember a token's MAC with the address that used it; false if another address used it (or the history is full of live entries). */
+  private recordToken(mac: Uint8Array, from: Address, expireUnix: number, unix: number): boolean {
+    const key = hex(mac);
+    const seen = this.history.get(key);
+    if (seen !== undefined) return seen.address === from;
+    if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) {
+      for (const [k, e] of this.history) if (e.expireUnix <= unix) this.history.delete(k);
+      if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) return false;
+    }
+    this.history.set(key, { address: from, expireUnix });
+    return true;
+  }
+
+  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, expireUnix: number): boolean {
+    const timeoutMs = timeoutSeconds < 0 ? Infinity : timeoutSeconds * 1000;
+    const existing = this.mappings.get(from);
+    if (existing === undefined && this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) {
+      for (const [a, m] of this.mappings) if (now > m.expiresAt) this.mappings.delete(a);
+      if (this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) return false;
+    }
+    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, expireUnix });
+    return true;
+  }
+}
+
+/**
+ * One connected client of a `Server`: send on its lanes (or raw payloads), read its figures, close
+ * it. Made by the server when a client answers its challenge; never constructed by users.
+ */
+export class ServerClient implements HostedPeer<ServerEvent> {
+  /** The client id from its connect token (u64). */
+  readonly clientId: bigint;
+  /** Its slot on this server, 0..maxClients − 1. */
+  readonly clientIndex: number;
+  /** The 256 bytes of user data from its connect token (what the issuer put there). */
+  readonly userData: Uint8Array;
+  /** Its address. */
+  readonly address: Address;
+  private readonly server: Server;
+  private readonly c2s: Uint8Array;
+  private readonly s2c: Uint8Array;
+  private readonly timeoutMs: number;
+  private readonly session: Session | undefined;
+  private readonly rawQueue: Uint8Array[] = [];
+  private readonly replay = new ReplayProtection();
+  private readonly events: ServerEvent[] = [];
+  private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
+  private sequence = 0n;
+  private confirmed = false;
+  private keepAliveOwed = true;
+  private heardAt: number;
+  private sentAt = -Infinity;
+  private now: number;
+  private closed = false;
+  private disconnectsLeft = 0;
+  private disconnectEvent: ServerEvent | undefined;
+  private waker: (() => void) | undefined;
+
+  /** @internal */
+  constructor(server: Server, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
+    this.server = server;
+    this.now = this.heardAt = now;
+    this.address = address;
+    this.clientIndex = index;
+    this.clientId = clientId;
+    this.userData = userData.slice(0, USER_DATA_BYTES);
+    this.c2s = m.c2s;
+    this.s2c = m.s2c;
+    this.timeoutMs = m.timeoutMs;
+    const s = server.carry.session;
+    // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
+    if (s !== undefined) this.session = new Session(s, NETCODE_MAX_PAYLOAD_BYTES, 1, 2);
+    writeU32LE(this.keepAlive, 0, index);
+    writeU32LE(this.keepAlive, 4, server.maxClients);
+    this.events.push({ type: 'connected', client: this });
+  }
+
+  /** True once closed (locally, by the peer, or by timeout). */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Queue `bytes` on lane `lane` (see `Connection.send`); returns its id on the lane. Throws `closed`,
+   * `invalid-state` in raw mode (use `sendRaw`), and the lane's errors.
+   */
+  send(lane: number, bytes: Uint8Array, notice = false): number {
+    if (this.closed) throw new GamewireError('closed', 'send on a closed client');
+    if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
+    const id = this.session.send(this.now, lane, bytes, notice);
+    this.waker?.();
+    return id;
+  }
+
+  /** Raw mode: queue one payload packet of `bytes` (1..1200, copied). Throws `closed`, `invalid-state` (not raw), `message-too-large`, `queue-full`. */
+  sendRaw(bytes: Uint8Array): void {
+    if (this.closed) throw new GamewireError('closed', 'send on a closed client');
+    if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
+    checkArg(bytes instanceof Uint8Array, 'a payload is a Uint8Array');
+    if (bytes.length < 1 || bytes.length > NETCODE_MAX_PAYLOAD_BYTES) {
+      throw new GamewireError('message-too-large', `a raw payload is 1..${NETCODE_MAX_PAYLOAD_BYTES} bytes, not ${bytes.length}`);
+    }
+    if (this.rawQueue.length >= this.server.carry.maxRawQueue) throw new GamewireError('queue-full', `${this.rawQueue.length} raw payloads queued`);
+    this.rawQueue.push(bytes.slice());
+    this.waker?.();
+  }
+
+  /** See `Connection.cancel`. */
+  cancel(lane: number, id: number): boolean {
+    if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode has no lanes');
+    return this.session.cancel(lane, id);
+  }
+
+  /** Progress of the block lane both ways, or undefined (none, or raw mode). */
+  blockProgress(now: number = this.now): BlockLaneProgress | undefined {
+    return this.session?.blockProgress(now);
+  }
+
+  /** The session's figures (undefined in raw mode). */
+  stats(now: number = this.now): ConnectionStats | undefined {
+    return this.session?.stats(now);
+  }
+
+  /** The session's counters (undefined in raw mode). */
+  counters(): SessionCounters | undefined {
+    return this.session?.counters();
+  }
+
+  /** Disconnect: raise `'disconnected'` (`local`) and send redundant DISCONNECT packets. Idempotent. */
+  close(): void {
+    if (this.closed) return;
+    this.end('local', true);
+    this.waker?.();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.waker = waker;
+  }
+
+  finished(): boolean {
+    return this.closed && this.disconnectsLeft === 0;
+  }
+
+  handleDatagram(now: number, b: Uint8Array): void {
+    this.tick(now);
+    if (this.closed) return;
+    const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
+    const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
+    if ('drop' in p) return;
+    this.heardAt = now;
+    if (p.type === T.Disconnect) {
+      this.end('peer', false);
+      return;
+    }
+    this.confirmed = true;
+    if (p.type !== T.Payload) return;
+    const body = p.body;
+    if (this.session === undefined) {
+      this.events.push({ type: 'payload', client: this, bytes: body.slice() });
+    } else if (body[0] === FrameKind.Data) {
+      this.session.receiveData(now, body, 1);
+    } else if (body[0] === FrameKind.Block) {
+      this.session.receiveBlock(now, body, 1, 1);
+    }
+  }
+
+  handleTimeout(now: number): void {
+    this.tick(now);
+    if (this.closed) return;
+    if (now - this.heardAt >= this.timeoutMs) {
+      this.end('timeout', false);
+      return;
+    }
+    this.session?.handleTimeout(now);
+  }
+
+  pollTimeout(): number | undefined {
+    if (this.closed) return this.disconnectsLeft > 0 ? this.now : undefined;
+    let t = Math.min(this.heardAt + this.timeoutMs, this.sentAt + KEEP_ALIVE_MS);
+    if ((this.keepAliveOwed && !this.confirmed) || this.rawQueue.length > 0) t = this.now;
+    const s = this.session?.pollTimeout();
+    return s !== undefined && s < t ? s : t;
+  }
+
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    this.tick(now);
+    if (this.closed) {
+      if (this.disconnectsLeft === 0) return undefined;
+      this.disconnectsLeft--;
+      return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
+    }
+    // Until the client confirms, every payload is preceded by a keep-alive (it carries the slot).
+    if (this.keepAliveOwed && !this.confirmed) {
+      this.keepAliveOwed = false;
+      return this.seal(out, T.KeepAlive, this.keepAlive);
+    }
+    let n: number | undefined;
+    if (this.session === undefined) {
+      const raw = this.rawQueue.shift();
+      if (raw !== undefined) {
+        this.plain.set(raw);
+        n = raw.length;
+      }
+    } else {
+      n = this.session.write(now, this.plain, false);
+      if (n !== undefined) this.plain[0] = this.session.writtenKind;
+    }
+    if (n !== undefined) {
+      this.keepAliveOwed = !this.confirmed;
+      return this.seal(out, T.Payload, this.plain.subarray(0, n));
+    }
+    if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.keepAlive);
+    return undefined;
+  }
+
+  pollEvent(): ServerEvent | undefined {
+    const own = this.events.shift();
+    if (own !== undefined) return own;
+    const e = this.session?.pollEvent();
+    if (e !== undefined) return { ...e, client: this };
+    const d = this.disconnectEvent;
+    this.disconnectEvent = undefined;
+    return d;
+  }
+
+  private seal(out: Uint8Array, type: number, body: Uint8Array): number {
+    const n = writePacket(out, type, this.sequence++, body, this.server.protocolId, this.s2c, this.server.crypto);
+    this.sentAt = this.now;
+    return n;
+  }
+
+  private tick(now: number): void {
+    if (now > this.now) this.now = now;
+  }
+
+  private end(reason: ServerDisconnectReason, tellPeer: boolean): void {
+    this.closed = true;
+    this.rawQueue.length = 0;
+    this.disconnectsLeft = tellPeer ? DISCONNECT_COPIES : 0;
+    this.disconnectEvent = { type: 'disconnected', client: this, reason };
+    this.server.released(this);
+  }
+}
+
+function writeU64(b: Uint8Array, o: number, v: bigint): void {
+  writeU32LE(b, o, Number(v & 0xffffffffn));
+  writeU32LE(b, o + 4, Number(v >> 32n));
+}
+
+function readU64(b: Uint8Array, o: number): bigint {
+  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
+}
+
+function hex(b: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += (b[i]! < 16 ? '0' : '') + b[i]!.toString(16);
+  return s;
+}

@@ -1,0 +1,568 @@
+import { readU16LE, readU32LE, writeU16LE, writeU32LE } from '../core/bytes.js';
+import { checkArg } from '../core/errors.js';
+import { cryptoRandom, type RandomSource } from '../core/random.js';
+import { nobleCrypto } from '../crypto/noble.js';
+import { type CryptoProvider, TAG_BYTES } from '../crypto/provider.js';
+
+/**
+ * netcode 1.02's wire formats (docs/netcode.md): connect tokens, the challenge token and the seven
+ * packet types, each byte as the standard and the reference C implementation write it. All
+ * integers little-endian; u64 fields are `bigint`. Decoders never throw on bad bytes: they return
+ * `undefined` or a drop reason.
+ */
+
+/** "NETCODE 1.02" and a zero byte: the version info in tokens, requests and every packet's AD. */
+export const NETCODE_VERSION_INFO: Uint8Array = Uint8Array.from([...'NETCODE 1.02'].map((c) => c.charCodeAt(0)).concat(0));
+/** Bytes of the version info. */
+export const VERSION_INFO_BYTES = 13;
+/** Bytes of a connect token (public part, zero-padded). */
+export const CONNECT_TOKEN_BYTES = 2048;
+/** Bytes of the encrypted private part of a connect token (1008 encrypted + 16-byte tag). */
+export const CONNECT_TOKEN_PRIVATE_BYTES = 1024;
+/** Bytes of a challenge token (284 encrypted + 16-byte tag). */
+export const CHALLENGE_TOKEN_BYTES = 300;
+/** Bytes of a connection request packet, exactly. */
+export const REQUEST_BYTES = 1078;
+/** Largest payload of a payload packet, bytes. */
+export const MAX_PAYLOAD_BYTES = 1200;
+/** Bytes of every key (token private key, client-to-server, server-to-client, challenge). */
+export const KEY_BYTES = 32;
+/** Bytes of the user data a token carries to the server. */
+export const USER_DATA_BYTES = 256;
+/** Bytes of a connect token's nonce (XChaCha20). */
+export const TOKEN_NONCE_BYTES = 24;
+/** Most server addresses in a connect token. */
+export const MAX_SERVERS_PER_CONNECT = 32;
+/** Packets remembered by the replay protection. */
+export const REPLAY_WINDOW = 256;
+/** Smallest encrypted packet: prefix, one sequence byte, tag. */
+export const MIN_PACKET_BYTES = 1 + 1 + TAG_BYTES;
+
+/** Packet types (the low 4 bits of the prefix byte). */
+export const NetcodePacketType = { Request: 0, Denied: 1, Challenge: 2, Response: 3, KeepAlive: 4, Payload: 5, Disconnect: 6 } as const;
+
+/** Body size of each encrypted type after decryption (payload: 1..1200). */
+const BODY_BYTES = [-1, 0, 8 + CHALLENGE_TOKEN_BYTES, 8 + CHALLENGE_TOKEN_BYTES, 8, -1, 0];
+
+/** Why a packet was dropped (stable names, counted by the server and client). */
+export type NetcodeDropReason =
+  | 'size' // shorter than the smallest packet, or a request not 1078 bytes
+  | 'type' // type ≥ 7, or a type this side does not accept
+  | 'sequence-bytes' // sequence length not 1..8, or the packet too short for it
+  | 'replay' // sequence seen already, or older than the window
+  | 'decrypt' // the tag did not verify (wrong key, changed byte, wrong protocol id)
+  | 'body-size' // decrypted body of the wrong size for its type
+  | 'version' // request: version info not "NETCODE 1.02"
+  | 'protocol' // request: another protocol id
+  | 'expired' // request: token expired
+  | 'token'; // request: the private token did not decrypt or parse
+
+/** A dropped packet. */
+export interface NetcodeDrop {
+  drop: NetcodeDropReason;
+}
+
+/** An address in a connect token. */
+export interface NetcodeAddress {
+  family: 4 | 6;
+  /** Dotted IPv4, or IPv6 in the form `addressToKey` puts in brackets (`::1`, `2001:db8::5`). */
+  host: string;
+  port: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// u64 and addresses
+
+function writeU64(b: Uint8Array, o: number, v: bigint): void {
+  writeU32LE(b, o, Number(v & 0xffffffffn));
+  writeU32LE(b, o + 4, Number((v >> 32n) & 0xffffffffn));
+}
+
+function readU64(b: Uint8Array, o: number): bigint {
+  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
+}
+
+/** The address string gamewire's drivers use for `a`: `"1.2.3.4:5"`, `"[::1]:5"` (as `addressKey`). */
+export function addressToKey(a: NetcodeAddress): string {
+  return a.family === 6 ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
+}
+
+/** Parse `"ip:port"` or `"[v6]:port"` (IP literals only), or `undefined`. */
+export function parseAddress(text: string): NetcodeAddress | undefined {
+  const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(text) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(text);
+  if (m === null) return undefined;
+  const port = Number(m[2]);
+  if (port > 65535) return undefined;
+  const v6 = text.startsWith('[');
+  if (v6 ? ipv6Groups(m[1]!) === undefined : ipv4Bytes(m[1]!) === undefined) return undefined;
+  return { family: v6 ? 6 : 4, host: v6 ? formatIpv6(ipv6Groups(m[1]!)!) : m[1]!, port };
+}
+
+function ipv4Bytes(host: string): number[] | undefined {
+  const parts = host.split('.').map(Number);
+  return parts.length === 4 && parts.every((x) => Number.isInteger(x) && x >= 0 && x <= 255) ? parts : undefined;
+}
+
+function ipv6Groups(host: string): number[] | undefined {
+  if (host.includes('.')) return undefined;
+  const halves = host.split('::');
+  if (halves.length > 2) return undefined;
+  const part = (s: string): number[] | undefined => {
+    if (s === '') return [];
+    const g = s.split(':');
+    if (!g.every((x) => /^[0-9a-fA-F]{1,4}$/.test(x))) return undefined;
+    return g.map((x) => Number.parseInt(x, 16));
+  };
+  const a = part(halves[0]!);
+  const b = halves.length === 2 ? part(halves[1]!) : [];
+  if (a === undefined || b === undefined) return undefined;
+  if (halves.length === 1) return a.length === 8 ? a : undefined;
+  if (a.length + b.length > 7) return undefined;
+  return [...a, ...new Array<number>(8 - a.length - b.length).fill(0), ...b];
+}
+
+/** RFC 5952 text of eight groups (longest zero run of two or more compressed). */
+function formatIpv6(g: readonly number[]): string {
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = g.map((x) => x.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+}
+
+function writeAddress(b: Uint8Array, o: number, a: NetcodeAddress): number {
+  if (a.family === 4) {
+    b[o] = 1;
+    b.set(ipv4Bytes(a.host)!, o + 1);
+    writeU16LE(b, o + 5, a.port);
+    return o + 7;
+  }
+  b[o] = 2;
+  const g = ipv6Groups(a.host)!;
+  for (let i = 0; i < 8; i++) writeU16LE(b, o + 1 + 2 * i, g[i]!);
+  writeU16LE(b, o + 17, a.port);
+  return o + 19;
+}
+
+/** Read `count` addresses (1..32, types 1 and 2 only) from `b[o..end)`; the end offset, or −1. */
+function readAddresses(b: Uint8Array, o: number, end: number, count: number, out: NetcodeAddress[]): number {
+  if (count < 1 || count > MAX_SERVERS_PER_CONNECT) return -1;
+  for (let i = 0; i < count; i++) {
+    if (o >= end) return -1;
+    const type = b[o];
+    if (type === 1) {
+      if (o + 7 > end) return -1;
+      out.push({ family: 4, host: `${b[o + 1]}.${b[o + 2]}.${b[o + 3]}.${b[o + 4]}`, port: readU16LE(b, o + 5) });
+      o += 7;
+    } else if (type === 2) {
+      if (o + 19 > end) return -1;
+      const g: number[] = [];
+      for (let k = 0; k < 8; k++) g.push(readU16LE(b, o + 1 + 2 * k));
+      out.push({ family: 6, host: formatIpv6(g), port: readU16LE(b, o + 17) });
+      o += 19;
+    } else {
+      return -1;
+    }
+  }
+  return o;
+}
+
+function toAddress(a: string | NetcodeAddress): NetcodeAddress {
+  if (typeof a !== 'string') {
+    const p = parseAddress(addressToKey(a));
+    checkArg(p !== undefined, `bad address ${JSON.stringify(a)}`);
+    return p!;
+  }
+  const p = parseAddress(a);
+  checkArg(p !== undefined, `address '${a}' is not ip:port or [ipv6]:port`);
+  return p!;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Connect token
+
+/** The private part of a connect token (what only the issuer and the servers can read). */
+export interface ConnectTokenPrivate {
+  clientId: bigint;
+  /** Seconds of silence before either side drops the connection; negative: never (development only). */
+  timeoutSeconds: number;
+  /** The servers' own (internal) addresses; a server accepts the token only if it is listed. */
+  serverAddresses: NetcodeAddress[];
+  clientToServerKey: Uint8Array;
+  serverToClientKey: Uint8Array;
+  /** 256 bytes the issuer passes to the server (the client cannot read or change them). */
+  userData: Uint8Array;
+}
+
+/** The public part of a connect token (what the client reads). */
+export interface ConnectTokenPublic {
+  protocolId: bigint;
+  createTimestamp: bigint;
+  expireTimestamp: bigint;
+  nonce: Uint8Array;
+  /** The encrypted private part (1024 bytes). */
+  privateData: Uint8Array;
+  timeoutSeconds: number;
+  serverAddresses: NetcodeAddress[];
+  clientToServerKey: Uint8Array;
+  serverToClientKey: Uint8Array;
+}
+
+/** The private token's associated data: version info ‖ protocol id ‖ expire timestamp (29 bytes). */
+function tokenAd(protocolId: bigint, expire: bigint): Uint8Array {
+  const ad = new Uint8Array(VERSION_INFO_BYTES + 16);
+  ad.set(NETCODE_VERSION_INFO);
+  writeU64(ad, 13, protocolId);
+  writeU64(ad, 21, expire);
+  return ad;
+}
+
+/** The private token's plaintext, zero-padded to 1008 bytes. */
+export function writePrivateToken(t: ConnectTokenPrivate): Uint8Array {
+  const b = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES);
+  writeU64(b, 0, t.clientId);
+  writeU32LE(b, 8, t.timeoutSeconds >>> 0);
+  writeU32LE(b, 12, t.serverAddresses.length);
+  let o = 16;
+  for (const a of t.serverAddresses) o = writeAddress(b, o, a);
+  b.set(t.clientToServerKey, o);
+  b.set(t.serverToClientKey, o + KEY_BYTES);
+  b.set(t.userData, o + 2 * KEY_BYTES);
+  return b;
+}
+
+/** Parse a private token's plaintext (1008 bytes), or `undefined`. */
+export function readPrivateToken(b: Uint8Array): ConnectTokenPrivate | undefined {
+  if (b.length < 16) return undefined;
+  const serverAddresses: NetcodeAddress[] = [];
+  const o = readAddresses(b, 16, b.length, readU32LE(b, 12), serverAddresses);
+  if (o < 0 || o + 2 * KEY_BYTES + USER_DATA_BYTES > b.length) return undefined;
+  return {
+    clientId: readU64(b, 0),
+    timeoutSeconds: readU32LE(b, 8) | 0,
+    serverAddresses,
+    clientToServerKey: b.slice(o, o + KEY_BYTES),
+    serverToClientKey: b.slice(o + KEY_BYTES, o + 2 * KEY_BYTES),
+    userData: b.slice(o + 2 * KEY_BYTES, o + 2 * KEY_BYTES + USER_DATA_BYTES),
+  };
+}
+
+/** Encrypt a private token with XChaCha20-Poly1305 (AD: version info, protocol id, expire); 1024 bytes. */
+export function encryptPrivateToken(
+  t: ConnectTokenPrivate, protocolId: bigint, expireTimestamp: bigint, nonce: Uint8Array, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+): Uint8Array {
+  const out = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES);
+  crypto.xseal(key, nonce, tokenAd(protocolId, expireTimestamp), writePrivateToken(t), out, 0);
+  return out;
+}
+
+/** Decrypt and parse an encrypted private token, or `undefined` (wrong key, AD, nonce, or bad contents). */
+export function decryptPrivateToken(
+  encrypted: Uint8Array, protocolId: bigint, expireTimestamp: bigint, nonce: Uint8Array, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+): ConnectTokenPrivate | undefined {
+  if (encrypted.length !== CONNECT_TOKEN_PRIVATE_BYTES) return undefined;
+  const plain = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES);
+  if (crypto.xopen(key, nonce, tokenAd(protocolId, expireTimestamp), encrypted, plain, 0) < 0) return undefined;
+  return readPrivateToken(plain);
+}
+
+/** Write a public connect token (2048 bytes, zero-padded). */
+export function writeConnectToken(t: ConnectTokenPublic): Uint8Array {
+  const b = new Uint8Array(CONNECT_TOKEN_BYTES);
+  b.set(NETCODE_VERSION_INFO);
+  writeU64(b, 13, t.protocolId);
+  writeU64(b, 21, t.createTimestamp);
+  writeU64(b, 29, t.expireTimestamp);
+  b.set(t.nonce, 37);
+  b.set(t.privateData, 61);
+  let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
+  writeU32LE(b, o, t.timeoutSeconds >>> 0);
+  writeU32LE(b, o + 4, t.serverAddresses.length);
+  o += 8;
+  for (const a of t.serverAddresses) o = writeAddress(b, o, a);
+  b.set(t.clientToServerKey, o);
+  b.set(t.serverToClientKey, o + KEY_BYTES);
+  return b;
+}
+
+/**
+ * Read a public connect token as a client does: exactly 2048 bytes, the version info, 1..32
+ * addresses of type 1 or 2, create ≤ expire; else `undefined` (the client's `invalid-token`).
+ */
+export function readConnectToken(b: Uint8Array): ConnectTokenPublic | undefined {
+  if (!(b instanceof Uint8Array) || b.length !== CONNECT_TOKEN_BYTES) return undefined;
+  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[i] !== NETCODE_VERSION_INFO[i]) return undefined;
+  const createTimestamp = readU64(b, 21);
+  const expireTimestamp = readU64(b, 29);
+  if (createTimestamp > expireTimestamp) return undefined;
+  let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
+  const timeoutSeconds = readU32LE(b, o) | 0;
+  const serverAddresses: NetcodeAddress[] = [];
+  o = readAddresses(b, o + 8, b.length, readU32LE(b, o + 4), serverAddresses);
+  if (o < 0 || o + 2 * KEY_BYTES > b.length) return undefined;
+  return {
+    protocolId: readU64(b, 13), createTimestamp, expireTimestamp, nonce: b.slice(37, 61),
+    privateData: b.slice(61, 61 + CONNECT_TOKEN_PRIVATE_BYTES), timeoutSeconds, serverAddresses,
+    clientToServerKey: b.slice(o, o + KEY_BYTES), serverToClientKey: b.slice(o + KEY_BYTES, o + 2 * KEY_BYTES),
+  };
+}
+
+/** Options of `generateConnectToken`. Times in seconds. */
+export interface ConnectTokenOptions {
+  /** The game's protocol id (u64). */
+  protocolId: bigint;
+  /** The 32-byte key shared with the servers. */
+  privateKey: Uint8Array;
+  /** The player's id (u64): one connection per id per server. */
+  clientId: bigint;
+  /** Servers the client may try, in order (1..32): `"ip:port"`, `"[v6]:port"` or `NetcodeAddress`. */
+  serverAddresses: readonly (string | NetcodeAddress)[];
+  /** The addresses the servers see on their own sockets, if not `serverAddresses` (same count and order). */
+  internalAddresses?: readonly (string | NetcodeAddress)[];
+  /** Unix time now, seconds (the create timestamp). */
+  nowUnixSeconds: number;
+  /** Seconds the token may be used for (negative: never expires, development only). */
+  expireSeconds: number;
+  /** Seconds of silence before a connection is dropped (negative: never, development only). Default 5 (netcode's examples). */
+  timeoutSeconds?: number;
+  /** Up to 256 bytes for the server (zero-padded). Default zeros. */
+  userData?: Uint8Array;
+  /** CSPRNG for the nonce and the two connection keys. Default `cryptoRandom`. */
+  random?: RandomSource;
+  /** AEAD provider. Default `nobleCrypto`. */
+  crypto?: CryptoProvider;
+}
+
+/**
+ * Make a 2048-byte connect token for a player (the web backend's job, after it authenticated the
+ * player): random nonce and connection keys, the private part encrypted with `privateKey`. Throws
+ * `invalid-argument` on bad options.
+ */
+export function generateConnectToken(o: ConnectTokenOptions): Uint8Array {
+  checkArg(typeof o.protocolId === 'bigint' && o.protocolId >= 0n && o.protocolId < 1n << 64n, 'protocolId must be a u64 bigint');
+  checkArg(o.privateKey instanceof Uint8Array && o.privateKey.length === KEY_BYTES, 'privateKey must be 32 bytes');
+  checkArg(typeof o.clientId === 'bigint' && o.clientId >= 0n && o.clientId < 1n << 64n, 'clientId must be a u64 bigint');
+  checkArg(Array.isArray(o.serverAddresses) && o.serverAddresses.length >= 1 && o.serverAddresses.length <= MAX_SERVERS_PER_CONNECT,
+    `serverAddresses must list 1..${MAX_SERVERS_PER_CONNECT} addresses`);
+  checkArg(o.internalAddresses === undefined || (Array.isArray(o.internalAddresses) && o.internalAddresses.length === o.serverAddresses.length),
+    'internalAddresses must list as many addresses as serverAddresses');
+  checkArg(Number.isInteger(o.nowUnixSeconds) && o.nowUnixSeconds >= 0, 'nowUnixSeconds must be an integer ≥ 0');
+  checkArg(Number.isInteger(o.expireSeconds), 'expireSeconds must be an integer');
+  const timeoutSeconds = o.timeoutSeconds ?? 5;
+  checkArg(Number.isInteger(timeoutSeconds) && timeoutSeconds >= -(2 ** 31) && timeoutSeconds < 2 ** 31, 'timeoutSeconds must be an i32');
+  checkArg(o.userData === undefined || (o.userData instanceof Uint8Array && o.userData.length <= USER_DATA_BYTES), 'userData must be at most 256 bytes');
+  const random = o.random ?? cryptoRandom;
+  const pub = o.serverAddresses.map(toAddress);
+  const internal = (o.internalAddresses ?? o.serverAddresses).map(toAddress);
+  const c2s = new Uint8Array(KEY_BYTES);
+  const s2c = new Uint8Array(KEY_BYTES);
+  const nonce = new Uint8Array(TOKEN_NONCE_BYTES);
+  random(nonce);
+  random(c2s);
+  random(s2c);
+  const userData = new Uint8Array(USER_DATA_BYTES);
+  if (o.userData !== undefined) userData.set(o.userData);
+  const create = BigInt(o.nowUnixSeconds);
+  const expire = o.expireSeconds < 0 ? (1n << 64n) - 1n : create + BigInt(o.expireSeconds);
+  const privateData = encryptPrivateToken(
+    { clientId: o.clientId, timeoutSeconds, serverAddresses: internal, clientToServerKey: c2s, serverToClientKey: s2c, userData },
+    o.protocolId, expire, nonce, o.privateKey, o.crypto ?? nobleCrypto,
+  );
+  return writeConnectToken({
+    protocolId: o.protocolId, createTimestamp: create, expireTimestamp: expire, nonce, privateData, timeoutSeconds,
+    serverAddresses: pub, clientToServerKey: c2s, serverToClientKey: s2c,
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Challenge token
+
+function sequenceNonce(seq: bigint): Uint8Array {
+  const n = new Uint8Array(12);
+  writeU64(n, 4, seq);
+  return n;
+}
+
+const NO_AD = new Uint8Array(0);
+
+/** Encrypt a challenge token (client id, user data) under the server's challenge key and `sequence`; 300 bytes. */
+export function encryptChallengeToken(
+  clientId: bigint, userData: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+): Uint8Array {
+  const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
+  writeU64(plain, 0, clientId);
+  plain.set(userData.subarray(0, USER_DATA_BYTES), 8);
+  const out = new Uint8Array(CHALLENGE_TOKEN_BYTES);
+  crypto.seal(key, sequenceNonce(sequence), NO_AD, plain, out, 0);
+  return out;
+}
+
+/** Decrypt a challenge token, or `undefined`. */
+export function decryptChallengeToken(
+  b: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+): { clientId: bigint; userData: Uint8Array } | undefined {
+  if (b.length !== CHALLENGE_TOKEN_BYTES) return undefined;
+  const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
+  if (crypto.open(key, sequenceNonce(sequence), NO_AD, b, plain, 0) < 0) return undefined;
+  return { clientId: readU64(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Packets
+
+/** Bytes the sequence takes on the wire: 1..8 (high zero bytes left out; 0 still takes one). */
+export function sequenceBytes(seq: bigint): number {
+  let n = 1;
+  for (let v = seq >> 8n; v > 0n; v >>= 8n) n++;
+  return n;
+}
+
+/** A packet's associated data: version info ‖ protocol id ‖ prefix byte (22 bytes). */
+function packetAd(ad: Uint8Array, protocolId: bigint, prefix: number): Uint8Array {
+  ad.set(NETCODE_VERSION_INFO);
+  writeU64(ad, 13, protocolId);
+  ad[21] = prefix;
+  return ad;
+}
+
+const adScratch = new Uint8Array(22);
+const nonceScratch = new Uint8Array(12);
+
+/**
+ * Write an encrypted packet (types 1..6): prefix byte `(sequence bytes << 4) | type`, the sequence,
+ * then `body` sealed with ChaCha20-Poly1305-IETF (nonce 4 zero bytes ‖ sequence u64; AD version
+ * info ‖ protocol id ‖ prefix). Returns the packet's length. `out` must hold body + 25 bytes.
+ */
+export function writePacket(
+  out: Uint8Array, type: number, sequence: bigint, body: Uint8Array, protocolId: bigint, key: Uint8Array, crypto: CryptoProvider,
+): number {
+  const n = sequenceBytes(sequence);
+  const prefix = (n << 4) | type;
+  out[0] = prefix;
+  let v = sequence;
+  for (let i = 0; i < n; i++) {
+    out[1 + i] = Number(v & 0xffn);
+    v >>= 8n;
+  }
+  nonceScratch.fill(0, 0, 4);
+  writeU64(nonceScratch, 4, sequence);
+  return 1 + n + crypto.seal(key, nonceScratch, packetAd(adScratch, protocolId, prefix), body, out, 1 + n);
+}
+
+/** A connection request (1078 bytes, not encrypted) for `token`. */
+export function writeRequestPacket(out: Uint8Array, token: ConnectTokenPublic): number {
+  out[0] = NetcodePacketType.Request;
+  out.set(NETCODE_VERSION_INFO, 1);
+  writeU64(out, 14, token.protocolId);
+  writeU64(out, 22, token.expireTimestamp);
+  out.set(token.nonce, 30);
+  out.set(token.privateData, 54);
+  return REQUEST_BYTES;
+}
+
+/** A decrypted packet: its type, sequence and body (a view of the `out` buffer given to `readPacket`). */
+export interface NetcodePacket {
+  type: number;
+  sequence: bigint;
+  body: Uint8Array;
+}
+
+/**
+ * The 256-entry replay protection of one direction: a sequence is refused if it is older than the
+ * newest by 256 or more, or if its slot already holds it or a newer one. `advance` only after the
+ * packet decrypted.
+ */
+export class ReplayProtection {
+  private newest = 0n;
+  private readonly received = new BigUint64Array(REPLAY_WINDOW).fill(0xffffffffffffffffn);
+
+  /** Forget everything (a new connection). */
+  reset(): void {
+    this.newest = 0n;
+    this.received.fill(0xffffffffffffffffn);
+  }
+
+  /** True if `seq` must be dropped. */
+  alreadyReceived(seq: bigint): boolean {
+    if (seq + BigInt(REPLAY_WINDOW) <= this.newest) return true;
+    const slot = this.received[Number(seq % BigInt(REPLAY_WINDOW))]!;
+    return slot !== 0xffffffffffffffffn && slot >= seq;
+  }
+
+  /** Record `seq` (after it decrypted). */
+  advance(seq: bigint): void {
+    if (seq > this.newest) this.newest = seq;
+    this.received[Number(seq % BigInt(REPLAY_WINDOW))] = seq;
+  }
+}
+
+/**
+ * Read an encrypted packet in the standard's order: size ≥ 18, type < 7 and in `allowed` (a bit per
+ * type), sequence bytes 1..8, size for them, replay check (types 4..6, when `replay` is given),
+ * decryption, replay advance, body size. Returns the packet (its body decrypted into `out`, default
+ * a new buffer) or why it was dropped. Never throws.
+ */
+export function readPacket(
+  b: Uint8Array, protocolId: bigint, key: Uint8Array, allowed: number, replay: ReplayProtection | undefined,
+  crypto: CryptoProvider, out?: Uint8Array,
+): NetcodePacket | NetcodeDrop {
+  if (b.length < MIN_PACKET_BYTES) return { drop: 'size' };
+  const prefix = b[0]!;
+  const type = prefix & 0x0f;
+  if (type >= 7 || type === NetcodePacketType.Request || (allowed & (1 << type)) === 0) return { drop: 'type' };
+  const n = prefix >> 4;
+  if (n < 1 || n > 8 || b.length < 1 + n + TAG_BYTES) return { drop: 'sequence-bytes' };
+  let seq = 0n;
+  for (let i = n - 1; i >= 0; i--) seq = (seq << 8n) | BigInt(b[1 + i]!);
+  const guarded = replay !== undefined && type >= NetcodePacketType.KeepAlive;
+  if (guarded && replay.alreadyReceived(seq)) return { drop: 'replay' };
+  const sealed = b.subarray(1 + n);
+  const plain = out !== undefined && out.length >= sealed.length - TAG_BYTES ? out : new Uint8Array(sealed.length - TAG_BYTES);
+  nonceScratch.fill(0, 0, 4);
+  writeU64(nonceScratch, 4, seq);
+  const len = crypto.open(key, nonceScratch, packetAd(adScratch, protocolId, prefix), sealed, plain, 0);
+  if (len < 0) return { drop: 'decrypt' };
+  if (guarded) replay.advance(seq);
+  const want = BODY_BYTES[type]!;
+  if (want >= 0 ? len !== want : len < 1 || len > MAX_PAYLOAD_BYTES) return { drop: 'body-size' };
+  return { type, sequence: seq, body: plain.subarray(0, len) };
+}
+
+/** A connection request that passed every check: the decrypted private token, and its tag (for the token history). */
+export interface NetcodeRequest {
+  token: ConnectTokenPrivate;
+  expireTimestamp: bigint;
+  /** The last 16 bytes of the encrypted private token: one token, one value. */
+  tokenMac: Uint8Array;
+}
+
+/**
+ * Read a connection request as the server does: exactly 1078 bytes, version info, protocol id,
+ * expire timestamp after `nowUnixSeconds`, the private token decrypted with `privateKey` and parsed.
+ */
+export function readRequestPacket(
+  b: Uint8Array, protocolId: bigint, nowUnixSeconds: number, privateKey: Uint8Array, crypto: CryptoProvider,
+): NetcodeRequest | NetcodeDrop {
+  if (b.length !== REQUEST_BYTES || b[0] !== NetcodePacketType.Request) return { drop: 'size' };
+  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[1 + i] !== NETCODE_VERSION_INFO[i]) return { drop: 'version' };
+  if (readU64(b, 14) !== protocolId) return { drop: 'protocol' };
+  const expire = readU64(b, 22);
+  if (expire <= BigInt(Math.floor(nowUnixSeconds))) return { drop: 'expired' };
+  const encrypted = b.subarray(54, 54 + CONNECT_TOKEN_PRIVATE_BYTES);
+  const token = decryptPrivateToken(encrypted, protocolId, expire, b.subarray(30, 54), privateKey, crypto);
+  if (token === undefined) return { drop: 'token' };
+  return { token, expireTimestamp: expire, tokenMac: encrypted.slice(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES) };
+}
