@@ -129,6 +129,11 @@ const KEYS: ReadonlySet<string> = new Set([
   'minLossTimeoutMs',
 ]);
 
+/** Entries the sent-packet record starts with (it doubles on demand up to `maxInFlightPackets`). */
+const INITIAL_SENT_RECORD = 32;
+/** Packets with an outcome stay in the sent-packet record at least this long (ms), for late acks. */
+const RECORD_HORIZON_MS = 2000;
+
 const PENDING = 0;
 const DELIVERED = 1;
 const LOST = 2;
@@ -206,13 +211,15 @@ export class PacketAcks<T> {
   private thresholdVerdictsHeld = 0;
 
   // Sent eliciting packets, a FIFO in sequence order (positions grow forever; index = pos & sMask).
-  private readonly sCap: number;
-  private readonly sMask: number;
-  private readonly sSeq: Float64Array;
-  private readonly sAt: Float64Array;
-  private readonly sWire: Float64Array;
-  private readonly sState: Uint8Array;
-  private readonly sToken: (T | undefined)[];
+  // The arrays start small and double up to sLimit (maxInFlightPackets): an idle connection stays small.
+  private readonly sLimit: number;
+  private sCap: number;
+  private sMask: number;
+  private sSeq: Float64Array;
+  private sAt: Float64Array;
+  private sWire: Float64Array;
+  private sState: Uint8Array;
+  private sToken: (T | undefined)[];
   private head = 0;
   private tail = 0;
   private firstPending = 0;
@@ -266,7 +273,7 @@ export class PacketAcks<T> {
     checkConfig(typeof config === 'object' && config !== null, 'ack config must be an object');
     for (const k of Object.keys(config)) checkConfig(KEYS.has(k), `unknown ack config key '${k}'`);
     const cap = config.maxInFlightPackets ?? 1024;
-    const win = config.receiveWindow ?? 1024;
+    const win = config.receiveWindow ?? 512;
     const delay = config.maxAckDelayMs ?? 5;
     const every = config.ackEveryPackets ?? 2;
     const keep = config.keepAliveMs ?? 1000;
@@ -287,13 +294,14 @@ export class PacketAcks<T> {
     this.reorderFraction = frac;
     this.baseReorderFraction = frac;
     this.minLossTimeout = floor;
-    this.sCap = cap;
-    this.sMask = cap - 1;
-    this.sSeq = new Float64Array(cap);
-    this.sAt = new Float64Array(cap);
-    this.sWire = new Float64Array(cap);
-    this.sState = new Uint8Array(cap);
-    this.sToken = new Array<T | undefined>(cap).fill(undefined);
+    this.sLimit = cap;
+    this.sCap = Math.min(cap, INITIAL_SENT_RECORD);
+    this.sMask = this.sCap - 1;
+    this.sSeq = new Float64Array(this.sCap);
+    this.sAt = new Float64Array(this.sCap);
+    this.sWire = new Float64Array(this.sCap);
+    this.sState = new Uint8Array(this.sCap);
+    this.sToken = new Array<T | undefined>(this.sCap).fill(undefined);
     this.rWindow = win;
     this.rMask = win - 1;
     this.rSeen = new Float64Array(win).fill(-1);
@@ -549,7 +557,39 @@ export class PacketAcks<T> {
   }
 
   private makeRoom(): void {
+    // Outcomes older than the horizon leave the record (a later ack for them could only have counted
+    // a spurious loss), so an idle or slow connection keeps a small record.
+    const horizon = this.lastSentAt - RECORD_HORIZON_MS;
+    while (this.head < this.tail && this.sState[this.head & this.sMask] !== PENDING && this.sAt[this.head & this.sMask]! < horizon) this.head++;
+    if (this.tail - this.head >= this.sCap && this.sCap < this.sLimit) this.grow();
     while (this.tail - this.head >= this.sCap && this.sState[this.head & this.sMask] !== PENDING) this.head++;
+  }
+
+  /** Double the sent-packet record (positions keep their meaning; only the mask changes). */
+  private grow(): void {
+    const cap = this.sCap * 2;
+    const mask = cap - 1;
+    const seq = new Float64Array(cap);
+    const at = new Float64Array(cap);
+    const wire = new Float64Array(cap);
+    const state = new Uint8Array(cap);
+    const token = new Array<T | undefined>(cap).fill(undefined);
+    for (let p = this.head; p < this.tail; p++) {
+      const i = p & this.sMask;
+      const j = p & mask;
+      seq[j] = this.sSeq[i]!;
+      at[j] = this.sAt[i]!;
+      wire[j] = this.sWire[i]!;
+      state[j] = this.sState[i]!;
+      token[j] = this.sToken[i];
+    }
+    this.sCap = cap;
+    this.sMask = mask;
+    this.sSeq = seq;
+    this.sAt = at;
+    this.sWire = wire;
+    this.sState = state;
+    this.sToken = token;
   }
 
   /** First position in [head, tail) whose sequence is ≥ `abs`. */
