@@ -274,11 +274,11 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--host <addr>', 'local IPv4 address to bind (tokens must name it; 0.0.0.0 is named 127.0.0.1)', '127.0.0.1')
     .option('--key <hex32>', 'private key (default: the public development key)', arg(parseKey))
     .option('--protocol-id <hex>', 'protocol id (u64, hex; default 67616d6577697265)', arg(parseProtocolId))
-    .option('--max-clients <n>', 'most connected clients (1..4096)', arg((v) => parseUint(v, '--max-clients')), 256)
+    .option('--max-clients <n>', 'most connected clients (1..65536)', arg((v) => parseUint(v, '--max-clients')), 256)
     .option('--raw', 'raw payloads (interoperates with any netcode 1.02 client) instead of gamewire lanes')
     .option('--quiet', 'no per-client lines')
     .action(async (o: NetcodeFlags) => {
-      if (o.maxClients < 1 || o.maxClients > 4096) throw new UsageError('--max-clients must be in 1..4096');
+      if (o.maxClients < 1 || o.maxClients > 65_536) throw new UsageError('--max-clients must be in 1..65536');
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
       }));

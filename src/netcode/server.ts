@@ -28,7 +28,7 @@ export interface ServerOptions extends NetcodeCarryOptions {
   addresses: readonly string[];
   /** Unix time in seconds at driver time `now` (ms): token expiry is judged with it. Inject it (`systemUnixTime` on Node). */
   unixTime: (now: number) => number;
-  /** Most connected clients (1..4096; default 256). A request beyond gets DENIED. */
+  /** Most connected clients (1..65 536; default 256). A request beyond gets DENIED. */
   maxClients?: number;
   /** AEAD provider. Default `nobleCrypto` (`nodeCrypto` from `gamewire/node` is faster on Node). */
   crypto?: CryptoProvider;
@@ -76,7 +76,6 @@ interface Mapping {
   /** Driver time (ms) after which an unused mapping is forgotten; Infinity for tokens without timeout. */
   expiresAt: number;
   timeoutMs: number;
-  expireUnix: number;
 }
 
 interface HistoryEntry {
@@ -126,7 +125,7 @@ export class Server implements Endpoint<ServerEvent> {
       keys.add(addressToKey(p!));
     }
     const max = o.maxClients ?? 256;
-    checkConfig(Number.isInteger(max) && max >= 1 && max <= 4096, 'maxClients must be an integer in 1..4096');
+    checkConfig(Number.isInteger(max) && max >= 1 && max <= 65_536, 'maxClients must be an integer in 1..65536');
     this.protocolId = o.protocolId;
     this.privateKey = o.privateKey.slice();
     this.addressKeys = keys;
@@ -248,7 +247,7 @@ export class Server implements Endpoint<ServerEvent> {
       this.ctr.add('deniedSent');
       return;
     }
-    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, Number(r.expireTimestamp))) {
+    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds)) {
       this.ctr.add('requestsMappingFull');
       return;
     }
@@ -314,14 +313,14 @@ export class Server implements Endpoint<ServerEvent> {
     return true;
   }
 
-  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, expireUnix: number): boolean {
+  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number): boolean {
     const timeoutMs = timeoutSeconds < 0 ? Infinity : timeoutSeconds * 1000;
     const existing = this.mappings.get(from);
     if (existing === undefined && this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) {
       for (const [a, m] of this.mappings) if (now > m.expiresAt) this.mappings.delete(a);
       if (this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) return false;
     }
-    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, expireUnix });
+    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs });
     return true;
   }
 }
