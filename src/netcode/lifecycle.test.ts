@@ -236,6 +236,19 @@ describe('netcode: every client failure state', () => {
     expect(events.at(-1)).toEqual({ type: 'disconnected', reason: 'token-expired' });
   });
 
+  it('a request with another version info is dropped, as one of the wrong size', () => {
+    const r = rig(17, { latencyMs: 10 });
+    const req = new Uint8Array(1078);
+    writeRequestPacket(req, readConnectToken(token())!);
+    const v101 = req.slice();
+    v101[12] = 0x31; // "NETCODE 1.01"
+    r.world.inject('10.0.0.9:1', SERVER, v101);
+    r.world.inject('10.0.0.9:1', SERVER, req.subarray(0, 1077));
+    expect(r.server.counters().requestsDropped).toBe(2);
+    r.world.inject('10.0.0.9:1', SERVER, req);
+    expect(r.server.counters().challengesSent).toBe(1);
+  });
+
   it('connection-timed-out is reached (see "both sides time out"); a wrong protocol id is never answered', () => {
     const r = rig(11, { latencyMs: 10 });
     const { client } = r.client('10.0.0.2:5000');

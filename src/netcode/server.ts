@@ -109,6 +109,8 @@ export class Server implements Endpoint<ServerEvent> {
   private readonly byAddress = new Map<Address, number>();
   private readonly freeIndexes: number[] = [];
   private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
+  /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
+  readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
 
   /** Throws `invalid-config` on bad options. */
@@ -346,7 +348,6 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   private readonly rawQueue: Uint8Array[] = [];
   private readonly replay = new ReplayProtection();
   private readonly events: ServerEvent[] = [];
-  private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
   private sequence = 0n;
   private confirmed = false;
@@ -490,7 +491,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     if (this.closed) {
       if (this.disconnectsLeft === 0) return undefined;
       this.disconnectsLeft--;
-      return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
+      return this.seal(out, T.Disconnect, this.server.plain.subarray(0, 0));
     }
     // Until the client confirms, every payload is preceded by a keep-alive (it carries the slot).
     if (this.keepAliveOwed && !this.confirmed) {
@@ -501,16 +502,16 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     if (this.session === undefined) {
       const raw = this.rawQueue.shift();
       if (raw !== undefined) {
-        this.plain.set(raw);
+        this.server.plain.set(raw);
         n = raw.length;
       }
     } else {
-      n = this.session.write(now, this.plain, false);
-      if (n !== undefined) this.plain[0] = this.session.writtenKind;
+      n = this.session.write(now, this.server.plain, false);
+      if (n !== undefined) this.server.plain[0] = this.session.writtenKind;
     }
     if (n !== undefined) {
       this.keepAliveOwed = !this.confirmed;
-      return this.seal(out, T.Payload, this.plain.subarray(0, n));
+      return this.seal(out, T.Payload, this.server.plain.subarray(0, n));
     }
     if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.keepAlive);
     return undefined;
