@@ -1,6 +1,6 @@
-import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
+import type { Address } from '../core/endpoint.js';
 import { checkConfig } from '../core/errors.js';
-import { Host, type HostCounter, type HostEvent, type HostedPeer, type PeerId } from '../core/host.js';
+import { Host, HostEndpoint, type HostCounter, type HostEvent, type HostedPeer, type PeerId } from '../core/host.js';
 import type { ChunkReceiverConfig } from './config.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from './receiver.js';
 import { PacketType, peekPacketType } from './wire.js';
@@ -87,16 +87,17 @@ class SenderPeer implements HostedPeer<ChunkHostPeerEvent> {
  * (plus unpolled events); a quiet sender is dropped after `idleTimeoutMs`. Drive it like any
  * `Endpoint` (UDP driver, simulator world).
  */
-export class ChunkHost implements Endpoint<ChunkHostEvent> {
+export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, ChunkHostEvent> {
   /** Most senders at once. */
   readonly maxSenders: number;
   /** Idle expiry, ms (0 = never). */
   readonly idleTimeoutMs: number;
-  private readonly host: Host<SenderPeer, ChunkHostPeerEvent>;
+  protected readonly host: Host<SenderPeer, ChunkHostPeerEvent>;
   private readonly receiverConfig: ChunkReceiverConfig | undefined;
   private readonly acceptAddress: ((from: Address) => boolean) | undefined;
 
   constructor(options: ChunkHostOptions = {}) {
+    super();
     checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
     const max = options.maxSenders ?? 16;
     checkConfig(Number.isInteger(max) && max >= 1, 'maxSenders must be an integer ≥ 1');
@@ -153,28 +154,8 @@ export class ChunkHost implements Endpoint<ChunkHostEvent> {
     return this.host.counters();
   }
 
-  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
-    this.host.handleDatagram(now, from, bytes);
-  }
-
-  handleTimeout(now: number): void {
-    this.host.handleTimeout(now);
-  }
-
-  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    return this.host.pollTransmit(now, out);
-  }
-
-  pollTimeout(): number | undefined {
-    return this.host.pollTimeout();
-  }
-
   pollEvent(): ChunkHostEvent | undefined {
     return this.host.pollEvent();
-  }
-
-  setWaker(waker: (() => void) | undefined): void {
-    this.host.setWaker(waker);
   }
 
   /** Id of the sender at `address` in the underlying host (events carry it), or `undefined`. */

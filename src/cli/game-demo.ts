@@ -9,6 +9,7 @@ import { NonCryptoRng } from '../core/rng.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
 import { Server, type ServerClient, type ServerEvent } from '../netcode/server.js';
 import { generateConnectToken } from '../netcode/wire.js';
+import { freeUdpPort } from './netcode.js';
 import { describeLink } from './proxy.js';
 
 /**
@@ -90,7 +91,7 @@ async function main(): Promise<number> {
   const levelHash = sha256(level);
 
   // The server: state at 20 Hz to each bot, the level once, chat relayed to everyone.
-  const port = await freeUdpPort();
+  const port = await freeUdpPort('127.0.0.1');
   const serverAddress = `127.0.0.1:${port}`;
   const server = new Server({
     protocolId: PROTOCOL_ID, privateKey: key, addresses: [serverAddress], unixTime: systemUnixTime,
@@ -319,15 +320,6 @@ class View {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
-}
-
-async function freeUdpPort(): Promise<number> {
-  const { createSocket } = await import('node:dgram');
-  const s = createSocket('udp4');
-  await new Promise<void>((r) => s.bind(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 main().then(

@@ -210,7 +210,7 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
 }
 
 /** A UDP port free on `host` right now (bound and released: a tiny race, fine for a CLI). */
-async function freeUdpPort(host: string): Promise<number> {
+export async function freeUdpPort(host: string): Promise<number> {
   const s = createSocket('udp4');
   await new Promise<void>((resolve, reject) => {
     s.once('error', reject);

@@ -2,9 +2,9 @@ import { PacketAcks } from '../ack/index.js';
 import { Channels } from '../channels/index.js';
 import { Path } from '../congestion/path.js';
 import { Counters } from '../core/counters.js';
-import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
+import type { Address } from '../core/endpoint.js';
 import { checkArg, GamewireError } from '../core/errors.js';
-import { Host, type PeerId } from '../core/host.js';
+import { Host, HostEndpoint, type PeerId } from '../core/host.js';
 import { randomU32 } from '../core/random.js';
 import { Connection, type ConnectionEvent, type ConnectionOwner } from './connection.js';
 import { resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './options.js';
@@ -36,9 +36,9 @@ const COUNTERS: readonly ConnectionHostCounter[] = [
  * (`UdpDriver.openEndpoint`, the simulator's `World`) do it. One deadline heap and one round robin
  * for all connections (the core `Host`).
  */
-export class ConnectionHost implements Endpoint<ConnectionEvent> {
+export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, ConnectionEvent> {
   private readonly opt: ResolvedConnectionOptions;
-  private readonly host: Host<Connection, ConnectionEvent>;
+  protected readonly host: Host<Connection, ConnectionEvent>;
   private readonly byAddress = new Map<Address, PeerId>();
   private readonly idOf = new Map<Connection, PeerId>();
   private readonly ctr = new Counters<ConnectionHostCounter>(COUNTERS);
@@ -46,6 +46,7 @@ export class ConnectionHost implements Endpoint<ConnectionEvent> {
 
   /** @param options see `ConnectionOptions`; throws `invalid-config` on bad values (lanes included). */
   constructor(options: ConnectionOptions = {}) {
+    super();
     this.opt = resolveConnectionOptions(options);
     new Channels(this.opt.channels);
     new PacketAcks(new Path(this.opt.path), { packetDelivered() {}, packetLost() {} }, this.opt.acks);
@@ -96,29 +97,13 @@ export class ConnectionHost implements Endpoint<ConnectionEvent> {
     return { ...this.ctr.snapshot(), host: this.host.counters() };
   }
 
-  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+  override handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
     this.ctr.add('datagramsIn');
-    this.host.handleDatagram(now, from, bytes);
-  }
-
-  handleTimeout(now: number): void {
-    this.host.handleTimeout(now);
-  }
-
-  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    return this.host.pollTransmit(now, out);
-  }
-
-  pollTimeout(): number | undefined {
-    return this.host.pollTimeout();
+    super.handleDatagram(now, from, bytes);
   }
 
   pollEvent(): ConnectionEvent | undefined {
     return this.host.pollPeerEvent();
-  }
-
-  setWaker(waker: (() => void) | undefined): void {
-    this.host.setWaker(waker);
   }
 
   /** @internal a connection ended: its address is free for a new one. */

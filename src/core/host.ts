@@ -585,3 +585,35 @@ implements Endpoint<HostEvent<E>> {
     }
   }
 }
+
+/**
+ * An addressed `Endpoint` whose drive methods are its `Host`'s: what a server of many peers
+ * (`ConnectionHost`, `ChunkHost`, netcode's `Server`) shows a driver. Subclasses make `host` and say
+ * what an event is (`pollEvent`).
+ */
+export abstract class HostEndpoint<P extends HostedPeer<PE>, PE, E> implements Endpoint<E> {
+  /** The host of the peers; made by the subclass's constructor. */
+  protected abstract readonly host: Host<P, PE>;
+
+  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    this.host.handleDatagram(now, from, bytes);
+  }
+
+  handleTimeout(now: number): void {
+    this.host.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    return this.host.pollTransmit(now, out);
+  }
+
+  pollTimeout(): number | undefined {
+    return this.host.pollTimeout();
+  }
+
+  setWaker(waker: (() => void) | undefined): void {
+    this.host.setWaker(waker);
+  }
+
+  abstract pollEvent(): E | undefined;
+}

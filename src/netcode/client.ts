@@ -1,13 +1,14 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
-import { FrameKind } from '../connection/wire.js';
 import { readU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import {
+  NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions, type ResolvedCarry,
+} from './options.js';
 import {
   addressToKey, type ConnectTokenPublic, NetcodePacketType as T, readConnectToken, readPacket, ReplayProtection,
   writePacket, writeRequestPacket,
@@ -168,12 +169,7 @@ export class Client implements Endpoint<ClientEvent> {
   /** Raw mode: queue one payload of 1..1200 bytes (copied). Throws `invalid-state`, `message-too-large`, `queue-full`. */
   sendRaw(bytes: Uint8Array): void {
     if (this.state_ !== 'connected' || !this.carry.raw) throw new GamewireError('invalid-state', this.carry.raw ? `client is ${this.state_}` : 'not raw mode');
-    checkArg(bytes instanceof Uint8Array, 'a payload is a Uint8Array');
-    if (bytes.length < 1 || bytes.length > NETCODE_MAX_PAYLOAD_BYTES) {
-      throw new GamewireError('message-too-large', `a raw payload is 1..${NETCODE_MAX_PAYLOAD_BYTES} bytes, not ${bytes.length}`);
-    }
-    if (this.rawQueue.length >= this.carry.maxRawQueue) throw new GamewireError('queue-full', `${this.rawQueue.length} raw payloads queued`);
-    this.rawQueue.push(bytes.slice());
+    queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
     this.waker?.();
   }
 
@@ -320,17 +316,7 @@ export class Client implements Endpoint<ClientEvent> {
       case 'sending-response':
         return due ? this.seal(out, T.Response, this.challenge) : undefined;
       case 'connected': {
-        let n: number | undefined;
-        if (this.session === undefined) {
-          const raw = this.rawQueue.shift();
-          if (raw !== undefined) {
-            this.plain.set(raw);
-            n = raw.length;
-          }
-        } else {
-          n = this.session.write(now, this.plain, false);
-          if (n !== undefined) this.plain[0] = this.session.writtenKind;
-        }
+        const n = nextPayload(now, this.session, this.rawQueue, this.plain);
         if (n !== undefined) return this.seal(out, T.Payload, this.plain.subarray(0, n));
         if (!due) return undefined;
         const ka = this.plain.subarray(0, 8);
@@ -343,12 +329,7 @@ export class Client implements Endpoint<ClientEvent> {
   }
 
   private receivePayload(now: number, body: Uint8Array): void {
-    if (this.session === undefined) {
-      if (this.carry.raw) this.events.push({ type: 'payload', bytes: body.slice() });
-      return;
-    }
-    if (body[0] === FrameKind.Data) this.session.receiveData(now, body, 1);
-    else if (body[0] === FrameKind.Block) this.session.receiveBlock(now, body, 1, 2);
+    if (!takePayload(now, this.session, body, 2) && this.carry.raw) this.events.push({ type: 'payload', bytes: body.slice() });
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {

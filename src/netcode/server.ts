@@ -1,15 +1,16 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
-import { FrameKind } from '../connection/wire.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
-import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
-import { Host, type HostedPeer } from '../core/host.js';
+import type { Address } from '../core/endpoint.js';
+import { checkConfig, GamewireError } from '../core/errors.js';
+import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import {
+  NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions, type ResolvedCarry,
+} from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, encryptChallengeToken, decryptChallengeToken, KEY_BYTES, NetcodePacketType as T,
   parseAddress, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES, writePacket,
@@ -90,7 +91,7 @@ interface HistoryEntry {
  * Sans-IO on the core `Host`: one object, many clients, one deadline heap; drive it with
  * `UdpDriver.openEndpoint` or the simulator's `World`.
  */
-export class Server implements Endpoint<ServerEvent> {
+export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent> {
   readonly protocolId: bigint;
   readonly maxClients: number;
   private readonly privateKey: Uint8Array;
@@ -98,7 +99,7 @@ export class Server implements Endpoint<ServerEvent> {
   private readonly unixTime: (now: number) => number;
   /** @internal */ readonly crypto: CryptoProvider;
   /** @internal */ readonly carry: ResolvedCarry;
-  private readonly host: Host<ServerClient, ServerEvent>;
+  protected readonly host: Host<ServerClient, ServerEvent>;
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
   private challengeSequence = 0n;
@@ -115,6 +116,7 @@ export class Server implements Endpoint<ServerEvent> {
 
   /** Throws `invalid-config` on bad options. */
   constructor(o: ServerOptions) {
+    super();
     checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
     checkConfig(typeof o.protocolId === 'bigint' && o.protocolId >= 0n && o.protocolId < 1n << 64n, 'protocolId must be a u64 bigint');
     checkConfig(o.privateKey instanceof Uint8Array && o.privateKey.length === KEY_BYTES, 'privateKey must be 32 bytes');
@@ -173,28 +175,8 @@ export class Server implements Endpoint<ServerEvent> {
     return { mappings: this.mappings.size, history: this.history.size };
   }
 
-  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
-    this.host.handleDatagram(now, from, bytes);
-  }
-
-  handleTimeout(now: number): void {
-    this.host.handleTimeout(now);
-  }
-
-  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    return this.host.pollTransmit(now, out);
-  }
-
-  pollTimeout(): number | undefined {
-    return this.host.pollTimeout();
-  }
-
   pollEvent(): ServerEvent | undefined {
     return this.host.pollPeerEvent();
-  }
-
-  setWaker(waker: (() => void) | undefined): void {
-    this.host.setWaker(waker);
   }
 
   /** @internal the next sequence of a packet sent outside any connection (challenge, denied): from 2^63 up. */
@@ -400,12 +382,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   sendRaw(bytes: Uint8Array): void {
     if (this.closed) throw new GamewireError('closed', 'send on a closed client');
     if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
-    checkArg(bytes instanceof Uint8Array, 'a payload is a Uint8Array');
-    if (bytes.length < 1 || bytes.length > NETCODE_MAX_PAYLOAD_BYTES) {
-      throw new GamewireError('message-too-large', `a raw payload is 1..${NETCODE_MAX_PAYLOAD_BYTES} bytes, not ${bytes.length}`);
-    }
-    if (this.rawQueue.length >= this.server.carry.maxRawQueue) throw new GamewireError('queue-full', `${this.rawQueue.length} raw payloads queued`);
-    this.rawQueue.push(bytes.slice());
+    queueRaw(this.rawQueue, bytes, this.server.carry.maxRawQueue);
     this.waker?.();
   }
 
@@ -458,14 +435,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     }
     this.confirmed = true;
     if (p.type !== T.Payload) return;
-    const body = p.body;
-    if (this.session === undefined) {
-      this.events.push({ type: 'payload', client: this, bytes: body.slice() });
-    } else if (body[0] === FrameKind.Data) {
-      this.session.receiveData(now, body, 1);
-    } else if (body[0] === FrameKind.Block) {
-      this.session.receiveBlock(now, body, 1, 1);
-    }
+    if (!takePayload(now, this.session, p.body, 1)) this.events.push({ type: 'payload', client: this, bytes: p.body.slice() });
   }
 
   handleTimeout(now: number): void {
@@ -498,20 +468,11 @@ export class ServerClient implements HostedPeer<ServerEvent> {
       this.keepAliveOwed = false;
       return this.seal(out, T.KeepAlive, this.keepAlive);
     }
-    let n: number | undefined;
-    if (this.session === undefined) {
-      const raw = this.rawQueue.shift();
-      if (raw !== undefined) {
-        this.server.plain.set(raw);
-        n = raw.length;
-      }
-    } else {
-      n = this.session.write(now, this.server.plain, false);
-      if (n !== undefined) this.server.plain[0] = this.session.writtenKind;
-    }
+    const plain = this.server.plain;
+    const n = nextPayload(now, this.session, this.rawQueue, plain);
     if (n !== undefined) {
       this.keepAliveOwed = !this.confirmed;
-      return this.seal(out, T.Payload, this.server.plain.subarray(0, n));
+      return this.seal(out, T.Payload, plain.subarray(0, n));
     }
     if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.keepAlive);
     return undefined;
