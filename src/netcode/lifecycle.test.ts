@@ -143,6 +143,21 @@ describe('netcode: connect, carry lanes, disconnect', () => {
     expect(r.serverEvents.at(-1)).toMatchObject({ type: 'disconnected', reason: 'timeout' });
   });
 
+  it('a token makes one connection: after a disconnect the same token is refused, a new one connects', () => {
+    const r = rig(18, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    const t = token({ timeoutSeconds: 1 });
+    client.connect(0, t);
+    r.world.runFor(300);
+    expect(client.state).toBe('connected');
+    client.close();
+    r.world.runFor(300);
+    client.connect(r.world.now, t);
+    r.world.runFor(2000);
+    expect(client.state).toBe('request-timed-out');
+    expect(r.server.counters().requestsTokenReused).toBeGreaterThan(0);
+  });
+
   it('reconnects with a new token after a disconnect', () => {
     const r = rig(4, { latencyMs: 10 });
     const { client, events } = r.client('10.0.0.2:5000');

@@ -77,11 +77,15 @@ interface Mapping {
   /** Driver time (ms) after which an unused mapping is forgotten; Infinity for tokens without timeout. */
   expiresAt: number;
   timeoutMs: number;
+  /** The token-history key of the token that made this mapping. */
+  token: string;
 }
 
 interface HistoryEntry {
   address: Address;
   expireUnix: number;
+  /** A connection was made with it: the token is spent (one token, one session). */
+  consumed: boolean;
 }
 
 /**
@@ -222,7 +226,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('requestsAlreadyConnected');
       return;
     }
-    if (!this.recordToken(r.tokenMac, from, Number(r.expireTimestamp), unix)) {
+    const tokenKey = hex(r.tokenMac);
+    if (!this.recordToken(tokenKey, from, Number(r.expireTimestamp), unix)) {
       this.ctr.add('requestsTokenReused');
       return;
     }
@@ -231,7 +236,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('deniedSent');
       return;
     }
-    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds)) {
+    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, tokenKey)) {
       this.ctr.add('requestsMappingFull');
       return;
     }
@@ -274,6 +279,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     const index = this.freeIndexes.pop()!;
     const c = new ServerClient(this, now, from, index, token.clientId, token.userData, m);
     this.mappings.delete(from);
+    const spent = this.history.get(m.token);
+    if (spent !== undefined) spent.consumed = true;
     this.clientIds.set(c.clientId, c);
     this.byAddress.set(from, this.host.add(from, c));
     this.ctr.add('clientsConnected');
@@ -284,27 +291,29 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     this.host.sendTo(to, this.scratch.subarray(0, n));
   }
 
-  /** Remember a token's MAC with the address that used it; false if another address used it (or the history is full of live entries). */
-  private recordToken(mac: Uint8Array, from: Address, expireUnix: number, unix: number): boolean {
-    const key = hex(mac);
+  /**
+   * Remember a token (by its MAC) with the address that used it; false if another address used it,
+   * if a connection was already made with it, or if the history is full of live entries.
+   */
+  private recordToken(key: string, from: Address, expireUnix: number, unix: number): boolean {
     const seen = this.history.get(key);
-    if (seen !== undefined) return seen.address === from;
+    if (seen !== undefined) return seen.address === from && !seen.consumed;
     if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) {
       for (const [k, e] of this.history) if (e.expireUnix <= unix) this.history.delete(k);
       if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) return false;
     }
-    this.history.set(key, { address: from, expireUnix });
+    this.history.set(key, { address: from, expireUnix, consumed: false });
     return true;
   }
 
-  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number): boolean {
+  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, token: string): boolean {
     const timeoutMs = timeoutSeconds < 0 ? Infinity : timeoutSeconds * 1000;
     const existing = this.mappings.get(from);
     if (existing === undefined && this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) {
       for (const [a, m] of this.mappings) if (now > m.expiresAt) this.mappings.delete(a);
       if (this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) return false;
     }
-    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs });
+    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, token });
     return true;
   }
 }
