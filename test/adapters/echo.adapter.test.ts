@@ -16,7 +16,7 @@ describe('gamewire echo (spawned, real loopback, through gamewire proxy at 10 % 
   it('every mode: reliable ones get every echo (in order when ordered), the others intact and never twice', async () => {
     const port = Number((await waitForStderr(server, /listening on 127\.0\.0\.1:(\d+)/))[1]);
     const modes = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'sequenced', 'notify', 'block'];
-    // The proxy serves one client at a time: one proxy per mode, all at once.
+    // One proxy per mode, each with its own seed, all at once.
     const vias: number[] = [];
     for (const [i] of modes.entries()) {
       const p = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', `127.0.0.1:${port}`, '--loss', '10%', '--delay', '5ms', '--seed', String(7 + i));

@@ -30,7 +30,7 @@ describe('UdpLinkProxy over real loopback', () => {
     expect(msg.toString()).toBe('ping');
     expect(rtt).toBeGreaterThanOrEqual(50);
     expect(rtt).toBeLessThan(1000);
-    expect(proxy.clientAddress).toEqual({ host: '127.0.0.1', port: client.address().port });
+    expect(proxy.clients).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
     const c = proxy.counters();
     expect(c.toServer.delivered).toBe(1);
     expect(c.toClient.delivered).toBe(1);
@@ -80,6 +80,37 @@ describe('UdpLinkProxy over real loopback', () => {
     expect(c.toServer.droppedLoss).toBeLessThan(260);
     expect(got).toBe(400 - c.toServer.droppedLoss);
     client.close();
+    server.close();
+    await proxy.close();
+  });
+
+  it('serves many clients: each through its own links and upstream socket, each getting its own replies', async () => {
+    const server = await bound();
+    const seen = new Set<string>();
+    server.on('message', (m, r) => {
+      seen.add(`${r.address}:${r.port}`);
+      server.send(m, r.port, r.address);
+    });
+    const proxy = await UdpLinkProxy.open({
+      listenHost: '127.0.0.1',
+      target: { host: '127.0.0.1', port: server.address().port },
+      toServer: { latencyMs: 5 },
+      maxClients: 3,
+    });
+    const clients = await Promise.all([bound(), bound(), bound(), bound()]);
+    const got = clients.map(() => [] as string[]);
+    clients.forEach((c, i) => c.on('message', (m) => got[i]!.push(m.toString())));
+    for (let k = 0; k < 5; k++) clients.forEach((c, i) => c.send(Buffer.from(`c${i} m${k}`), proxy.local.port, '127.0.0.1'));
+    await until(() => got.slice(0, 3).every((g) => g.length === 5), 'five echoes for each of three clients');
+    for (let i = 0; i < 3; i++) expect(got[i]!.sort()).toEqual([0, 1, 2, 3, 4].map((k) => `c${i} m${k}`));
+    expect(got[3]).toEqual([]);
+    expect(seen.size).toBe(3);
+    const c = proxy.counters();
+    expect(c.clients).toBe(3);
+    expect(c.clientsRefused).toBe(5);
+    expect(c.toServer.delivered).toBe(15);
+    expect(proxy.clients).toHaveLength(3);
+    for (const s of clients) s.close();
     server.close();
     await proxy.close();
   });

@@ -6,7 +6,7 @@ import type { Address, Endpoint, Transmit } from '../../core/endpoint.js';
 import { checkConfig } from '../../core/errors.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { createLinkPair } from '../../sim/pair.js';
-import type { Link, LinkCounters } from '../../sim/link.js';
+import { deriveSeed, type Link, type LinkCounters } from '../../sim/link.js';
 import { addressKey, parseAddressKey, syncLiteralLookup, type UdpAddress } from './udp-driver.js';
 
 /** Options of {@link UdpLinkProxy.open}. Times in ms, sizes in bytes. */
@@ -21,23 +21,29 @@ export interface UdpLinkProxyOptions {
   toServer?: Partial<LinkConfig>;
   /** Impairments of the server→client direction (default: same as `toServer`). */
   toClient?: Partial<LinkConfig>;
-  /** Seed of both links (each direction derives its own stream). Default 1. */
+  /** Seed of the links: the first client's pair uses it, each later client's pair one derived from it. Default 1. */
   seed?: number;
-  /** SO_RCVBUF / SO_SNDBUF requested on both sockets, bytes (default 4 MiB). */
+  /** Most clients served at once (1..1024, default 64); datagrams from a new address beyond are dropped and counted. */
+  maxClients?: number;
+  /** SO_RCVBUF / SO_SNDBUF requested on every socket, bytes (default 4 MiB). */
   socketBufferBytes?: number;
   /** Monotonic clock in ms (default `performance.now`). */
   clock?: () => number;
 }
 
-/** Counters of a {@link UdpLinkProxy}: per-direction link counters plus socket-level ones. */
+/** Counters of a {@link UdpLinkProxy}: per-direction link counters (summed over clients) plus socket-level ones. */
 export interface UdpLinkProxyCounters {
-  /** Client→server link. */
+  /** Client→server links, summed. */
   toServer: LinkCounters;
-  /** Server→client link. */
+  /** Server→client links, summed. */
   toClient: LinkCounters;
-  /** Server datagrams dropped because no client had spoken yet. */
+  /** Clients served so far. */
+  clients: number;
+  /** Datagrams from new client addresses dropped at `maxClients`. */
+  clientsRefused: number;
+  /** Client datagrams dropped because more than 256 waited for that client's upstream socket to open. */
   noClientDropped: number;
-  /** Datagrams arriving on the upstream socket from anyone but the target. */
+  /** Datagrams arriving on an upstream socket from anyone but the target. */
   foreignDropped: number;
   /** Failed sends and receive errors (ENOBUFS, ECONNREFUSED, …). */
   socketErrors: number;
@@ -45,43 +51,64 @@ export interface UdpLinkProxyCounters {
 
 /** Events of a {@link UdpLinkProxy}. */
 export interface UdpLinkProxyEvents {
-  /** A datagram came from a client address not seen before; replies now go there. */
+  /** A datagram came from a client address not seen before: it gets its own links and upstream socket. */
   client: [client: UdpAddress];
-  /** Both sockets are closed. */
+  /** Every socket is closed. */
   close: [];
 }
 
-/** The proxy's address for the target (server) side; clients are `addressKey` strings. */
-const UPSTREAM: Address = 'upstream';
 /** Largest UDP payload over IPv4, bytes: any datagram the proxy can receive fits. */
 const MAX_UDP_PAYLOAD = 65507;
+/** Datagrams held per client while its upstream socket opens. */
+const PENDING_LIMIT = 256;
+/** Prefix of the sans-IO endpoint's address for a client's upstream socket. */
+const UP = 'up:';
+
+/** One client's two links. */
+interface Paths {
+  toServer: Link;
+  toClient: Link;
+}
 
 /**
- * The sans-IO part of the proxy: datagrams from clients cross `toServer` to `UPSTREAM`; datagrams
- * from `UPSTREAM` cross `toClient` to the most recent client. Its event is a new client address.
+ * The sans-IO part of the proxy: datagrams from client C cross C's `toServer` link to `up:C` (C's
+ * upstream socket); datagrams arriving on `up:C` cross C's `toClient` link back to C. Its event is a
+ * new client address.
  */
 class LinkProxyEndpoint implements Endpoint<Address> {
-  client: Address | undefined;
-  noClient = 0;
+  readonly paths = new Map<Address, Paths>();
+  refused = 0;
+  private readonly order: Address[] = [];
+  private next = 0;
   private readonly events: Address[] = [];
-  private readonly t: Transmit = { length: 0, to: UPSTREAM };
+  private readonly t: Transmit = { length: 0, to: '' };
 
   constructor(
-    readonly toServer: Link,
-    readonly toClient: Link,
+    private readonly toServerCfg: Partial<LinkConfig>,
+    private readonly toClientCfg: Partial<LinkConfig>,
+    private readonly seed: number,
+    private readonly maxClients: number,
   ) {}
 
   handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
-    if (from === UPSTREAM) {
-      if (this.client === undefined) this.noClient++;
-      else this.toClient.send(now, bytes);
+    if (from.startsWith(UP)) {
+      this.paths.get(from.slice(UP.length))?.toClient.send(now, bytes);
       return;
     }
-    if (from !== this.client) {
-      this.client = from;
+    let p = this.paths.get(from);
+    if (p === undefined) {
+      if (this.paths.size >= this.maxClients) {
+        this.refused++;
+        return;
+      }
+      const n = this.order.length;
+      const pair = createLinkPair(this.toServerCfg, n === 0 ? this.seed : deriveSeed(this.seed, 1000 + n), this.toClientCfg);
+      p = { toServer: pair.aToB, toClient: pair.bToA };
+      this.paths.set(from, p);
+      this.order.push(from);
       this.events.push(from);
     }
-    this.toServer.send(now, bytes);
+    p.toServer.send(now, bytes);
   }
 
   handleTimeout(): void {
@@ -89,22 +116,31 @@ class LinkProxyEndpoint implements Endpoint<Address> {
   }
 
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    let n = this.toServer.pollDeliverInto(now, out);
-    if (n !== undefined) {
-      this.t.to = UPSTREAM;
-    } else {
-      n = this.toClient.pollDeliverInto(now, out);
-      if (n === undefined) return undefined;
-      this.t.to = this.client!; // toClient only carries datagrams once a client has spoken
+    // Round robin over clients, so one busy client does not hold the others' datagrams back.
+    const n = this.order.length;
+    for (let k = 0; k < n; k++) {
+      const c = this.order[(this.next + k) % n]!;
+      const p = this.paths.get(c)!;
+      let len = p.toServer.pollDeliverInto(now, out);
+      if (len !== undefined) this.t.to = UP + c;
+      else {
+        len = p.toClient.pollDeliverInto(now, out);
+        if (len === undefined) continue;
+        this.t.to = c;
+      }
+      this.next = (this.next + k + 1) % n;
+      this.t.length = len;
+      return this.t;
     }
-    this.t.length = n;
-    return this.t;
+    return undefined;
   }
 
   pollTimeout(): number | undefined {
-    const a = this.toServer.pollTimeout();
-    const b = this.toClient.pollTimeout();
-    return a === undefined ? b : b === undefined ? a : Math.min(a, b);
+    let t: number | undefined;
+    for (const p of this.paths.values()) {
+      for (const x of [p.toServer.pollTimeout(), p.toClient.pollTimeout()]) if (x !== undefined && (t === undefined || x < t)) t = x;
+    }
+    return t;
   }
 
   pollEvent(): Address | undefined {
@@ -112,55 +148,54 @@ class LinkProxyEndpoint implements Endpoint<Address> {
   }
 }
 
+/** A client's upstream socket, and the datagrams that wait for it to open. */
+interface Upstream {
+  socket: Socket | undefined;
+  pending: Buffer[];
+}
+
 /**
- * A real UDP link conditioner: clients send to `local`; their datagrams cross a seeded `sim` Link
- * (client→server) and leave from a second socket connected to `target`; replies cross the
- * server→client Link and go back to the most recent client address. Both links sit behind one
- * sans-IO endpoint run by the shared `DriveLoop`: real time, input batched per event-loop turn,
- * and one timer aimed at the earlier of the two links' next delivery (±1 ms timer granularity).
+ * A real UDP link conditioner for any number of clients (up to `maxClients`): clients send to
+ * `local`; each client's datagrams cross its own seeded `sim` Link (client→server) and leave from an
+ * upstream socket of its own connected to `target` (so the server sees one address per client);
+ * replies cross that client's server→client Link back to it. All links sit behind one sans-IO
+ * endpoint run by the shared `DriveLoop`: real time, input batched per event-loop turn, and one
+ * timer aimed at the earliest next delivery (±1 ms timer granularity). Clients keep their sockets
+ * until `close()`.
  */
 export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
   /** Address clients should send to. */
   readonly local: UdpAddress;
-  /** Address of the upstream socket (what the server sees as its client). */
-  readonly upstream: UdpAddress;
-  /** The client→server link (read its counters; do not drive it). */
-  readonly toServer: Link;
-  /** The server→client link. */
-  readonly toClient: Link;
 
   private readonly front: Socket;
-  private readonly back: Socket;
   private readonly endpoint: LinkProxyEndpoint;
   private readonly loop: DriveLoop<Address, NodeJS.Timeout>;
+  private readonly upstreams = new Map<Address, Upstream>();
+  private readonly target: UdpAddress;
+  private readonly bufBytes: number;
   private foreign = 0;
+  private noClient = 0;
   private socketErrors = 0;
   private callbacksOut = 0;
+  private closing = false;
   // Datagrams are written here; when a send had to be queued (kernel buffer full), the queued send
   // keeps this buffer and a new one is allocated; while a socket is backed up, sends are copies.
   private scratch = Buffer.allocUnsafeSlow(MAX_UDP_PAYLOAD);
   private lastTo = '';
   private lastToAddr: UdpAddress | undefined;
-  private readonly target: UdpAddress;
   private readonly onSent = (err: Error | null): void => {
     this.callbacksOut--;
     if (err !== null) this.socketErrors++;
   };
 
-  private constructor(front: Socket, back: Socket, options: UdpLinkProxyOptions) {
+  private constructor(front: Socket, options: UdpLinkProxyOptions, bufBytes: number, maxClients: number) {
     super();
     this.front = front;
-    this.back = back;
-    const pair = createLinkPair(options.toServer ?? {}, options.seed ?? 1, options.toClient ?? options.toServer ?? {});
-    this.toServer = pair.aToB;
-    this.toClient = pair.bToA;
+    this.bufBytes = bufBytes;
     const f = front.address();
-    const b = back.address();
     this.local = { host: f.address, port: f.port };
-    this.upstream = { host: b.address, port: b.port };
-    const r = back.remoteAddress();
-    this.target = { host: r.address, port: r.port };
-    this.endpoint = new LinkProxyEndpoint(this.toServer, this.toClient);
+    this.target = { host: options.target.host, port: options.target.port };
+    this.endpoint = new LinkProxyEndpoint(options.toServer ?? {}, options.toClient ?? options.toServer ?? {}, options.seed ?? 1, maxClients);
     const platform: DrivePlatform<NodeJS.Timeout> = {
       now: options.clock ?? (() => performance.now()),
       send: (_bytes, length, to) => this.send(length, to),
@@ -173,17 +208,12 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
       onEvent: (client) => this.emit('client', parseAddressKey(client)!),
     });
     front.on('message', (msg: Buffer, rinfo: RemoteInfo) => this.loop.handleDatagram(addressKey(rinfo.address, rinfo.port), msg));
-    back.on('message', (msg: Buffer, rinfo: RemoteInfo) => {
-      if (rinfo.port !== this.target.port || rinfo.address !== this.target.host) this.foreign++;
-      else this.loop.handleDatagram(UPSTREAM, msg);
-    });
     front.on('error', () => this.socketErrors++);
-    back.on('error', () => this.socketErrors++);
   }
 
   /**
-   * Bind the listening socket and an upstream socket connected to `options.target`. Throws
-   * `invalid-config` on bad options (including bad link configs); rejects on bind/connect failure.
+   * Bind the listening socket (upstream sockets open per client). Throws `invalid-config` on bad
+   * options (including bad link configs); rejects on a bind failure.
    */
   static async open(options: UdpLinkProxyOptions): Promise<UdpLinkProxy> {
     const port = options.listenPort ?? 0;
@@ -193,6 +223,8 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     checkConfig(Number.isInteger(t.port) && t.port > 0 && t.port <= 65535, 'target.port must be 1..65535');
     const seed = options.seed ?? 1;
     checkConfig(Number.isInteger(seed), 'seed must be an integer');
+    const maxClients = options.maxClients ?? 64;
+    checkConfig(Number.isInteger(maxClients) && maxClients >= 1 && maxClients <= 1024, 'maxClients must be an integer in 1..1024');
     const bufBytes = options.socketBufferBytes ?? 4 * 1024 * 1024;
     checkConfig(Number.isInteger(bufBytes) && bufBytes > 0, 'socketBufferBytes must be a positive integer');
     // Validate the link configs before touching sockets.
@@ -201,66 +233,86 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     // Sends to clients name their address: resolve it synchronously, or the send would go out after
     // the scratch buffer holds the next datagram (see syncLiteralLookup).
     const front = createSocket({ type: 'udp4', lookup: syncLiteralLookup });
-    const back = createSocket('udp4');
     try {
       await bind(front, port, options.listenHost ?? '0.0.0.0');
-      await bind(back, 0, '0.0.0.0');
-      await new Promise<void>((resolve, reject) => {
-        back.once('error', reject);
-        back.connect(t.port, t.host, () => {
-          back.off('error', reject);
-          resolve();
-        });
-      });
     } catch (err) {
       front.close();
-      back.close();
       throw err;
     }
-    for (const s of [front, back]) {
-      try {
-        s.setRecvBufferSize(bufBytes);
-        s.setSendBufferSize(bufBytes);
-      } catch {
-        /* the OS refused; defaults stay */
-      }
-    }
-    return new UdpLinkProxy(front, back, options);
+    setBuffers(front, bufBytes);
+    return new UdpLinkProxy(front, options, bufBytes, maxClients);
   }
 
-  /** The client replies go to (the last address a datagram came from), if any yet. */
-  get clientAddress(): UdpAddress | undefined {
-    const c = this.endpoint.client;
-    return c === undefined ? undefined : parseAddressKey(c);
+  /** The clients served so far (each has its own links and upstream socket). */
+  get clients(): UdpAddress[] {
+    return [...this.endpoint.paths.keys()].map((a) => parseAddressKey(a)!);
   }
 
-  /** A snapshot of both links' counters and the proxy's own drops. */
+  /** A snapshot of the links' counters (summed over clients) and the proxy's own drops. */
   counters(): UdpLinkProxyCounters {
+    const toServer = emptyCounters();
+    const toClient = emptyCounters();
+    for (const p of this.endpoint.paths.values()) {
+      addCounters(toServer, p.toServer.counters());
+      addCounters(toClient, p.toClient.counters());
+    }
     return {
-      toServer: this.toServer.counters(),
-      toClient: this.toClient.counters(),
-      noClientDropped: this.endpoint.noClient,
-      foreignDropped: this.foreign,
-      socketErrors: this.socketErrors,
+      toServer, toClient, clients: this.endpoint.paths.size, clientsRefused: this.endpoint.refused,
+      noClientDropped: this.noClient, foreignDropped: this.foreign, socketErrors: this.socketErrors,
     };
   }
 
-  /** Stop forwarding and close both sockets; datagrams still inside the links are discarded. */
+  /** Stop forwarding and close every socket; datagrams still inside the links are discarded. */
   async close(): Promise<void> {
     if (this.loop.state === 'closed') return;
+    this.closing = true;
     this.loop.close();
-    await Promise.all([
-      new Promise<void>((r) => this.front.close(() => r())),
-      new Promise<void>((r) => this.back.close(() => r())),
-    ]);
+    const sockets = [this.front, ...[...this.upstreams.values()].flatMap((u) => (u.socket === undefined ? [] : [u.socket]))];
+    await Promise.all(sockets.map((s) => new Promise<void>((r) => s.close(() => r()))));
     this.emit('close');
   }
 
+  /** `client`'s upstream socket, opened (connected to the target) on first use; datagrams wait while it opens. */
+  private upstream(client: Address): Upstream {
+    const known = this.upstreams.get(client);
+    if (known !== undefined) return known;
+    const up: Upstream = { socket: undefined, pending: [] };
+    this.upstreams.set(client, up);
+    const s = createSocket('udp4');
+    s.on('error', () => this.socketErrors++);
+    s.bind(0, '0.0.0.0', () => {
+      s.connect(this.target.port, this.target.host, () => {
+        if (this.closing) {
+          s.close();
+          return;
+        }
+        setBuffers(s, this.bufBytes);
+        up.socket = s;
+        const r = s.remoteAddress();
+        s.on('message', (msg: Buffer, rinfo: RemoteInfo) => {
+          if (rinfo.port !== r.port || rinfo.address !== r.address) this.foreign++;
+          else this.loop.handleDatagram(UP + client, msg);
+        });
+        for (const b of up.pending) s.send(b);
+        up.pending = [];
+      });
+    });
+    return up;
+  }
+
   private send(n: number, to: Address): void {
-    let socket = this.back;
+    let socket: Socket;
     let port = 0;
     let host = '';
-    if (to !== UPSTREAM) {
+    if (to.startsWith(UP)) {
+      const up = this.upstream(to.slice(UP.length));
+      if (up.socket === undefined) {
+        if (up.pending.length < PENDING_LIMIT) up.pending.push(Buffer.from(this.scratch.subarray(0, n)));
+        else this.noClient++;
+        return;
+      }
+      socket = up.socket;
+    } else {
       if (to !== this.lastTo) {
         this.lastTo = to;
         this.lastToAddr = parseAddressKey(to);
@@ -279,6 +331,27 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     else socket.send(view, port, host, cb);
     if (!backedUp && socket.getSendQueueCount() > 0) this.scratch = Buffer.allocUnsafeSlow(MAX_UDP_PAYLOAD);
   }
+}
+
+function setBuffers(s: Socket, bytes: number): void {
+  try {
+    s.setRecvBufferSize(bytes);
+    s.setSendBufferSize(bytes);
+  } catch {
+    /* the OS refused; defaults stay */
+  }
+}
+
+function emptyCounters(): LinkCounters {
+  return {
+    sent: 0, bytesSent: 0, delivered: 0, bytesDelivered: 0, droppedLoss: 0, droppedQueue: 0, droppedMtu: 0,
+    droppedOutage: 0, droppedInFlight: 0, duplicated: 0, queuedPeakDatagrams: 0, queuedPeakBytes: 0, inFlightPeak: 0,
+  };
+}
+
+/** Add `b` into `a` (peaks take the larger). */
+function addCounters(a: LinkCounters, b: LinkCounters): void {
+  for (const k of Object.keys(a) as (keyof LinkCounters)[]) a[k] = k.endsWith('Peak') || k.startsWith('queuedPeak') ? Math.max(a[k], b[k]) : a[k] + b[k];
 }
 
 function bind(socket: Socket, port: number, host: string): Promise<void> {
