@@ -115,6 +115,29 @@ describe('UdpLinkProxy over real loopback', () => {
     await proxy.close();
   });
 
+  it('at maxClients a new client takes the slot of one quiet for clientIdleMs, not of a busy one', async () => {
+    const server = await bound();
+    server.on('message', (m, r) => server.send(m, r.port, r.address));
+    const proxy = await UdpLinkProxy.open({
+      listenHost: '127.0.0.1', target: { host: '127.0.0.1', port: server.address().port }, maxClients: 1, clientIdleMs: 100,
+    });
+    const [a, b] = await Promise.all([bound(), bound()]);
+    const got = { a: 0, b: 0 };
+    a.on('message', () => got.a++);
+    b.on('message', () => got.b++);
+    a.send(Buffer.from('a1'), proxy.local.port, '127.0.0.1');
+    await until(() => got.a === 1, 'a echoed');
+    b.send(Buffer.from('b1'), proxy.local.port, '127.0.0.1'); // a was active just now: refused
+    await new Promise((r) => setTimeout(r, 150));
+    b.send(Buffer.from('b2'), proxy.local.port, '127.0.0.1'); // a quiet for 150 ms: b takes its slot
+    await until(() => got.b === 1, 'b echoed');
+    const c = proxy.counters();
+    expect([c.clients, c.clientsExpired, c.clientsRefused]).toEqual([2, 1, 1]);
+    expect(proxy.clients).toEqual([{ host: '127.0.0.1', port: b.address().port }]);
+    for (const s of [a, b, server]) s.close();
+    await proxy.close();
+  });
+
   it('refuses a bad link config before binding', async () => {
     await expect(UdpLinkProxy.open({ target: { host: '127.0.0.1', port: 9 }, toServer: { loss: 2 } })).rejects.toMatchObject({
       code: 'invalid-config',

@@ -23,8 +23,13 @@ export interface UdpLinkProxyOptions {
   toClient?: Partial<LinkConfig>;
   /** Seed of the links: the first client's pair uses it, each later client's pair one derived from it. Default 1. */
   seed?: number;
-  /** Most clients served at once (1..1024, default 64); datagrams from a new address beyond are dropped and counted. */
+  /**
+   * Most clients served at once (1..1024, default 64). A new address beyond takes the slot of the client
+   * quiet longest if it has been quiet for `clientIdleMs`; otherwise its datagrams are dropped and counted.
+   */
   maxClients?: number;
+  /** A client with no datagram either way for this long may lose its slot to a new one, ms (1..3 600 000; default 30 000). */
+  clientIdleMs?: number;
   /** SO_RCVBUF / SO_SNDBUF requested on every socket, bytes (default 4 MiB). */
   socketBufferBytes?: number;
   /** Monotonic clock in ms (default `performance.now`). */
@@ -39,7 +44,9 @@ export interface UdpLinkProxyCounters {
   toClient: LinkCounters;
   /** Clients served so far. */
   clients: number;
-  /** Datagrams from new client addresses dropped at `maxClients`. */
+  /** Clients whose slot went to a new client after `clientIdleMs` of quiet (their links and socket closed). */
+  clientsExpired: number;
+  /** Datagrams from new client addresses dropped at `maxClients` (no slot quiet long enough to take). */
   clientsRefused: number;
   /** Client datagrams dropped because more than 256 waited for that client's upstream socket to open. */
   noClientDropped: number;
@@ -64,10 +71,17 @@ const PENDING_LIMIT = 256;
 /** Prefix of the sans-IO endpoint's address for a client's upstream socket. */
 const UP = 'up:';
 
-/** One client's two links. */
+/** One client's two links, and when it last sent or was sent anything (ms). */
 interface Paths {
   toServer: Link;
   toClient: Link;
+  lastActive: number;
+}
+
+/** What the sans-IO part tells the sockets: a new client (open its upstream), or an expired one (close it). */
+interface ProxyEvent {
+  kind: 'client' | 'expired';
+  address: Address;
 }
 
 /**
@@ -75,12 +89,14 @@ interface Paths {
  * upstream socket); datagrams arriving on `up:C` cross C's `toClient` link back to C. Its event is a
  * new client address.
  */
-class LinkProxyEndpoint implements Endpoint<Address> {
+class LinkProxyEndpoint implements Endpoint<ProxyEvent> {
   readonly paths = new Map<Address, Paths>();
   refused = 0;
-  private readonly order: Address[] = [];
+  expired = 0;
+  served = 0;
+  private order: Address[] = [];
   private next = 0;
-  private readonly events: Address[] = [];
+  private readonly events: ProxyEvent[] = [];
   private readonly t: Transmit = { length: 0, to: '' };
 
   constructor(
@@ -88,27 +104,50 @@ class LinkProxyEndpoint implements Endpoint<Address> {
     private readonly toClientCfg: Partial<LinkConfig>,
     private readonly seed: number,
     private readonly maxClients: number,
+    private readonly idleMs: number,
   ) {}
 
   handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
     if (from.startsWith(UP)) {
-      this.paths.get(from.slice(UP.length))?.toClient.send(now, bytes);
+      const q = this.paths.get(from.slice(UP.length));
+      if (q === undefined) return;
+      q.lastActive = now;
+      q.toClient.send(now, bytes);
       return;
     }
     let p = this.paths.get(from);
     if (p === undefined) {
-      if (this.paths.size >= this.maxClients) {
+      if (this.paths.size >= this.maxClients && !this.expireQuietest(now)) {
         this.refused++;
         return;
       }
-      const n = this.order.length;
+      const n = this.served++;
       const pair = createLinkPair(this.toServerCfg, n === 0 ? this.seed : deriveSeed(this.seed, 1000 + n), this.toClientCfg);
-      p = { toServer: pair.aToB, toClient: pair.bToA };
+      p = { toServer: pair.aToB, toClient: pair.bToA, lastActive: now };
       this.paths.set(from, p);
       this.order.push(from);
-      this.events.push(from);
+      this.events.push({ kind: 'client', address: from });
     }
+    p.lastActive = now;
     p.toServer.send(now, bytes);
+  }
+
+  /** Free the slot of the client quiet longest, if quiet for `idleMs`; true if one was freed. */
+  private expireQuietest(now: number): boolean {
+    let oldest: Address | undefined;
+    let at = Infinity;
+    for (const [a, p] of this.paths) {
+      if (p.lastActive < at) {
+        at = p.lastActive;
+        oldest = a;
+      }
+    }
+    if (oldest === undefined || now - at < this.idleMs) return false;
+    this.paths.delete(oldest);
+    this.order = this.order.filter((a) => a !== oldest);
+    this.expired++;
+    this.events.push({ kind: 'expired', address: oldest });
+    return true;
   }
 
   handleTimeout(): void {
@@ -143,7 +182,7 @@ class LinkProxyEndpoint implements Endpoint<Address> {
     return t;
   }
 
-  pollEvent(): Address | undefined {
+  pollEvent(): ProxyEvent | undefined {
     return this.events.shift();
   }
 }
@@ -152,6 +191,8 @@ class LinkProxyEndpoint implements Endpoint<Address> {
 interface Upstream {
   socket: Socket | undefined;
   pending: Buffer[];
+  /** Closed (its client expired) before it finished opening. */
+  closed: boolean;
 }
 
 /**
@@ -160,8 +201,8 @@ interface Upstream {
  * upstream socket of its own connected to `target` (so the server sees one address per client);
  * replies cross that client's server→client Link back to it. All links sit behind one sans-IO
  * endpoint run by the shared `DriveLoop`: real time, input batched per event-loop turn, and one
- * timer aimed at the earliest next delivery (±1 ms timer granularity). Clients keep their sockets
- * until `close()`.
+ * timer aimed at the earliest next delivery (±1 ms timer granularity). At `maxClients`, a new
+ * client takes the slot of one quiet for `clientIdleMs`.
  */
 export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
   /** Address clients should send to. */
@@ -169,7 +210,7 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
 
   private readonly front: Socket;
   private readonly endpoint: LinkProxyEndpoint;
-  private readonly loop: DriveLoop<Address, NodeJS.Timeout>;
+  private readonly loop: DriveLoop<ProxyEvent, NodeJS.Timeout>;
   private readonly upstreams = new Map<Address, Upstream>();
   private readonly target: UdpAddress;
   private readonly bufBytes: number;
@@ -188,14 +229,14 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     if (err !== null) this.socketErrors++;
   };
 
-  private constructor(front: Socket, options: UdpLinkProxyOptions, bufBytes: number, maxClients: number) {
+  private constructor(front: Socket, options: UdpLinkProxyOptions, bufBytes: number, maxClients: number, idleMs: number) {
     super();
     this.front = front;
     this.bufBytes = bufBytes;
     const f = front.address();
     this.local = { host: f.address, port: f.port };
     this.target = { host: options.target.host, port: options.target.port };
-    this.endpoint = new LinkProxyEndpoint(options.toServer ?? {}, options.toClient ?? options.toServer ?? {}, options.seed ?? 1, maxClients);
+    this.endpoint = new LinkProxyEndpoint(options.toServer ?? {}, options.toClient ?? options.toServer ?? {}, options.seed ?? 1, maxClients, idleMs);
     const platform: DrivePlatform<NodeJS.Timeout> = {
       now: options.clock ?? (() => performance.now()),
       send: (_bytes, length, to) => this.send(length, to),
@@ -204,8 +245,11 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
       defer: (task) => void setImmediate(task),
       buffer: () => this.scratch,
     };
-    this.loop = new DriveLoop<Address, NodeJS.Timeout>(this.endpoint, platform, {
-      onEvent: (client) => this.emit('client', parseAddressKey(client)!),
+    this.loop = new DriveLoop<ProxyEvent, NodeJS.Timeout>(this.endpoint, platform, {
+      onEvent: (e) => {
+        if (e.kind === 'client') this.emit('client', parseAddressKey(e.address)!);
+        else this.closeUpstream(e.address);
+      },
     });
     front.on('message', (msg: Buffer, rinfo: RemoteInfo) => this.loop.handleDatagram(addressKey(rinfo.address, rinfo.port), msg));
     front.on('error', () => this.socketErrors++);
@@ -225,6 +269,8 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     checkConfig(Number.isInteger(seed), 'seed must be an integer');
     const maxClients = options.maxClients ?? 64;
     checkConfig(Number.isInteger(maxClients) && maxClients >= 1 && maxClients <= 1024, 'maxClients must be an integer in 1..1024');
+    const idleMs = options.clientIdleMs ?? 30_000;
+    checkConfig(typeof idleMs === 'number' && idleMs >= 1 && idleMs <= 3_600_000, 'clientIdleMs must be a number in 1..3600000');
     const bufBytes = options.socketBufferBytes ?? 4 * 1024 * 1024;
     checkConfig(Number.isInteger(bufBytes) && bufBytes > 0, 'socketBufferBytes must be a positive integer');
     // Validate the link configs before touching sockets.
@@ -240,10 +286,10 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
       throw err;
     }
     setBuffers(front, bufBytes);
-    return new UdpLinkProxy(front, options, bufBytes, maxClients);
+    return new UdpLinkProxy(front, options, bufBytes, maxClients, idleMs);
   }
 
-  /** The clients served so far (each has its own links and upstream socket). */
+  /** The clients holding a slot now (each has its own links and upstream socket). */
   get clients(): UdpAddress[] {
     return [...this.endpoint.paths.keys()].map((a) => parseAddressKey(a)!);
   }
@@ -257,7 +303,7 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
       addCounters(toClient, p.toClient.counters());
     }
     return {
-      toServer, toClient, clients: this.endpoint.paths.size, clientsRefused: this.endpoint.refused,
+      toServer, toClient, clients: this.endpoint.served, clientsExpired: this.endpoint.expired, clientsRefused: this.endpoint.refused,
       noClientDropped: this.noClient, foreignDropped: this.foreign, socketErrors: this.socketErrors,
     };
   }
@@ -272,17 +318,27 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     this.emit('close');
   }
 
+  /** `client` lost its slot: close its upstream socket (a socket still opening closes when it is open). */
+  private closeUpstream(client: Address): void {
+    const up = this.upstreams.get(client);
+    if (up === undefined) return;
+    this.upstreams.delete(client);
+    up.pending = [];
+    if (up.socket !== undefined) up.socket.close();
+    else up.closed = true;
+  }
+
   /** `client`'s upstream socket, opened (connected to the target) on first use; datagrams wait while it opens. */
   private upstream(client: Address): Upstream {
     const known = this.upstreams.get(client);
     if (known !== undefined) return known;
-    const up: Upstream = { socket: undefined, pending: [] };
+    const up: Upstream = { socket: undefined, pending: [], closed: false };
     this.upstreams.set(client, up);
     const s = createSocket('udp4');
     s.on('error', () => this.socketErrors++);
     s.bind(0, '0.0.0.0', () => {
       s.connect(this.target.port, this.target.host, () => {
-        if (this.closing) {
+        if (this.closing || up.closed) {
           s.close();
           return;
         }
