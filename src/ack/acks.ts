@@ -130,7 +130,7 @@ const KEYS: ReadonlySet<string> = new Set([
 ]);
 
 /** Entries the sent-packet record starts with (it doubles on demand up to `maxInFlightPackets`). */
-const INITIAL_SENT_RECORD = 32;
+const INITIAL_SENT_RECORD = 8;
 /** Packets with an outcome stay in the sent-packet record at least this long (ms), for late acks. */
 const RECORD_HORIZON_MS = 2000;
 
@@ -149,6 +149,9 @@ const RATE_GAIN = 0.25;
 const EXT_REPEATS = 2;
 /** Absolute numbers of received packets start here, so they stay positive (the ring's empty mark is -1). */
 const RECV_BASE = 65536;
+const NO_OUTCOMES: Float64Array<ArrayBuffer> = new Float64Array(0);
+/** The header `writeHeader` fills and encodes at once: one for every instance (nothing keeps it between calls). */
+const OUT_HDR: AckHeader = newAckHeader();
 
 function isPow2In(v: unknown, lo: number, hi: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi && (v & (v - 1)) === 0;
@@ -215,9 +218,8 @@ export class PacketAcks<T> {
   private readonly sLimit: number;
   private sCap: number;
   private sMask: number;
-  private sSeq: Float64Array;
-  private sAt: Float64Array;
-  private sWire: Float64Array;
+  // Per record entry i: sequence at sRec[3i], send time at sRec[3i + 1], wire bytes at sRec[3i + 2].
+  private sRec: Float64Array;
   private sState: Uint8Array;
   private sToken: (T | undefined)[];
   private head = 0;
@@ -232,28 +234,29 @@ export class PacketAcks<T> {
   private lastHeardAt = NaN;
   private peerGap = 0;
 
-  // Received sequences: rSeen[abs & rMask] === abs ⇔ received.
+  // Received sequences in (newestRecv − rWindow, newestRecv]: bit (abs & rMask) of rBits is set ⇔ received.
   private readonly rWindow: number;
   private readonly rMask: number;
-  private readonly rSeen: Float64Array;
+  private readonly rBits: Uint32Array;
   private newestRecv = -1;
   private newestRecvAt = 0;
   private unackedEliciting = 0;
   private ackDeadline = Infinity;
   private oldestUnreported = Infinity;
-  private readonly extOldest = new Float64Array(EXT_REPEATS).fill(Infinity);
+  // The oldest unreported sequence of each of our last EXT_REPEATS packets.
+  private extOldest0 = Infinity;
+  private extOldest1 = Infinity;
   private extIdx = 0;
 
   // The header last read (valid until `accept` or the next `readHeader`).
   private readonly inHdr: AckHeader = newAckHeader();
-  private readonly outHdr: AckHeader = newAckHeader();
   private readOk = false;
   private readAbs = 0;
   private readAckAbs = -1;
 
   private readonly counts = new Counters<AckCounter>(COUNTER_NAMES);
-  private readonly lossRing = new Uint8Array(LOSS_WINDOW);
-  private readonly lossSeq = new Float64Array(LOSS_WINDOW).fill(-1);
+  // The last LOSS_WINDOW outcomes, a ring of 2 × sequence + (1 if lost); it starts empty and doubles from 16.
+  private loss: Float64Array<ArrayBuffer> = NO_OUTCOMES;
   private lossIdx = 0;
   private lossFilled = 0;
   private lossInRing = 0;
@@ -297,14 +300,12 @@ export class PacketAcks<T> {
     this.sLimit = cap;
     this.sCap = Math.min(cap, INITIAL_SENT_RECORD);
     this.sMask = this.sCap - 1;
-    this.sSeq = new Float64Array(this.sCap);
-    this.sAt = new Float64Array(this.sCap);
-    this.sWire = new Float64Array(this.sCap);
+    this.sRec = new Float64Array(3 * this.sCap);
     this.sState = new Uint8Array(this.sCap);
     this.sToken = new Array<T | undefined>(this.sCap).fill(undefined);
     this.rWindow = win;
     this.rMask = win - 1;
-    this.rSeen = new Float64Array(win).fill(-1);
+    this.rBits = new Uint32Array(win >>> 5);
   }
 
   /**
@@ -327,7 +328,7 @@ export class PacketAcks<T> {
    */
   writeHeader(now: number, out: Uint8Array, offset: number): number {
     if (!this.canSend(false)) throw new GamewireError('invalid-state', 'wrap guard: canSend(false) is false');
-    const h = this.outHdr;
+    const h = OUT_HDR;
     h.seq = this.nextAbs & 0xffff;
     const newest = this.newestRecv;
     if (newest < 0) {
@@ -341,17 +342,17 @@ export class PacketAcks<T> {
       h.ack = newest & 0xffff;
       const held = now - this.newestRecvAt;
       h.ackDelay = held > 0 ? Math.min(MAX_ACK_DELAY_VALUE, Math.floor(held * ACK_DELAY_UNITS_PER_MS)) : 0;
-      const seen = this.rSeen;
+      const seen = this.rBits;
       const mask = this.rMask;
       let bits = 0;
       for (let i = 0; i < 32; i++) {
         const s = newest - 1 - i;
-        if (seen[s & mask] === s) bits |= 1 << i;
+        if ((seen[(s & mask) >>> 5]! >>> (s & 31)) & 1) bits |= 1 << i;
       }
       h.ackBits = bits >>> 0;
       let k = 0;
       let oldest = this.oldestUnreported;
-      for (let i = 0; i < EXT_REPEATS; i++) oldest = Math.min(oldest, this.extOldest[i]!);
+      oldest = Math.min(oldest, this.extOldest0, this.extOldest1);
       const span = newest - oldest;
       if (span > 32) {
         k = Math.min(MAX_ACK_EXT_BYTES, Math.ceil((span - 32) / 8), (this.rWindow - 33) >> 3);
@@ -361,7 +362,7 @@ export class PacketAcks<T> {
         let b = 0;
         for (let j = 0; j < 8; j++) {
           const s = newest - 33 - 8 * i - j;
-          if (seen[s & mask] === s) b |= 1 << j;
+          if ((seen[(s & mask) >>> 5]! >>> (s & 31)) & 1) b |= 1 << j;
         }
         h.ext[i] = b;
       }
@@ -388,7 +389,8 @@ export class PacketAcks<T> {
     this.headerWritten = false;
     this.unackedEliciting = 0;
     this.ackDeadline = Infinity;
-    this.extOldest[this.extIdx] = this.oldestUnreported;
+    if (this.extIdx === 0) this.extOldest0 = this.oldestUnreported;
+    else this.extOldest1 = this.oldestUnreported;
     this.extIdx = (this.extIdx + 1) % EXT_REPEATS;
     this.oldestUnreported = Infinity;
     const abs = this.nextAbs++;
@@ -397,9 +399,9 @@ export class PacketAcks<T> {
     this.sentRate.add(now, wireBytes);
     if (!eliciting) return;
     const i = this.tail & this.sMask;
-    this.sSeq[i] = abs;
-    this.sAt[i] = now;
-    this.sWire[i] = wireBytes;
+    this.sRec[3 * i] = abs;
+    this.sRec[3 * i + 1] = now;
+    this.sRec[3 * i + 2] = wireBytes;
     this.sState[i] = PENDING;
     this.sToken[i] = token;
     this.tail++;
@@ -434,7 +436,7 @@ export class PacketAcks<T> {
         this.counts.add('stale');
         return -1;
       }
-      if (this.rSeen[abs & this.rMask] === abs) {
+      if (abs <= newest && (this.rBits[(abs & this.rMask) >>> 5]! >>> (abs & 31)) & 1) {
         this.counts.add('duplicate');
         return -1;
       }
@@ -455,6 +457,17 @@ export class PacketAcks<T> {
     return n;
   }
 
+  /** The window moves from newest `from` to `to`: clear the bits of (from, to], which held sequences a window older. */
+  private forget(from: number, to: number): void {
+    const bits = this.rBits;
+    if (to - from >= this.rWindow) {
+      bits.fill(0);
+      return;
+    }
+    const mask = this.rMask;
+    for (let s = from + 1; s <= to; s++) bits[(s & mask) >>> 5]! &= ~(1 << (s & 31));
+  }
+
   /**
    * The packet last read by `readHeader` is valid (its payload checked): mark it received (it will
    * be acked), process its acks (outcomes reported synchronously through `outcomes`) and feed the
@@ -471,12 +484,13 @@ export class PacketAcks<T> {
     let outOfOrder: boolean;
     if (newest < 0 || abs > newest) {
       outOfOrder = newest >= 0 && abs > newest + 1;
+      if (newest >= 0) this.forget(newest, abs);
       this.newestRecv = abs;
       this.newestRecvAt = now;
     } else {
       outOfOrder = true;
     }
-    this.rSeen[abs & this.rMask] = abs;
+    this.rBits[(abs & this.rMask) >>> 5]! |= 1 << (abs & 31);
     if (eliciting) {
       this.unackedEliciting++;
       if (this.unackedEliciting === 1) this.ackDeadline = now + this.maxAckDelay;
@@ -560,7 +574,7 @@ export class PacketAcks<T> {
     // Outcomes older than the horizon leave the record (a later ack for them could only have counted
     // a spurious loss), so an idle or slow connection keeps a small record.
     const horizon = this.lastSentAt - RECORD_HORIZON_MS;
-    while (this.head < this.tail && this.sState[this.head & this.sMask] !== PENDING && this.sAt[this.head & this.sMask]! < horizon) this.head++;
+    while (this.head < this.tail && this.sState[this.head & this.sMask] !== PENDING && this.sRec[3 * (this.head & this.sMask) + 1]! < horizon) this.head++;
     if (this.tail - this.head >= this.sCap && this.sCap < this.sLimit) this.grow();
     while (this.tail - this.head >= this.sCap && this.sState[this.head & this.sMask] !== PENDING) this.head++;
   }
@@ -569,25 +583,21 @@ export class PacketAcks<T> {
   private grow(): void {
     const cap = this.sCap * 2;
     const mask = cap - 1;
-    const seq = new Float64Array(cap);
-    const at = new Float64Array(cap);
-    const wire = new Float64Array(cap);
+    const rec = new Float64Array(3 * cap);
     const state = new Uint8Array(cap);
     const token = new Array<T | undefined>(cap).fill(undefined);
     for (let p = this.head; p < this.tail; p++) {
       const i = p & this.sMask;
       const j = p & mask;
-      seq[j] = this.sSeq[i]!;
-      at[j] = this.sAt[i]!;
-      wire[j] = this.sWire[i]!;
+      rec[3 * j] = this.sRec[3 * i]!;
+      rec[3 * j + 1] = this.sRec[3 * i + 1]!;
+      rec[3 * j + 2] = this.sRec[3 * i + 2]!;
       state[j] = this.sState[i]!;
       token[j] = this.sToken[i];
     }
     this.sCap = cap;
     this.sMask = mask;
-    this.sSeq = seq;
-    this.sAt = at;
-    this.sWire = wire;
+    this.sRec = rec;
     this.sState = state;
     this.sToken = token;
   }
@@ -598,7 +608,7 @@ export class PacketAcks<T> {
     let hi = this.tail;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.sSeq[mid & this.sMask]! < abs) lo = mid + 1;
+      if (this.sRec[3 * (mid & this.sMask)]! < abs) lo = mid + 1;
       else hi = mid;
     }
     return lo;
@@ -612,9 +622,9 @@ export class PacketAcks<T> {
     // The RTT sample comes first so that the loss check below uses it.
     let sampled = false;
     const last = this.lowerBound(ackAbs);
-    if (last < this.tail && this.sSeq[last & mask] === ackAbs && this.sState[last & mask] === PENDING
+    if (last < this.tail && this.sRec[3 * (last & mask)] === ackAbs && this.sState[last & mask] === PENDING
       && h.ackDelay < MAX_ACK_DELAY_VALUE) {
-      const raw = now - this.sAt[last & mask]!;
+      const raw = now - this.sRec[3 * (last & mask) + 1]!;
       this.latestRawRtt = raw;
       const delayMs = h.ackDelay / ACK_DELAY_UNITS_PER_MS;
       const min = this.path.rtt.minRttMs;
@@ -625,7 +635,7 @@ export class PacketAcks<T> {
     let ackedWire = 0;
     for (; p < this.tail; p++) {
       const i = p & mask;
-      const s = this.sSeq[i]!;
+      const s = this.sRec[3 * i]!;
       if (s > ackAbs) break;
       const st = this.sState[i];
       if (st === DELIVERED) continue;
@@ -648,7 +658,7 @@ export class PacketAcks<T> {
         }
         continue;
       }
-      const wire = this.sWire[i]!;
+      const wire = this.sRec[3 * i + 2]!;
       const token = this.sToken[i] as T;
       this.sToken[i] = undefined;
       this.pending--;
@@ -681,9 +691,9 @@ export class PacketAcks<T> {
     this.advance();
     if (this.firstPending >= this.tail) return Infinity;
     const i = this.firstPending & this.sMask;
-    const at = this.sAt[i]!;
+    const at = this.sRec[3 * i + 1]!;
     let t = at + this.lossTimeoutMs();
-    if (this.sSeq[i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
+    if (this.sRec[3 * i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
     return t;
   }
 
@@ -697,13 +707,13 @@ export class PacketAcks<T> {
     for (let p = this.firstPending; p < this.tail; p++) {
       const i = p & mask;
       if (this.sState[i] !== PENDING) continue;
-      const at = this.sAt[i]!;
-      const s = this.sSeq[i]!;
+      const at = this.sRec[3 * i + 1]!;
+      const s = this.sRec[3 * i]!;
       const byTimeout = at + timeout <= now;
       if (!byTimeout && !(s < this.largestAcked && at + threshold <= now)) break;
       this.sState[i] = byTimeout ? LOST_BY_TIMEOUT : LOST;
       if (!byTimeout) this.settleReorder();
-      const wire = this.sWire[i]!;
+      const wire = this.sRec[3 * i + 2]!;
       const token = this.sToken[i] as T;
       this.sToken[i] = undefined;
       this.pending--;
@@ -739,19 +749,26 @@ export class PacketAcks<T> {
 
   private recordOutcome(abs: number, lost: boolean): void {
     const v = lost ? 1 : 0;
-    if (this.lossFilled === LOSS_WINDOW) this.lossInRing -= this.lossRing[this.lossIdx]!;
+    let cap = this.loss.length;
+    if (this.lossFilled === cap && cap < LOSS_WINDOW) {
+      const next = new Float64Array(Math.max(16, cap * 2));
+      for (let k = 0; k < cap; k++) next[k] = this.loss[(this.lossIdx + k) % cap]!;
+      this.loss = next;
+      this.lossIdx = cap;
+      cap = next.length;
+    }
+    if (this.lossFilled === LOSS_WINDOW) this.lossInRing -= this.loss[this.lossIdx]! % 2;
     else this.lossFilled++;
-    this.lossRing[this.lossIdx] = v;
-    this.lossSeq[this.lossIdx] = abs;
+    this.loss[this.lossIdx] = 2 * abs + v;
     this.lossInRing += v;
-    this.lossIdx = (this.lossIdx + 1) % LOSS_WINDOW;
+    this.lossIdx = (this.lossIdx + 1) % cap;
   }
 
   /** A spurious loss: if its verdict is still in the loss window, it counts as delivered there. */
   private unrecordLoss(abs: number): void {
     for (let i = 0; i < this.lossFilled; i++) {
-      if (this.lossSeq[i] === abs && this.lossRing[i] === 1) {
-        this.lossRing[i] = 0;
+      if (this.loss[i] === 2 * abs + 1) {
+        this.loss[i] = 2 * abs;
         this.lossInRing--;
         return;
       }

@@ -4,7 +4,7 @@ import { SequenceBuffer } from '../core/sequence-buffer.js';
 import { seqDiff16, seqGreaterThan16 } from '../core/wrap.js';
 import {
   type ChannelsConfig, type DeliveryMode, MESSAGE_CHARGE_BYTES, type ResolvedChannelsConfig, type ResolvedLane,
-  resolveChannelsConfig,
+  MAX_LANES, resolveChannelsConfig,
 } from './config.js';
 import {
   type FrameView, newFrameView, payloadThatFits, readFrame, reliableHeaderBytes, unreliableHeaderBytes,
@@ -257,14 +257,21 @@ class ReliableReceiveLane {
   next = 0;
   /** Pieces held (received, not yet delivered). Ordered: every id in [base, …) held is here. */
   readonly pieces = new Map<number, HeldPiece>();
-  /** Unordered: ids > base received (held or delivered). */
-  readonly received = new Set<number>();
-  /** Unordered: runs of held pieces, by first id → last id and back. */
-  readonly runEndByStart = new Map<number, number>();
-  readonly runStartByEnd = new Map<number, number>();
+  /** Unordered only (undefined on an ordered lane): ids > base received (held or delivered). */
+  readonly received: Set<number> | undefined;
+  /** Unordered only: runs of held pieces, by first id → last id and back. */
+  readonly runEndByStart: Map<number, number> | undefined;
+  readonly runStartByEnd: Map<number, number> | undefined;
   heldBytes = 0;
   /** Ordered: every id in [next, scan) is held and none of them is LAST. */
   scan = 0;
+
+  constructor(ordered: boolean) {
+    if (ordered) return;
+    this.received = new Set();
+    this.runEndByStart = new Map();
+    this.runStartByEnd = new Map();
+  }
 }
 
 interface Slot {
@@ -282,6 +289,9 @@ class UnreliableReceiveLane {
   readonly slots = new Map<number, Slot>();
   heldBytes = 0;
 }
+
+/** Bytes per lane that one packet's frames would add (`validate`; filled and read within one call, so shared). */
+const VALIDATE_SCRATCH = new Float64Array(MAX_LANES);
 
 /** `'auto'` redundancy sends enough copies that losing all of them is rarer than this. */
 export const AUTO_REDUNDANCY_TARGET = 3e-4;
@@ -313,7 +323,6 @@ export class Channels {
   private readonly events = new Fifo<ChannelEvent>();
   private readonly count = new Counters<ChannelsCounter>(COUNTER_NAMES);
   private readonly view: FrameView = newFrameView();
-  private readonly scratch: Float64Array;
   private token: ChannelToken | undefined;
   private tokenReady = false;
   private packetNo = 0;
@@ -326,7 +335,7 @@ export class Channels {
     this.config = resolveChannelsConfig(config);
     const c = this.config;
     this.send_ = c.lanes.map((l, i) => (l.reliable ? new ReliableSendLane(i, l, c.reliableWindow) : new UnreliableSendLane(i, l)));
-    this.recvReliable = c.lanes.map((l) => (l.reliable ? new ReliableReceiveLane() : undefined));
+    this.recvReliable = c.lanes.map((l) => (l.reliable ? new ReliableReceiveLane(l.ordered) : undefined));
     this.recvUnreliable = c.lanes.map((l) => (l.reliable ? undefined : new UnreliableReceiveLane()));
     const byLevel = new Map<number, number[]>();
     c.lanes.forEach((l, i) => byLevel.set(l.priority, [...(byLevel.get(l.priority) ?? []), i]));
@@ -334,7 +343,6 @@ export class Channels {
     this.levelVt = this.levels.map(() => 0);
     this.ridersByLevel = this.levels.map((level) => level.map((i) => this.send_[i]!)
       .filter((l): l is ReliableSendLane => l instanceof ReliableSendLane && l.cfg.redundancy !== 0));
-    this.scratch = new Float64Array(c.lanes.length);
   }
 
   /**
@@ -679,8 +687,8 @@ export class Channels {
   validate(bytes: Uint8Array, offset: number, end: number): boolean {
     if (!(offset >= 0 && offset <= end && end <= bytes.length)) return this.refuse('badFrame');
     const v = this.view;
-    const extra = this.scratch;
-    extra.fill(0);
+    const extra = VALIDATE_SCRATCH;
+    extra.fill(0, 0, this.config.lanes.length);
     const window = this.config.reliableWindow;
     for (let o = offset; o < end;) {
       const n = readFrame(bytes, o, end, v);
@@ -694,7 +702,7 @@ export class Channels {
       if (d < 0) continue;
       if (d >= window) return this.refuse('outsideWindow');
       const full = r.base + d;
-      if (lane.ordered ? r.pieces.has(full) : r.received.has(full)) continue;
+      if (lane.ordered ? r.pieces.has(full) : r.received!.has(full)) continue;
       extra[v.lane] += v.payloadEnd - v.payloadStart;
       if (r.heldBytes + extra[v.lane]! > lane.maxReceiveBytes) return this.refuse('overBudget');
     }
@@ -738,7 +746,7 @@ export class Channels {
       return;
     }
     const full = r.base + d;
-    if (d < 0 || r.pieces.has(full) || (!cfg.ordered && r.received.has(full))) {
+    if (d < 0 || r.pieces.has(full) || (!cfg.ordered && r.received!.has(full))) {
       this.count.add('duplicatePieces');
       return;
     }
@@ -756,8 +764,8 @@ export class Channels {
         this.deliverOrdered(lane, r);
       }
     } else {
-      r.received.add(full);
-      while (r.received.delete(r.base)) r.base++;
+      r.received!.add(full);
+      while (r.received!.delete(r.base)) r.base++;
       this.deliverUnordered(lane, r, full);
     }
   }
@@ -780,29 +788,31 @@ export class Channels {
    */
   private deliverUnordered(lane: number, r: ReliableReceiveLane, id: number): void {
     const p = r.pieces.get(id)!;
+    const endOf = r.runEndByStart!;
+    const startOf = r.runStartByEnd!;
     let s = id;
     let e = id;
     if (!p.first) {
-      const left = r.runStartByEnd.get(id - 1);
+      const left = startOf.get(id - 1);
       if (left !== undefined && !r.pieces.get(id - 1)!.last) {
         s = left;
-        r.runStartByEnd.delete(id - 1);
-        r.runEndByStart.delete(left);
+        startOf.delete(id - 1);
+        endOf.delete(left);
       }
     }
     if (!p.last) {
-      const right = r.runEndByStart.get(id + 1);
+      const right = endOf.get(id + 1);
       if (right !== undefined && !r.pieces.get(id + 1)!.first) {
         e = right;
-        r.runEndByStart.delete(id + 1);
-        r.runStartByEnd.delete(right);
+        endOf.delete(id + 1);
+        startOf.delete(right);
       }
     }
     if (r.pieces.get(s)!.first && r.pieces.get(e)!.last) {
       this.assemble(lane, r, s, e);
     } else {
-      r.runEndByStart.set(s, e);
-      r.runStartByEnd.set(e, s);
+      endOf.set(s, e);
+      startOf.set(e, s);
     }
   }
 

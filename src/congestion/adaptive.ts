@@ -63,8 +63,21 @@ export interface AdaptiveRateStats {
 
 const STARTUP_GAIN = 2;
 const DRAIN_RTTS = 1.5;
+/** Most ack events and minimum-filter entries kept; both rings start empty and double from 8 up to this. */
 const RING = 256;
 const DEQUE = 256;
+const FIRST_CAP = 8;
+/** Fields per ack event (time, acked total, queueing delay, raw queueing delay) and per deque entry (time, RTT). */
+const EV = 4;
+const DQ = 2;
+const NO_SAMPLES: Float64Array<ArrayBuffer> = new Float64Array(0);
+
+/** `buf` (entries of `stride` numbers in a ring of `cap` entries, `len` of them from `head`) grown to twice its entries, oldest first. */
+function grow(buf: Float64Array, stride: number, cap: number, head: number, len: number): Float64Array<ArrayBuffer> {
+  const next = new Float64Array(Math.max(FIRST_CAP, cap * 2) * stride);
+  for (let k = 0; k < len; k++) next.set(buf.subarray(((head + k) % cap) * stride, ((head + k) % cap + 1) * stride), k * stride);
+  return next;
+}
 const JITTER_GAIN = 3;
 const JITTER_DECAY = 0.98;
 const JITTER_WINDOW = 8;
@@ -125,8 +138,9 @@ export class AdaptiveRate implements RateController {
   private rtt: RttEstimator | undefined;
   private minRtt = Infinity;
   private srtt = 0;
-  private readonly dqT = new Float64Array(DEQUE);
-  private readonly dqR = new Float64Array(DEQUE);
+  // Sliding-window minimum of RTT samples: a ring of (time, RTT) pairs, dqCap entries.
+  private dq = NO_SAMPLES;
+  private dqCap = 0;
   private dqHead = 0;
   private dqLen = 0;
   private jitPeak = 0;
@@ -134,10 +148,9 @@ export class AdaptiveRate implements RateController {
   private qd = 0;
   private lastIdleAt = -Infinity;
 
-  private readonly evT = new Float64Array(RING);
-  private readonly evCum = new Float64Array(RING);
-  private readonly evQd = new Float64Array(RING);
-  private readonly evRaw = new Float64Array(RING);
+  // Recent ack events, a ring of EV numbers per entry (evCap entries; see pushEvent).
+  private ev = NO_SAMPLES;
+  private evCap = 0;
   private evHead = 0;
   private evN = 0;
   private ackedTotal = 0;
@@ -318,22 +331,29 @@ export class AdaptiveRate implements RateController {
     // outlier among the first samples (an event-loop stall, a slow first ack) must fade as 1/n, not 2 % per round.
     if (now >= this.jitterQuietUntil && (this.rtt!.samples <= 16 || jit > this.jitPeak)) this.jitPeak = jit;
     // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
-    const dq = this.dqR;
-    while (this.dqLen > 0 && dq[(this.dqHead + this.dqLen - 1) % DEQUE] >= rtt) this.dqLen--;
-    if (this.dqLen === DEQUE) {
-      this.dqHead = (this.dqHead + 1) % DEQUE;
-      this.dqLen--;
+    while (this.dqLen > 0 && this.dq[((this.dqHead + this.dqLen - 1) % this.dqCap) * DQ + 1] >= rtt) this.dqLen--;
+    if (this.dqLen === this.dqCap) {
+      if (this.dqCap < DEQUE) {
+        this.dq = grow(this.dq, DQ, this.dqCap, this.dqHead, this.dqLen);
+        this.dqCap = this.dq.length / DQ;
+        this.dqHead = 0;
+      } else {
+        this.dqHead = (this.dqHead + 1) % this.dqCap;
+        this.dqLen--;
+      }
     }
-    const tail = (this.dqHead + this.dqLen) % DEQUE;
-    dq[tail] = rtt;
-    this.dqT[tail] = now;
+    const dq = this.dq;
+    const cap = this.dqCap;
+    const tail = (this.dqHead + this.dqLen) % cap;
+    dq[tail * DQ] = now;
+    dq[tail * DQ + 1] = rtt;
     this.dqLen++;
     const from = now - this.window();
-    while (this.dqT[this.dqHead] < from) {
-      this.dqHead = (this.dqHead + 1) % DEQUE;
+    while (dq[this.dqHead * DQ] < from) {
+      this.dqHead = (this.dqHead + 1) % cap;
       this.dqLen--;
     }
-    this.qd = Math.max(0, dq[this.dqHead] - this.minRtt);
+    this.qd = Math.max(0, dq[this.dqHead * DQ + 1] - this.minRtt);
     this.rawQd = rtt - this.minRtt;
     if (this.qd <= this.target() / 2) this.lastIdleAt = now;
     if (this.qd > this.roundMaxQd) this.roundMaxQd = this.qd;
@@ -349,19 +369,42 @@ export class AdaptiveRate implements RateController {
   private recentQueue(now: number): number {
     const from = now - this.minRtt / 4;
     for (let k = 0; k < this.dqLen; k++) {
-      const i = (this.dqHead + k) % DEQUE;
-      if (this.dqT[i] >= from) return this.dqR[i] - this.minRtt;
+      const i = ((this.dqHead + k) % this.dqCap) * DQ;
+      if (this.dq[i] >= from) return this.dq[i + 1] - this.minRtt;
     }
     return 0;
   }
 
   private pushEvent(now: number): void {
-    this.evT[this.evHead] = now;
-    this.evCum[this.evHead] = this.ackedTotal;
-    this.evQd[this.evHead] = this.qd;
-    this.evRaw[this.evHead] = this.rawQd;
-    this.evHead = (this.evHead + 1) % RING;
-    if (this.evN < RING) this.evN++;
+    if (this.evN === this.evCap && this.evCap < RING) {
+      this.ev = grow(this.ev, EV, this.evCap, this.evHead, this.evN);
+      this.evHead = this.evN;
+      this.evCap = this.ev.length / EV;
+    }
+    const i = this.evHead * EV;
+    this.ev[i] = now;
+    this.ev[i + 1] = this.ackedTotal;
+    this.ev[i + 2] = this.qd;
+    this.ev[i + 3] = this.rawQd;
+    this.evHead = (this.evHead + 1) % this.evCap;
+    if (this.evN < this.evCap) this.evN++;
+  }
+
+  /** Ack event `i`'s time, acked total, queueing delay and raw queueing delay. */
+  private evT(i: number): number {
+    return this.ev[i * EV]!;
+  }
+
+  private evCum(i: number): number {
+    return this.ev[i * EV + 1]!;
+  }
+
+  private evQd(i: number): number {
+    return this.ev[i * EV + 2]!;
+  }
+
+  private evRaw(i: number): number {
+    return this.ev[i * EV + 3]!;
   }
 
   /**
@@ -372,27 +415,28 @@ export class AdaptiveRate implements RateController {
   private bandwidthSample(now: number): void {
     const minBytes = 4 * this.maxDatagram;
     const wantSpan = this.window();
-    const newest = (this.evHead + RING - 1) % RING;
+    const cap = this.evCap;
+    const newest = (this.evHead + cap - 1) % cap;
     let pick = -1;
     for (let k = 1; k < this.evN; k++) {
-      const i = (newest + RING - k) % RING;
-      const dB = this.ackedTotal - this.evCum[i];
-      const dt = now - this.evT[i];
+      const i = (newest + cap - k) % cap;
+      const dB = this.ackedTotal - this.evCum(i);
+      const dt = now - this.evT(i);
       if (dB >= minBytes && dt > 0) {
         pick = i;
         if (dt >= wantSpan) break;
       }
     }
     if (pick < 0) return;
-    const dt = now - this.evT[pick];
-    const sample = ((this.ackedTotal - this.evCum[pick]) * 1000) / dt;
+    const dt = now - this.evT(pick);
+    const sample = ((this.ackedTotal - this.evCum(pick)) * 1000) / dt;
     const q = this.target();
     let busy: boolean;
     if (this.st === 'startup') {
       busy = this.trainDispersed(pick, dt, q);
     } else {
-      const rise = this.qd - this.evQd[pick];
-      busy = (this.evQd[pick] > q / 2 && this.lastIdleAt < this.evT[pick])
+      const rise = this.qd - this.evQd(pick);
+      busy = (this.evQd(pick) > q / 2 && this.lastIdleAt < this.evT(pick))
         || rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2));
     }
     if (busy) {
@@ -400,7 +444,7 @@ export class AdaptiveRate implements RateController {
         this.bw = sample;
         this.exitStartup();
       } else {
-        const prev = this.evT[(newest + RING - 1) % RING];
+        const prev = this.evT((newest + cap - 1) % cap);
         const w = Math.min(1, (now - prev) / this.minRtt);
         this.bw += (sample - this.bw) * w;
       }
@@ -420,14 +464,15 @@ export class AdaptiveRate implements RateController {
    */
   private trainDispersed(pick: number, dt: number, q: number): boolean {
     // Two or three acks can rise by chance (reordering jitter): one pair once set 265 Mbit/s on a 10 Mbit/s path.
-    if ((this.evHead + RING - 1 - pick) % RING < TRAIN_MIN_STEPS) return false;
-    const rise = this.rawQd - this.evRaw[pick];
+    const cap = this.evCap;
+    if ((this.evHead + cap - 1 - pick) % cap < TRAIN_MIN_STEPS) return false;
+    const rise = this.rawQd - this.evRaw(pick);
     if (!(rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2)))) return false;
-    let prev = this.evRaw[pick];
-    for (let i = (pick + 1) % RING; ; i = (i + 1) % RING) {
-      if (this.evRaw[i] < prev - MIN_RISE_MS) return false;
-      prev = this.evRaw[i];
-      if (i === (this.evHead + RING - 1) % RING) return true;
+    let prev = this.evRaw(pick);
+    for (let i = (pick + 1) % cap; ; i = (i + 1) % cap) {
+      if (this.evRaw(i) < prev - MIN_RISE_MS) return false;
+      prev = this.evRaw(i);
+      if (i === (this.evHead + cap - 1) % cap) return true;
     }
   }
 

@@ -6,7 +6,9 @@ export class Counters<K extends string> {
   private readonly values: Record<K, number>;
 
   constructor(names: readonly K[]) {
-    this.values = Object.create(null) as Record<K, number>;
+    // A plain object filled in the same order every time: one hidden class per name list and fast
+    // properties (Object.create(null) would make a dictionary: larger and slower on every add).
+    this.values = {} as Record<K, number>;
     for (const n of names) this.values[n] = 0;
   }
 

@@ -117,6 +117,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
   readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
+  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
 
   /** Throws `invalid-config` on bad options. */
   constructor(o: ServerOptions) {
@@ -174,6 +175,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     return { ...this.ctr.snapshot(), host: this.host.counters() };
   }
 
+  /** @internal The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
+  keepAliveBody(index: number): Uint8Array {
+    writeU32LE(this.keepAlive, 0, index);
+    writeU32LE(this.keepAlive, 4, this.maxClients);
+    return this.keepAlive;
+  }
+
   /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
   tableSizes(): { mappings: number; history: number } {
     return { mappings: this.mappings.size, history: this.history.size };
@@ -226,7 +234,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('requestsAlreadyConnected');
       return;
     }
-    const tokenKey = hex(r.tokenMac);
+    const tokenKey = macKey(r.tokenMac);
     if (!this.recordToken(tokenKey, from, Number(r.expireTimestamp), unix)) {
       this.ctr.add('requestsTokenReused');
       return;
@@ -339,7 +347,6 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   private readonly rawQueue: Uint8Array[] = [];
   private readonly replay = new ReplayProtection();
   private readonly events: ServerEvent[] = [];
-  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
   private sequence = 0n;
   private confirmed = false;
   private keepAliveOwed = true;
@@ -358,15 +365,18 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     this.address = address;
     this.clientIndex = index;
     this.clientId = clientId;
-    this.userData = userData.slice(0, USER_DATA_BYTES);
-    this.c2s = m.c2s;
-    this.s2c = m.s2c;
+    // One buffer per client for its keys and user data (each separate buffer costs ~200 bytes of its own).
+    const b = new Uint8Array(2 * KEY_BYTES + USER_DATA_BYTES);
+    b.set(m.c2s, 0);
+    b.set(m.s2c, KEY_BYTES);
+    b.set(userData.subarray(0, USER_DATA_BYTES), 2 * KEY_BYTES);
+    this.c2s = b.subarray(0, KEY_BYTES);
+    this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
+    this.userData = b.subarray(2 * KEY_BYTES);
     this.timeoutMs = m.timeoutMs;
     const s = server.carry.session;
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
     if (s !== undefined) this.session = new Session(s, NETCODE_MAX_PAYLOAD_BYTES, 1, 2);
-    writeU32LE(this.keepAlive, 0, index);
-    writeU32LE(this.keepAlive, 4, server.maxClients);
     this.events.push({ type: 'connected', client: this });
   }
 
@@ -475,7 +485,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     // Until the client confirms, every payload is preceded by a keep-alive (it carries the slot).
     if (this.keepAliveOwed && !this.confirmed) {
       this.keepAliveOwed = false;
-      return this.seal(out, T.KeepAlive, this.keepAlive);
+      return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
     }
     const plain = this.server.plain;
     const n = nextPayload(now, this.session, this.rawQueue, plain);
@@ -483,7 +493,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
       this.keepAliveOwed = !this.confirmed;
       return this.seal(out, T.Payload, plain.subarray(0, n));
     }
-    if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.keepAlive);
+    if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
     return undefined;
   }
 
@@ -525,8 +535,7 @@ function readU64(b: Uint8Array, o: number): bigint {
   return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
 }
 
-function hex(b: Uint8Array): string {
-  let s = '';
-  for (let i = 0; i < b.length; i++) s += (b[i]! < 16 ? '0' : '') + b[i]!.toString(16);
-  return s;
+/** A token's MAC as a map key: one flat 16-character string (a hex string built by `+=` is a tree of a dozen pieces). */
+function macKey(b: Uint8Array): string {
+  return String.fromCharCode(...b);
 }
