@@ -10,7 +10,8 @@
  * 4. Scale: 1,000 and 10,000 connected clients on one server at 20 Hz each way (real `Client`s,
  *    real `Server`; only the server's calls are timed): CPU share of one core, and memory per idle
  *    client on the server.
- * NETCODE_BENCH_PARTS=12 (any of 1..4) runs only those parts and writes nothing.
+ * NETCODE_BENCH_PARTS=12 (any of 1..4) runs only those parts and writes nothing; NETCODE_BENCH_SCALE=1000 sets
+ * part 4's client counts, NETCODE_BENCH_CPU=0 skips its CPU runs.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -22,6 +23,7 @@ import { nodeCrypto } from '../src/adapters/node/node-crypto.js';
 import { NonCryptoRng } from '../src/core/rng.js';
 import { nobleCrypto } from '../src/crypto/noble.js';
 import { nullCryptoForBenchmarks } from '../src/crypto/null.js';
+import { sodiumCrypto } from '../src/crypto/sodium.js';
 import type { CryptoProvider } from '../src/crypto/provider.js';
 import { Client } from '../src/netcode/client.js';
 import { Server } from '../src/netcode/server.js';
@@ -34,6 +36,7 @@ const gc = runInNewContext('gc') as () => void;
 const started = Date.now();
 const load0 = loadavg()[0]!;
 const ROUNDS = 5;
+const sodium = await sodiumCrypto();
 
 const PROTOCOL = 0x6761n;
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 1);
@@ -81,8 +84,10 @@ class Bench {
   private readonly byAddr = new Map<string, Client>();
   private readonly out = new Uint8Array(1500);
 
-  constructor(maxClients: number, crypto: CryptoProvider) {
-    this.server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, maxClients, crypto, random: seeded(1) });
+  constructor(maxClients: number, crypto: CryptoProvider, raw = false) {
+    this.server = new Server({
+      protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, maxClients, crypto, random: seeded(1), ...(raw ? { raw } : {}),
+    });
   }
 
   add(c: Client, addr: string): void {
@@ -160,7 +165,7 @@ function part1(): { data: unknown; text: string } {
   const n = 2000;
   const rows: (string | number)[][] = [];
   const data: Record<string, { perSec: number[]; serverPerSec: number[] }> = {};
-  for (const [name, crypto] of [['node:crypto', nodeCrypto], ['@noble/ciphers', nobleCrypto]] as const) {
+  for (const [name, crypto] of [['sodium (WASM)', sodium], ['node:crypto', nodeCrypto], ['@noble/ciphers', nobleCrypto]] as const) {
     const runs = Array.from({ length: ROUNDS }, () => handshakes(n, crypto));
     data[name] = { perSec: runs.map((r) => r.perSec), serverPerSec: runs.map((r) => r.serverPerSec) };
     rows.push([name, fmt(median(data[name].perSec)), fmt(median(data[name].serverPerSec))]);
@@ -206,7 +211,7 @@ function part2(): { data: unknown; text: string } {
   const nul = nullCryptoForBenchmarks('I understand this disables encryption');
   const rows: (string | number)[][] = [];
   const data: Record<string, { size: number; seal: number[]; open: number[] }[]> = {};
-  for (const [name, crypto] of [['node:crypto', nodeCrypto], ['@noble/ciphers', nobleCrypto], ['null (no crypto)', nul]] as const) {
+  for (const [name, crypto] of [['sodium (WASM)', sodium], ['node:crypto', nodeCrypto], ['@noble/ciphers', nobleCrypto], ['null (no crypto)', nul]] as const) {
     data[name] = [];
     for (const size of [100, 1200]) {
       const runs = Array.from({ length: ROUNDS }, () => packetsPerSec(crypto, size));
@@ -231,10 +236,7 @@ function part2(): { data: unknown; text: string } {
 
 /** Bytes a client's payload packets carry beyond one `size`-byte message (median over 200), raw or on a reliable-ordered lane. */
 function overheadPerMessage(raw: boolean, size: number): number {
-  const b = new Bench(4, nodeCrypto);
-  if (raw) b.server = new Server({
-    protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, maxClients: 4, crypto: nodeCrypto, random: seeded(1), raw: true,
-  });
+  const b = new Bench(4, nodeCrypto, raw);
   const c = new Client({ crypto: nodeCrypto, ...(raw ? { raw: true } : {}) });
   b.add(c, '10.0.0.2:5000');
   c.connect(0, tokenFor(1, nodeCrypto));
@@ -296,11 +298,11 @@ function memoryAfterGc(): number {
 }
 
 /** A server with `n` clients connected through the handshake (tokens made beforehand). */
-function connected(n: number): Bench {
-  const tokens = Array.from({ length: n }, (_, i) => tokenFor(i + 1, nodeCrypto));
-  const b = new Bench(n, nodeCrypto);
+function connected(n: number, crypto: CryptoProvider, raw = false): Bench {
+  const tokens = Array.from({ length: n }, (_, i) => tokenFor(i + 1, crypto));
+  const b = new Bench(n, crypto, raw);
   for (let i = 0; i < n; i++) {
-    const c = new Client({ crypto: nodeCrypto });
+    const c = new Client({ crypto, ...(raw ? { raw } : {}) });
     b.add(c, `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}:5000`);
     c.connect(0, tokens[i]!);
   }
@@ -312,20 +314,17 @@ function connected(n: number): Bench {
   return b;
 }
 
-/** Bytes the server holds per idle connected client: memory with the server minus memory without it (clients kept). */
-function idleBytesPerClient(n: number): number {
-  let b: Bench | undefined = connected(n);
-  const clients = b.clients;
+/** Bytes the server holds per client of `b`: memory with the server minus memory without it (clients kept). */
+function serverBytesPerClient(b: Bench): number {
+  const n = b.clients.length;
   const withServer = memoryAfterGc();
-  b = undefined;
-  const without = memoryAfterGc();
-  if (clients.length !== n) throw new Error('clients lost');
-  return (withServer - without) / n;
+  b.server = undefined as unknown as Server;
+  return (withServer - memoryAfterGc()) / n;
 }
 
-/** Server CPU share of one core with `n` clients at 20 Hz each way for 5 s of virtual time. */
-function trafficShare(n: number): number {
-  const b = connected(n);
+/** Server CPU share of one core with `n` clients at 20 Hz each way for 5 s of virtual time; then the server's bytes per client. */
+function traffic(n: number, crypto: CryptoProvider): { share: number; activeBytes: number } {
+  const b = connected(n, crypto);
   const input = new Uint8Array(40);
   const state = new Uint8Array(100);
   const t0 = b.now;
@@ -339,44 +338,53 @@ function trafficShare(n: number): number {
     b.settle();
     b.runTo(b.now + 50, 5);
   }
-  return b.serverMs / (b.now - t0);
+  const share = b.serverMs / (b.now - t0);
+  return { share, activeBytes: serverBytesPerClient(b) };
 }
 
 function part4(): { data: unknown; text: string } {
+  const nul = nullCryptoForBenchmarks('I understand this disables encryption');
+  const counts = (process.env.NETCODE_BENCH_SCALE ?? '1000,10000').split(',').map(Number);
+  const cases: { n: number; name: string; crypto: CryptoProvider }[] = counts.flatMap((n) => n <= 1000
+    ? [{ n, name: 'sodium', crypto: sodium }, { n, name: 'node:crypto', crypto: nodeCrypto }, { n, name: 'null (no crypto)', crypto: nul }]
+    : [{ n, name: 'sodium', crypto: sodium }]);
   const rows: (string | number)[][] = [];
-  const data: { clients: number; cpuShare: number[]; bytesPerIdleClient: number[] }[] = [];
-  for (const n of [1000, 10_000]) {
+  const data: { clients: number; crypto: string; cpuShare: number[]; activeBytesPerClient: number[] }[] = [];
+  for (const { n, name, crypto } of process.env.NETCODE_BENCH_CPU === '0' ? [] : cases) {
     const rounds = n > 5000 ? 1 : 3;
-    const shares = Array.from({ length: rounds }, () => trafficShare(n));
-    const bytes = Array.from({ length: rounds }, () => idleBytesPerClient(n));
-    const cpu = median(shares);
-    const mem = median(bytes);
-    data.push({ clients: n, cpuShare: shares, bytesPerIdleClient: bytes });
-    rows.push([fmt(n), `${fmt(cpu * 100, 1)} %`, cpu <= 1 ? 'yes' : '**no**', fmt(mem), mem <= 8192 ? 'yes' : '**no**', rounds]);
+    const runs = Array.from({ length: rounds }, () => traffic(n, crypto));
+    const cpu = median(runs.map((r) => r.share));
+    data.push({ clients: n, crypto: name, cpuShare: runs.map((r) => r.share), activeBytesPerClient: runs.map((r) => r.activeBytes) });
+    rows.push([fmt(n), name, `${fmt(cpu * 100, 1)} %`, cpu <= 1 ? 'yes' : '**no**', fmt(median(runs.map((r) => r.activeBytes))), rounds]);
+  }
+  const memRows: (string | number)[][] = [];
+  const mem: { clients: number; lanes: number[]; raw: number[] }[] = [];
+  for (const n of counts) {
+    const rounds = n > 5000 ? 1 : 3;
+    const lanes = Array.from({ length: rounds }, () => serverBytesPerClient(connected(n, sodium)));
+    const raw = Array.from({ length: rounds }, () => serverBytesPerClient(connected(n, sodium, true)));
+    mem.push({ clients: n, lanes, raw });
+    const l = median(lanes);
+    memRows.push([fmt(n), fmt(l), l <= 8192 ? 'yes' : '**no**', fmt(median(raw)), rounds]);
   }
   const text = [
     '### 4. Scale: connected clients on one server process',
     '',
-    'One `Server` (node:crypto, one reliable-ordered lane) and N real `Client`s in one process on a virtual clock, no',
-    'loss. Each client sends a 40-byte input at 20 Hz and the server a 100-byte state to each client at 20 Hz, for 5 s',
-    'of virtual time, delivered at once and settled every 5 ms (timers fire at that granularity); only the server\'s',
-    'calls are timed (handleDatagram, handleTimeout, pollTransmit, pollEvent,',
-    'send). CPU share = server time / virtual time (1.0 = one core). Memory per idle client = the heap and array',
-    'buffers the server holds per connected client after the handshake: memory with the server and its clients minus',
-    'memory with the clients alone (garbage collected both times).',
+    'One `Server` (one reliable-ordered lane) and N real `Client`s in one process on a virtual clock, no loss. Each',
+    'client sends a 40-byte input at 20 Hz and the server a 100-byte state to each client at 20 Hz, for 5 s of virtual',
+    'time, delivered at once and settled every 5 ms (timers fire at that granularity); only the server\'s calls are timed',
+    '(handleDatagram, handleTimeout, pollTransmit, pollEvent, send). CPU share = server time / virtual time (1.0 = one',
+    'core). Each client sends two packets per tick (its input, and 5 ms later the ack of the state: `maxAckDelayMs`), so',
+    'N clients put 3 × 20 × N packets a second through the server. Memory = the heap and array buffers the server holds',
+    'per connected client: memory with the server and its clients minus memory with the clients alone (garbage',
+    'collected both times); "after traffic" is measured at the end of the CPU run, "idle" right after the handshake.',
     'Targets: 10,000 clients within one core, at most 8 KiB per idle client.',
     '',
-    'Where it goes (a CPU profile of this scenario with 1,000 clients, both ends in one process, and a heap count per',
-    'part): about 30 % of the CPU is node:crypto building a cipher object for every packet (createCipheriv /',
-    'createDecipheriv, update, final, the tag), 8 % garbage collection, the rest spread over the packet layer, the',
-    'lanes and the drive loop; each client sends two packets per input tick (its input, and an ack of the state), so',
-    '1,000 clients are ~60,000 packets/s through the server. Per idle connection the session holds the path\'s rate',
-    'controller (six 256-sample rings, ~12 KB), the packet layer (receive window 4 KB, sent record, stats rings) and',
-    'the lanes; the netcode keys, replay window and slot add ~3 KB.',
+    table(['clients', 'crypto', 'server CPU, share of one core', 'within one core', 'server bytes per client after traffic', 'runs'], rows),
     '',
-    table(['clients', 'server CPU, share of one core', 'within one core', 'server bytes per idle client', '≤ 8 KiB', 'runs'], rows),
+    table(['clients', 'server bytes per idle client (lanes)', '≤ 8 KiB', 'the same in raw mode (netcode only)', 'runs'], memRows),
   ].join('\n');
-  return { data, text };
+  return { data: { cpu: data, idleMemory: mem }, text };
 }
 
 // ---------------------------------------------------------------------------------------------

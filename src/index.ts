@@ -35,6 +35,7 @@ export type { NetcodeCarryOptions } from './netcode/options.js';
 export { generateConnectToken, type ConnectTokenOptions, type NetcodeAddress } from './netcode/wire.js';
 export type { CryptoProvider } from './crypto/provider.js';
 export { nobleCrypto } from './crypto/noble.js';
+export { sodiumCrypto } from './crypto/sodium.js';
 
 // Large blocks (the chunk protocol).
 export { ChunkSender, type CancelReason, type ChunkSenderEvent, type ChunkSenderProgress } from './chunk/sender.js';

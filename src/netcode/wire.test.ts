@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeCrypto } from '../adapters/node/node-crypto.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import { nullCryptoForBenchmarks } from '../crypto/null.js';
+import { sodiumCrypto } from '../crypto/sodium.js';
 import {
   addressToKey, CONNECT_TOKEN_BYTES, decryptChallengeToken, decryptPrivateToken, encryptChallengeToken, encryptPrivateToken,
   generateConnectToken, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readPrivateToken, readRequestPacket,
@@ -30,9 +31,10 @@ const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padSt
 const PROTOCOL = BigInt(`0x${V.protocolId}`);
 const PACKET_KEY = unhex(V.packetKey);
 const CT = V.connectToken;
+const sodium = await sodiumCrypto();
 
 describe('netcode vectors (reference C implementation), both ways', () => {
-  for (const crypto of [nobleCrypto, nodeCrypto]) {
+  for (const crypto of [nobleCrypto, nodeCrypto, sodium]) {
     it(`connect token: ours reads, decrypts and writes the same bytes (${crypto.name})`, () => {
       const bytes = unhex(CT.bytes);
       expect(bytes.length).toBe(CONNECT_TOKEN_BYTES);
@@ -164,6 +166,27 @@ describe('netcode codecs: properties', () => {
     expect(r.alreadyReceived(1001n)).toBe(false);
     r.reset();
     expect(r.alreadyReceived(0n)).toBe(false);
+  });
+
+  it('replay window decides exactly as the reference C code (256 slots holding the last sequence each)', () => {
+    const EMPTY = (1n << 64n) - 1n;
+    fc.assert(fc.property(fc.bigInt({ min: 0n, max: 1n << 40n }), fc.array(fc.oneof(
+      { arbitrary: fc.integer({ min: -8, max: 12 }), weight: 30 }, { arbitrary: fc.integer({ min: -300, max: 600 }), weight: 1 }), { minLength: 200, maxLength: 800 }), (start, steps) => {
+      const slots = new Array<bigint>(256).fill(EMPTY);
+      let mostRecent = 0n;
+      const ours = new ReplayProtection();
+      let seq = start;
+      for (const d of steps) {
+        seq = seq + BigInt(d) < 0n ? 0n : seq + BigInt(d);
+        const cRefuses = seq + 256n <= mostRecent || (slots[Number(seq % 256n)] !== EMPTY && slots[Number(seq % 256n)]! >= seq);
+        expect(ours.alreadyReceived(seq)).toBe(cRefuses);
+        if (!cRefuses) {
+          if (seq > mostRecent) mostRecent = seq;
+          slots[Number(seq % 256n)] = seq;
+          ours.advance(seq);
+        }
+      }
+    }), { numRuns: 100 });
   });
 
   it('connect tokens round-trip; the client refuses bad ones', () => {
