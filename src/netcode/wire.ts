@@ -430,16 +430,27 @@ export function sequenceBytes(seq: bigint): number {
   return n;
 }
 
-/** A packet's associated data: version info ‖ protocol id ‖ prefix byte (22 bytes). */
-function packetAd(ad: Uint8Array, protocolId: bigint, prefix: number): Uint8Array {
-  ad.set(NETCODE_VERSION_INFO);
-  writeU64(ad, 13, protocolId);
-  ad[21] = prefix;
-  return ad;
+const adScratch = new Uint8Array(22);
+let adProtocol: bigint | undefined;
+const nonceScratch = new Uint8Array(12);
+
+/** A packet's associated data: version info ‖ protocol id ‖ prefix byte (22 bytes; the first 21 rewritten only when the protocol id changes). */
+function packetAd(protocolId: bigint, prefix: number): Uint8Array {
+  if (protocolId !== adProtocol) {
+    adScratch.set(NETCODE_VERSION_INFO);
+    writeU64(adScratch, 13, protocolId);
+    adProtocol = protocolId;
+  }
+  adScratch[21] = prefix;
+  return adScratch;
 }
 
-const adScratch = new Uint8Array(22);
-const nonceScratch = new Uint8Array(12);
+/** The nonce of a packet: 4 zero bytes ‖ its sequence u64, given as two 32-bit halves. */
+function packetNonce(lo: number, hi: number): Uint8Array {
+  writeU32LE(nonceScratch, 4, lo);
+  writeU32LE(nonceScratch, 8, hi);
+  return nonceScratch;
+}
 
 /**
  * Write an encrypted packet (types 1..6): prefix byte `(sequence bytes << 4) | type`, the sequence,
@@ -449,17 +460,15 @@ const nonceScratch = new Uint8Array(12);
 export function writePacket(
   out: Uint8Array, type: number, sequence: bigint, body: Uint8Array, protocolId: bigint, key: Uint8Array, crypto: CryptoProvider,
 ): number {
-  const n = sequenceBytes(sequence);
+  const lo = Number(sequence & 0xffffffffn);
+  const hi = Number(sequence >> 32n);
+  let n = 1;
+  if (hi !== 0) for (n = 5; n < 8 && hi >>> (8 * (n - 4)) !== 0;) n++;
+  else while (n < 4 && lo >>> (8 * n) !== 0) n++;
   const prefix = (n << 4) | type;
   out[0] = prefix;
-  let v = sequence;
-  for (let i = 0; i < n; i++) {
-    out[1 + i] = Number(v & 0xffn);
-    v >>= 8n;
-  }
-  nonceScratch.fill(0, 0, 4);
-  writeU64(nonceScratch, 4, sequence);
-  return 1 + n + crypto.seal(key, nonceScratch, packetAd(adScratch, protocolId, prefix), body, out, 1 + n);
+  for (let i = 0; i < n; i++) out[1 + i] = i < 4 ? (lo >>> (8 * i)) & 0xff : (hi >>> (8 * (i - 4))) & 0xff;
+  return 1 + n + crypto.seal(key, packetNonce(lo, hi), packetAd(protocolId, prefix), body, out, 1 + n);
 }
 
 /** A connection request (1078 bytes, not encrypted) for `token`. */
@@ -540,15 +549,18 @@ export function readPacket(
   if (type >= 7 || type === NetcodePacketType.Request || (allowed & (1 << type)) === 0) return { drop: 'type' };
   const n = prefix >> 4;
   if (n < 1 || n > 8 || b.length < 1 + n + TAG_BYTES) return { drop: 'sequence-bytes' };
-  let seq = 0n;
-  for (let i = n - 1; i >= 0; i--) seq = (seq << 8n) | BigInt(b[1 + i]!);
+  let lo = 0;
+  let hi = 0;
+  for (let i = n - 1; i >= 0; i--) {
+    if (i >= 4) hi = hi * 256 + b[1 + i]!;
+    else lo = lo * 256 + b[1 + i]!;
+  }
+  const seq = hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
   const guarded = replay !== undefined && type >= NetcodePacketType.KeepAlive;
   if (guarded && replay.alreadyReceived(seq)) return { drop: 'replay' };
   const sealed = b.subarray(1 + n);
   const plain = out !== undefined && out.length >= sealed.length - TAG_BYTES ? out : new Uint8Array(sealed.length - TAG_BYTES);
-  nonceScratch.fill(0, 0, 4);
-  writeU64(nonceScratch, 4, seq);
-  const len = crypto.open(key, nonceScratch, packetAd(adScratch, protocolId, prefix), sealed, plain, 0);
+  const len = crypto.open(key, packetNonce(lo, hi), packetAd(protocolId, prefix), sealed, plain, 0);
   if (len < 0) return { drop: 'decrypt' };
   if (guarded) replay.advance(seq);
   const want = BODY_BYTES[type]!;
