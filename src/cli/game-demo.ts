@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { createHash } from 'node:crypto';
-import { nodeCrypto } from '../adapters/node/node-crypto.js';
+import { sodiumCrypto } from '../crypto/sodium.js';
 import { systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
 import type { ConnectionLaneConfig } from '../connection/options.js';
@@ -11,6 +11,9 @@ import { Server, type ServerClient, type ServerEvent } from '../netcode/server.j
 import { generateConnectToken } from '../netcode/wire.js';
 import { freeUdpPort } from './netcode.js';
 import { describeLink } from './proxy.js';
+
+/** The fastest AEAD (libsodium in WASM), loaded once when the CLI starts. */
+const aead = await sodiumCrypto();
 
 /**
  * `npm run demo`: a game's traffic in one process over real loopback UDP. A netcode server and N bots
@@ -95,7 +98,7 @@ async function main(): Promise<number> {
   const serverAddress = `127.0.0.1:${port}`;
   const server = new Server({
     protocolId: PROTOCOL_ID, privateKey: key, addresses: [serverAddress], unixTime: systemUnixTime,
-    maxClients: 64, crypto: nodeCrypto, lanes: LANES,
+    maxClients: 64, crypto: aead, lanes: LANES,
   });
   const serverDriver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port });
   let inputsAtServer = 0;
@@ -125,7 +128,7 @@ async function main(): Promise<number> {
   const started = performance.now();
   for (let i = 0; i < o.bots; i++) {
     const proxy = await UdpLinkProxy.open({ listenHost: '127.0.0.1', target: { host: '127.0.0.1', port }, toServer: LINK, seed: 100 + i });
-    const client = new Client({ crypto: nodeCrypto, lanes: LANES });
+    const client = new Client({ crypto: aead, lanes: LANES });
     const driver = await UdpDriver.openEndpoint(client, { host: '127.0.0.1', port: 0 });
     const bot: Bot = {
       index: i, client, driver, proxy, connectedAt: undefined, inputsSent: 0, inputsDelivered: 0, inputsLost: 0,
@@ -138,7 +141,7 @@ async function main(): Promise<number> {
     const token = generateConnectToken({
       protocolId: PROTOCOL_ID, privateKey: key, clientId: BigInt(i + 1),
       serverAddresses: [`127.0.0.1:${proxy.local.port}`], internalAddresses: [serverAddress],
-      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 60, timeoutSeconds: 10, crypto: nodeCrypto,
+      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 60, timeoutSeconds: 10, crypto: aead,
     });
     client.connect(driver.now(), token);
     bots.push(bot);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { createSocket } from 'node:dgram';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { nodeCrypto } from '../adapters/node/node-crypto.js';
+import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
 import { cryptoRandom } from '../core/random.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
@@ -9,6 +9,9 @@ import { Server, type ServerEvent } from '../netcode/server.js';
 import { CONNECT_TOKEN_BYTES, generateConnectToken } from '../netcode/wire.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+
+/** The fastest AEAD (libsodium in WASM), loaded once when the CLI starts. */
+const aead = await sodiumCrypto();
 
 /**
  * The development key and protocol id `serve` and `connect` use when given no `--key`: public, so
@@ -52,7 +55,7 @@ export function runToken(o: TokenCommandOptions): number {
     protocolId: o.protocolId, privateKey: o.key, clientId: o.clientId,
     serverAddresses: o.servers.map((s) => addressKey(s.host, s.port)),
     nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: o.expireSeconds, timeoutSeconds: o.timeoutSeconds,
-    crypto: nodeCrypto,
+    crypto: aead,
   });
   writeFileSync(o.out, token);
   process.stderr.write(`token: ${CONNECT_TOKEN_BYTES} bytes for client ${o.clientId} -> ${o.out} (expires in ${o.expireSeconds} s)\n`);
@@ -78,7 +81,7 @@ export async function runServe(o: ServeCommandOptions): Promise<number> {
   const server = new Server({
     protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY,
     addresses: [addressKey(o.host === '0.0.0.0' ? '127.0.0.1' : o.host, port)],
-    unixTime: systemUnixTime, maxClients: o.maxClients, crypto: nodeCrypto, ...(o.raw ? { raw: true } : {}),
+    unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
   });
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
   let echoed = 0;
@@ -131,10 +134,10 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
     token = generateConnectToken({
       protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY, clientId: randomClientId(),
       serverAddresses: [addressKey(o.server!.host, o.server!.port)], nowUnixSeconds: Math.floor(systemUnixTime()),
-      expireSeconds: 60, timeoutSeconds: 5, crypto: nodeCrypto,
+      expireSeconds: 60, timeoutSeconds: 5, crypto: aead,
     });
   }
-  const client = new Client({ crypto: nodeCrypto, ...(o.raw ? { raw: true } : {}) });
+  const client = new Client({ crypto: aead, ...(o.raw ? { raw: true } : {}) });
   const driver = await UdpDriver.openEndpoint(client, { port: 0, host: '0.0.0.0' });
   const sentAt: number[] = [];
   const rtts: number[] = [];

@@ -81,7 +81,7 @@ let loading: Promise<CryptoProvider> | undefined;
 /**
  * The fastest `CryptoProvider` gamewire ships: libsodium compiled to WebAssembly (npm `libsodium`,
  * no native code; Node and browsers). All four AEADs run in WASM with one reused scratch buffer, no
- * allocation per packet: ~4× node:crypto and ~7× `nobleCrypto` on 100-byte packets (figures in
+ * allocation per packet: ~5× node:crypto and ~10× `nobleCrypto` on 100-byte packets (figures in
  * bench/README.md, "## netcode"). Loading takes a few milliseconds and happens once per process
  * (the module is fetched on first call, so bundles that never call this stay small). Rejects when
  * WebAssembly or `crypto.getRandomValues` is missing.
