@@ -10,7 +10,7 @@ interface Names {
   types: Set<string>;
 }
 
-const DECL = /^export\s+(?:declare\s+)?(?:abstract\s+)?(class|function|const|let|var|enum|interface|type)\s+([A-Za-z_$][\w$]*)/gm;
+const DECL = /^export\s+(?:declare\s+)?(?:abstract\s+)?(?:async\s+)?(class|function|const|let|var|enum|interface|type)\s+([A-Za-z_$][\w$]*)/gm;
 const LIST = /^export\s+(type\s+)?\{([^}]*)\}\s*(?:from\s+'([^']+)')?\s*;/gm;
 const STAR = /^export\s+\*\s+from\s+'([^']+)'\s*;/gm;
 
@@ -60,6 +60,7 @@ const all = (n: Names): string[] => [...n.values, ...n.types].sort();
 const ENTRIES: [entry: string, file: string][] = [
   ['gamewire', 'src/index.ts'],
   ['gamewire/node', 'src/node.ts'],
+  ['gamewire/browser', 'src/browser.ts'],
   ['gamewire/sim', 'src/sim/index.ts'],
   ['gamewire/testing', 'src/testing.ts'],
 ];
@@ -68,8 +69,8 @@ describe('public API', () => {
   for (const [entry, file] of ENTRIES) {
     it(`docs/api.md lists every export of ${entry} exactly once, and nothing else`, async () => {
       const names = exportedNames(join(ROOT, file));
-      if (entry === 'gamewire/node') {
-        // node re-exports the whole browser-safe entry; the doc lists only what it adds.
+      if (entry === 'gamewire/node' || entry === 'gamewire/browser') {
+        // node and browser re-export the whole browser-safe entry; the doc lists only what each adds.
         const root = exportedNames(join(ROOT, 'src/index.ts'));
         for (const n of all(root)) {
           names.values.delete(n);
@@ -81,7 +82,8 @@ describe('public API', () => {
       expect([...listed].sort()).toEqual(all(names));
       // The runtime module agrees with the parsed value exports.
       const mod = (await import(join(ROOT, file))) as Record<string, unknown>;
-      const runtime = Object.keys(mod).filter((k) => entry !== 'gamewire/node' || !all(exportedNames(join(ROOT, 'src/index.ts'))).includes(k));
+      const adds = entry === 'gamewire/node' || entry === 'gamewire/browser';
+      const runtime = Object.keys(mod).filter((k) => !adds || !all(exportedNames(join(ROOT, 'src/index.ts'))).includes(k));
       expect(runtime.sort()).toEqual([...names.values].sort());
     });
   }

@@ -27,7 +27,7 @@ export { Channels, type ChannelEvent, type LaneStats } from './channels/channels
 export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
 
 // Secure connections: netcode 1.02 (docs/netcode.md).
-export { Server, ServerClient, type ServerCounter, type ServerDisconnectReason, type ServerEvent, type ServerOptions } from './netcode/server.js';
+export { Server, ServerClient, type ServerCounter, type ServerDisconnectReason, type ServerEvent, type ServerOptions, type TokenCheck } from './netcode/server.js';
 export {
   Client, CLIENT_STATE_CODES, type ClientCounter, type ClientDisconnectReason, type ClientEvent, type ClientOptions, type ClientState,
 } from './netcode/client.js';

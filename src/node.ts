@@ -13,3 +13,6 @@ export { UdpLinkProxy, type UdpLinkProxyEvents, type UdpLinkProxyOptions } from 
 export {
   KcpUdpClient, type KcpUdpClientOptions, type KcpUdpEvents, KcpUdpServer, type KcpUdpServerOptions,
 } from './adapters/node/kcp.js';
+export {
+  WEBRTC_ADDRESS_PREFIX, type WebRtcCounter, WebRtcSignalling, type WebRtcSignallingOptions,
+} from './adapters/node/webrtc.js';

@@ -12,9 +12,19 @@ import {
   NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions, type ResolvedCarry,
 } from './options.js';
 import {
-  addressToKey, CHALLENGE_TOKEN_BYTES, encryptChallengeToken, decryptChallengeToken, KEY_BYTES, NetcodePacketType as T,
-  parseAddress, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES, writePacket,
+  addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
+  NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES,
+  writePacket,
 } from './wire.js';
+import { TAG_BYTES } from '../crypto/provider.js';
+
+/**
+ * What `Server.checkConnectToken` found: `'ok'`, or why a request with the token would be refused
+ * (`'invalid'`: not a token of this protocol and key; `'expired'`; `'wrong-server'`: this server's
+ * address is not in it; `'already-connected'`: its client id is; `'used'`: a connection was made
+ * with it; `'full'`: no free slot).
+ */
+export type TokenCheck = 'ok' | 'invalid' | 'expired' | 'wrong-server' | 'already-connected' | 'used' | 'full';
 
 /** Options of a netcode `Server`. Times in ms unless the name says seconds. */
 export interface ServerOptions extends NetcodeCarryOptions {
@@ -163,6 +173,24 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   /** The connected client with `clientId`, if any. */
   client(clientId: bigint): ServerClient | undefined {
     return this.clientIds.get(clientId);
+  }
+
+  /**
+   * Check a public connect token (2048 bytes) as a connection request carrying it would be checked,
+   * changing nothing: for a side channel that decides before it spends anything on a client (the
+   * WebRTC signalling). `now` is the driver's clock (ms). Never throws on bad bytes.
+   */
+  checkConnectToken(now: number, token: Uint8Array): TokenCheck {
+    const pub = readConnectToken(token);
+    if (pub === undefined || pub.protocolId !== this.protocolId) return 'invalid';
+    if (pub.expireTimestamp <= BigInt(Math.floor(this.unixTime(now)))) return 'expired';
+    const t = decryptPrivateToken(pub.privateData, pub.protocolId, pub.expireTimestamp, pub.nonce, this.privateKey, this.crypto);
+    if (t === undefined) return 'invalid';
+    if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) return 'wrong-server';
+    if (this.clientIds.has(t.clientId)) return 'already-connected';
+    if (this.history.get(macKey(pub.privateData.subarray(pub.privateData.length - TAG_BYTES)))?.consumed === true) return 'used';
+    if (this.clientIds.size >= this.maxClients) return 'full';
+    return 'ok';
   }
 
   /** Disconnect every client (each is sent redundant DISCONNECTs). */

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -16,6 +15,7 @@ function docExample(file: string, heading: string, port: number): string {
   if (code === undefined) throw new Error(`${file} has no ts block under "${heading}"`);
   return code
     .replace(`from 'gamewire/node'`, `from '${pathToFileURL(join(ROOT, 'src/node.ts')).href}'`)
+    .replace(`from 'gamewire/browser'`, `from '${pathToFileURL(join(ROOT, 'src/browser.ts')).href}'`)
     .replace(`from 'gamewire'`, `from '${pathToFileURL(join(ROOT, 'src/index.ts')).href}'`)
     .replaceAll('9000', String(port));
 }
@@ -29,7 +29,9 @@ async function freePort(): Promise<number> {
 }
 
 async function runExample(source: string): Promise<{ code: number | null; out: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'gamewire-example-'));
+  // Inside the project, so that the example's own imports (node-datachannel) resolve from node_modules.
+  mkdirSync(join(ROOT, '.examples'), { recursive: true });
+  const dir = mkdtempSync(join(ROOT, '.examples', 'run-'));
   try {
     const file = join(dir, 'example.mts');
     writeFileSync(file, source);
@@ -79,6 +81,14 @@ describe('README', () => {
   it('the ten-line block example prints the block and exits by itself', async () => {
     const { code, out } = await runExample(docExample('README.md', '## Ten lines: send a block', await freePort()));
     expect(out).toContain(`got ${4 << 20} bytes`);
+    expect(code).toBe(0);
+  });
+});
+
+describe('docs/browser.md', () => {
+  it('the WebRTC example echoes over a data channel and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('docs/browser.md', '## Use', await freePort()));
+    expect(out).toContain('echo over WebRTC: hello');
     expect(code).toBe(0);
   });
 });

@@ -1,0 +1,389 @@
+import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { DataChannel, PeerConnection } from 'node-datachannel';
+import { Counters } from '../../core/counters.js';
+import type { Address } from '../../core/endpoint.js';
+import { checkConfig, GamewireError } from '../../core/errors.js';
+import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
+import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
+import type { UdpDriver } from './udp-driver.js';
+
+/** Options of {@link WebRtcSignalling.open}. Times in ms. */
+export interface WebRtcSignallingOptions {
+  /** Host the HTTP signalling endpoint listens on. Default `'127.0.0.1'`. */
+  host?: string;
+  /** Its TCP port (0: any free one; see `url`). Default 0. */
+  port?: number;
+  /** Path of the endpoint. Default `'/gamewire/webrtc'`. */
+  path?: string;
+  /** Address ICE binds the peer connections to (libdatachannel gathers no loopback candidate without it). Default: `host`, unless that is a wildcard. */
+  bindAddress?: string;
+  /** STUN/TURN servers for the server's peer connections (`'stun:host:port'`). Default none: the server must be reachable. */
+  iceServers?: string[];
+  /** Peer connections being set up at once (answered, channel not open yet); more are answered 503 `busy`. Default 64. */
+  maxPending?: number;
+  /** Open data channels at once; more are answered 503 `busy`. Default the server's `maxClients`. */
+  maxPeers?: number;
+  /** A peer connection whose channel is not open this long after its answer is closed. Default 10 000. */
+  openTimeoutMs?: number;
+  /** How long ICE may gather the answer's candidates before the request fails (504 `ice-timeout`). Default 5 000. */
+  gatherTimeoutMs?: number;
+  /** `Access-Control-Allow-Origin` of the answers (a page on another origin may post offers). Default `'*'`. */
+  allowOrigin?: string;
+}
+
+/**
+ * Counters of a {@link WebRtcSignalling}: `offers` (well-formed requests), `badRequests` (malformed,
+ * oversized, wrong method or path), `tokensRefused`, `busy` (503), `iceTimeouts`, `opened` (data
+ * channels), `openTimeouts`, `closed` (peer connections ended), `badMessages` (text or oversized
+ * channel messages, dropped), `sendDropped` (datagrams dropped because the channel's buffer was full).
+ */
+export type WebRtcCounter =
+  | 'offers' | 'badRequests' | 'tokensRefused' | 'busy' | 'iceTimeouts' | 'opened' | 'openTimeouts' | 'closed' | 'badMessages'
+  | 'sendDropped';
+
+const COUNTERS: readonly WebRtcCounter[] = [
+  'offers', 'badRequests', 'tokensRefused', 'busy', 'iceTimeouts', 'opened', 'openTimeouts', 'closed', 'badMessages', 'sendDropped',
+];
+
+/** Address prefix of the remotes this adapter carries (`"webrtc:17"`). */
+export const WEBRTC_ADDRESS_PREFIX = 'webrtc:';
+/** Largest signalling request body, bytes (a token in base64 and an SDP offer fit many times over). */
+const MAX_BODY_BYTES = 64 * 1024;
+/** Largest datagram taken from a channel, bytes (netcode's largest packet is 1,225). */
+const MAX_MESSAGE_BYTES = 1500;
+/** Bytes queued in a channel above which datagrams to it are dropped (an unreliable path: dropping is the outcome). */
+const MAX_BUFFERED_BYTES = 256 * 1024;
+/** How long a peer connection stays after its netcode client disconnected, so the redundant DISCONNECTs leave. */
+const CLOSE_LINGER_MS = 1000;
+
+/** The data channel both ends create (pre-negotiated, so no in-band open message to race). */
+export const WEBRTC_CHANNEL = { label: 'gamewire', id: 0 } as const;
+
+type Ndc = typeof import('node-datachannel');
+
+interface Peer {
+  address: Address;
+  pc: PeerConnection;
+  dc: DataChannel;
+  open: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const STATUS: Record<Exclude<TokenCheck, 'ok'>, number> = {
+  invalid: 401, expired: 401, 'wrong-server': 401, 'already-connected': 409, used: 401, full: 503,
+};
+
+let liveInstances = 0;
+
+/**
+ * Browser clients for a netcode `Server` over WebRTC data channels, on the server's own `UdpDriver`
+ * (one host, one drive loop: the game sees the same `ServerClient`s whichever way they came). An HTTP
+ * endpoint takes `POST {token, sdp}`: the connect token (base64) is checked first
+ * (`Server.checkConnectToken`), so a request without a valid, unexpired token costs no peer
+ * connection; then the offer is answered. One pre-negotiated unordered, unreliable channel
+ * (`WEBRTC_CHANNEL`) carries netcode packets both ways, exactly as UDP datagrams: the netcode
+ * handshake, encryption and replay protection run inside it. Needs the optional dependency
+ * `node-datachannel`. See docs/browser.md.
+ */
+export class WebRtcSignalling {
+  /** The endpoint's URL (`http://host:port/path`). */
+  readonly url: string;
+
+  private readonly ndc: Ndc;
+  private readonly http: HttpServer;
+  private readonly server: Server;
+  private readonly feed: (from: Address, bytes: Uint8Array) => void;
+  private readonly opts: Required<Omit<WebRtcSignallingOptions, 'bindAddress' | 'maxPeers'>> & { bindAddress: string | undefined; maxPeers: number };
+  private readonly peers = new Map<Address, Peer>();
+  private readonly ctr = new Counters<WebRtcCounter>(COUNTERS);
+  private readonly now: () => number;
+  private next = 1;
+  private pending = 0;
+  private closing: Promise<void> | undefined;
+
+  private constructor(ndc: Ndc, http: HttpServer, driver: UdpDriver<ServerEvent>, server: Server, opts: WebRtcSignalling['opts']) {
+    this.ndc = ndc;
+    this.http = http;
+    this.server = server;
+    this.opts = opts;
+    this.now = () => driver.now();
+    const a = http.address() as AddressInfo;
+    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    this.url = `http://${host}:${a.port}${opts.path}`;
+    this.feed = driver.attachTransport(WEBRTC_ADDRESS_PREFIX, (to, bytes) => this.send(to, bytes));
+    driver.on('event', (e) => {
+      if (e.type !== 'disconnected' || !e.client.address.startsWith(WEBRTC_ADDRESS_PREFIX)) return;
+      const p = this.peers.get(e.client.address);
+      if (p !== undefined) setTimeout(() => this.drop(p), CLOSE_LINGER_MS).unref();
+    });
+    http.on('request', (req, res) => this.onRequest(req, res));
+  }
+
+  /**
+   * Start the signalling endpoint for `server`, driven by `driver` (from `UdpDriver.openEndpoint`).
+   * Rejects when `node-datachannel` is not installed (`invalid-state`) or the port cannot be bound;
+   * throws `invalid-config` on bad options.
+   */
+  static async open(driver: UdpDriver<ServerEvent>, server: Server, options: WebRtcSignallingOptions = {}): Promise<WebRtcSignalling> {
+    checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
+    const host = options.host ?? '127.0.0.1';
+    const wildcard = host === '0.0.0.0' || host === '::';
+    const opts: WebRtcSignalling['opts'] = {
+      host,
+      port: options.port ?? 0,
+      path: options.path ?? '/gamewire/webrtc',
+      bindAddress: options.bindAddress ?? (wildcard ? undefined : host),
+      iceServers: options.iceServers ?? [],
+      maxPending: options.maxPending ?? 64,
+      maxPeers: options.maxPeers ?? server.maxClients,
+      openTimeoutMs: options.openTimeoutMs ?? 10_000,
+      gatherTimeoutMs: options.gatherTimeoutMs ?? 5_000,
+      allowOrigin: options.allowOrigin ?? '*',
+    };
+    checkConfig(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535, 'port must be 0..65535');
+    checkConfig(typeof opts.path === 'string' && opts.path.startsWith('/'), 'path must start with /');
+    checkConfig(Array.isArray(opts.iceServers) && opts.iceServers.every((s) => typeof s === 'string'), 'iceServers must be strings');
+    for (const k of ['maxPending', 'maxPeers', 'openTimeoutMs', 'gatherTimeoutMs'] as const) {
+      checkConfig(Number.isInteger(opts[k]) && opts[k] >= 1, `${k} must be an integer ≥ 1`);
+    }
+    let ndc: Ndc;
+    try {
+      ndc = await import('node-datachannel');
+    } catch (err) {
+      throw new GamewireError('invalid-state', `WebRTC needs the optional dependency node-datachannel (npm install node-datachannel): ${String(err)}`);
+    }
+    const http = createServer();
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(opts.port, host, () => {
+        http.off('error', reject);
+        resolve();
+      });
+    });
+    liveInstances++;
+    return new WebRtcSignalling(ndc, http, driver, server, opts);
+  }
+
+  /** Open data channels. */
+  get size(): number {
+    let n = 0;
+    for (const p of this.peers.values()) if (p.open) n++;
+    return n;
+  }
+
+  /** A copy of the counters. */
+  counters(): Readonly<Record<WebRtcCounter, number>> {
+    return this.ctr.snapshot();
+  }
+
+  /**
+   * Stop taking offers and close every peer connection (close the netcode server's clients first,
+   * and let the driver linger, so their DISCONNECTs leave). The last instance in the process also
+   * releases node-datachannel's threads (`cleanup()`), without which Node does not exit.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        this.http.close(() => resolve());
+        this.http.closeAllConnections();
+      });
+      for (const p of [...this.peers.values()]) this.drop(p);
+      if (--liveInstances === 0) this.ndc.cleanup();
+    })();
+    return this.closing;
+  }
+
+  private send(to: Address, bytes: Uint8Array): void {
+    const p = this.peers.get(to);
+    if (p === undefined || !p.open) return;
+    if (p.dc.bufferedAmount() > MAX_BUFFERED_BYTES) {
+      this.ctr.add('sendDropped');
+      return;
+    }
+    try {
+      p.dc.sendMessageBinary(bytes);
+    } catch {
+      this.ctr.add('sendDropped');
+    }
+  }
+
+  private reply(res: ServerResponse, status: number, body: object): void {
+    if (res.headersSent) return;
+    res.writeHead(status, {
+      'content-type': 'application/json',
+      'access-control-allow-origin': this.opts.allowOrigin,
+      'cache-control': 'no-store',
+    });
+    res.end(JSON.stringify(body));
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '').split('?')[0];
+    if (path !== this.opts.path) {
+      this.ctr.add('badRequests');
+      this.reply(res, 404, { error: 'not-found' });
+      req.resume();
+      return;
+    }
+    if (req.method === 'OPTIONS') {
+      res.writeHead(204, {
+        'access-control-allow-origin': this.opts.allowOrigin,
+        'access-control-allow-methods': 'POST',
+        'access-control-allow-headers': 'content-type',
+      });
+      res.end();
+      return;
+    }
+    if (req.method !== 'POST') {
+      this.ctr.add('badRequests');
+      this.reply(res, 405, { error: 'method' });
+      req.resume();
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        this.ctr.add('badRequests');
+        this.reply(res, 413, { error: 'too-large' });
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      if (size > MAX_BODY_BYTES) return;
+      void this.onOffer(Buffer.concat(chunks).toString('utf8'), res);
+    });
+    req.on('error', () => undefined);
+  }
+
+  private async onOffer(text: string, res: ServerResponse): Promise<void> {
+    let token: Uint8Array | undefined;
+    let sdp: string | undefined;
+    try {
+      const j = JSON.parse(text) as unknown;
+      if (typeof j === 'object' && j !== null) {
+        const o = j as Record<string, unknown>;
+        if (typeof o.token === 'string') token = new Uint8Array(Buffer.from(o.token, 'base64'));
+        if (typeof o.sdp === 'string') sdp = o.sdp;
+      }
+    } catch {
+      /* answered below */
+    }
+    if (token === undefined || token.length !== CONNECT_TOKEN_BYTES || sdp === undefined || sdp.length === 0) {
+      this.ctr.add('badRequests');
+      this.reply(res, 400, { error: 'bad-request' });
+      return;
+    }
+    this.ctr.add('offers');
+    const check = this.server.checkConnectToken(this.now(), token);
+    if (check !== 'ok') {
+      this.ctr.add(check === 'full' ? 'busy' : 'tokensRefused');
+      this.reply(res, STATUS[check], { error: check });
+      return;
+    }
+    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers) {
+      this.ctr.add('busy');
+      this.reply(res, 503, { error: 'busy' });
+      return;
+    }
+    const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
+    let peer: Peer;
+    try {
+      peer = this.makePeer(address, sdp);
+    } catch {
+      this.ctr.add('badRequests');
+      this.reply(res, 400, { error: 'bad-offer' });
+      return;
+    }
+    const answer = await this.gathered(peer);
+    if (answer === undefined) {
+      this.ctr.add('iceTimeouts');
+      this.drop(peer);
+      this.reply(res, 504, { error: 'ice-timeout' });
+      return;
+    }
+    this.reply(res, 200, { type: 'answer', sdp: answer });
+  }
+
+  private makePeer(address: Address, offer: string): Peer {
+    const pc = new this.ndc.PeerConnection(address, {
+      iceServers: this.opts.iceServers,
+      ...(this.opts.bindAddress === undefined ? {} : { bindAddress: this.opts.bindAddress }),
+    });
+    let dc: DataChannel;
+    try {
+      // The offer first: a channel made before it would make libdatachannel offer too (glare).
+      pc.setRemoteDescription(offer, 'offer' as never);
+      dc = pc.createDataChannel(WEBRTC_CHANNEL.label, { negotiated: true, id: WEBRTC_CHANNEL.id, unordered: true, maxRetransmits: 0 });
+    } catch (err) {
+      pc.close();
+      throw err;
+    }
+    const peer: Peer = { address, pc, dc, open: false, timer: undefined };
+    this.pending++;
+    this.peers.set(address, peer);
+    peer.timer = setTimeout(() => {
+      peer.timer = undefined;
+      if (!peer.open) {
+        this.ctr.add('openTimeouts');
+        this.drop(peer);
+      }
+    }, this.opts.openTimeoutMs);
+    peer.timer.unref();
+    dc.onOpen(() => {
+      if (peer.open || !this.peers.has(address)) return;
+      peer.open = true;
+      this.pending--;
+      this.ctr.add('opened');
+    });
+    dc.onMessage((msg) => {
+      const b = typeof msg === 'string' ? undefined : msg instanceof ArrayBuffer ? new Uint8Array(msg) : msg;
+      if (b === undefined || b.length > MAX_MESSAGE_BYTES) {
+        this.ctr.add('badMessages');
+        return;
+      }
+      this.feed(address, b);
+    });
+    dc.onClosed(() => this.drop(peer));
+    pc.onStateChange((state) => {
+      if (state === 'failed' || state === 'closed') this.drop(peer);
+    });
+    return peer;
+  }
+
+  /** The answer once ICE gathered its candidates, or undefined after `gatherTimeoutMs`. */
+  private gathered(peer: Peer): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const done = (): boolean => {
+        if (peer.pc.gatheringState() !== 'complete') return false;
+        clearTimeout(timer);
+        resolve(peer.pc.localDescription()?.sdp);
+        return true;
+      };
+      const timer = setTimeout(() => resolve(undefined), this.opts.gatherTimeoutMs);
+      if (!done()) peer.pc.onGatheringStateChange(() => void done());
+    });
+  }
+
+  private drop(peer: Peer): void {
+    if (this.peers.get(peer.address) !== peer) return;
+    this.peers.delete(peer.address);
+    if (!peer.open) this.pending--;
+    if (peer.timer !== undefined) clearTimeout(peer.timer);
+    this.ctr.add('closed');
+    try {
+      peer.dc.close();
+    } catch {
+      /* already closed */
+    }
+    try {
+      peer.pc.close();
+    } catch {
+      /* already closed */
+    }
+  }
+}

@@ -1,0 +1,9 @@
+/**
+ * Browser entry point (`gamewire/browser`): everything of `gamewire` plus the WebRTC client
+ * transport, which needs the browser's `RTCPeerConnection` and `fetch` (no Node built-ins, no
+ * bundled WebRTC). Every export, one line each: docs/api.md.
+ */
+export * from './index.js';
+export {
+  connectWebRtc, type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
+} from './browser/webrtc.js';

@@ -1,0 +1,141 @@
+import { DriveLoop } from '../core/drive-loop.js';
+import { GamewireError } from '../core/errors.js';
+import { Client, type ClientEvent, type ClientOptions } from '../netcode/client.js';
+import { CONNECT_TOKEN_BYTES } from '../netcode/wire.js';
+
+/** Why {@link connectWebRtc} failed: the server's refusal of the token, or what went wrong on the way. */
+export type WebRtcConnectFailure =
+  | 'invalid' | 'expired' | 'wrong-server' | 'already-connected' | 'used' | 'full' | 'busy' | 'bad-request' | 'ice-timeout'
+  | 'http' | 'unreachable' | 'timeout';
+
+/** {@link connectWebRtc} rejects with this: `reason` says why (stable strings). */
+export class WebRtcConnectError extends Error {
+  /** Why the connection was not made. */
+  readonly reason: WebRtcConnectFailure;
+
+  constructor(reason: WebRtcConnectFailure, message: string) {
+    super(`${reason}: ${message}`);
+    this.name = 'WebRtcConnectError';
+    this.reason = reason;
+  }
+}
+
+/** Options of {@link connectWebRtc}: the netcode client's (lanes, crypto, …) and the transport's. Times in ms. */
+export interface WebRtcConnectOptions extends ClientOptions {
+  /** The server's signalling URL (`WebRtcSignalling.url`). */
+  url: string;
+  /** The 2048-byte connect token your web backend handed out (the same as for UDP). */
+  token: Uint8Array;
+  /** Receives every event of the netcode client (connected, message, delivery, disconnected, …). */
+  onEvent: (event: ClientEvent) => void;
+  /** Time from the request to an open data channel before failing with `timeout`. Default 10 000. */
+  openTimeoutMs?: number;
+  /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
+  rtcConfiguration?: RTCConfiguration;
+  /** The `RTCPeerConnection` class (default the browser's; tests in Node pass node-datachannel's polyfill). */
+  RTCPeerConnection?: new (configuration?: RTCConfiguration) => RTCPeerConnection;
+  /** The `fetch` to post the offer with (default the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A browser's netcode connection over WebRTC: the `Client` and its transport. */
+export interface WebRtcConnection {
+  /** The netcode client (`send`, `sendRaw`, `stats`, `state`, …): the same object as over UDP. */
+  readonly client: Client;
+  /** Close the client (its redundant DISCONNECTs leave), then the channel and the peer connection. */
+  close(): Promise<void>;
+}
+
+function base64(b: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]!);
+  return btoa(s);
+}
+
+/**
+ * Connect to a gamewire server from a browser (or anything with `RTCPeerConnection`): post an offer
+ * and the connect token to the server's signalling endpoint, open one pre-negotiated unordered,
+ * unreliable data channel, and run a netcode `Client` over it (handshake, encryption, lanes, stats:
+ * the same as over UDP). Resolves once the channel is open and the netcode handshake has started;
+ * `onEvent` then sees `connected` (or `disconnected` with the reason). Rejects with
+ * {@link WebRtcConnectError}; throws `GamewireError('invalid-argument')` for a missing token or URL.
+ */
+export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebRtcConnection> {
+  const { url, token, onEvent } = options;
+  if (typeof url !== 'string' || url.length === 0) throw new GamewireError('invalid-argument', 'url is required');
+  if (!(token instanceof Uint8Array) || token.length !== CONNECT_TOKEN_BYTES) {
+    throw new GamewireError('invalid-argument', `token must be the ${CONNECT_TOKEN_BYTES}-byte connect token`);
+  }
+  if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
+  const { url: _u, token: _t, onEvent: _e, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions } = options;
+  const client = new Client(clientOptions);
+  const Peer = Rtc ?? globalThis.RTCPeerConnection;
+  const post = doFetch ?? globalThis.fetch.bind(globalThis);
+  const pc = new Peer({ iceServers: [], ...rtcConfiguration });
+  const dc = pc.createDataChannel('gamewire', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+  dc.binaryType = 'arraybuffer';
+  const fail = (reason: WebRtcConnectFailure, message: string): never => {
+    dc.close();
+    pc.close();
+    throw new WebRtcConnectError(reason, message);
+  };
+  const opened = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), openTimeoutMs ?? 10_000);
+    dc.onopen = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+  });
+  const offer = await pc.createOffer();
+  await pc.setLocalDescription(offer);
+  let res: Response;
+  try {
+    res = await post(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: base64(token), sdp: pc.localDescription?.sdp ?? offer.sdp }),
+    });
+  } catch (err) {
+    return fail('unreachable', `signalling request failed: ${String(err)}`);
+  }
+  let body: { sdp?: unknown; error?: unknown } = {};
+  try {
+    body = (await res.json()) as typeof body;
+  } catch {
+    /* handled below */
+  }
+  if (!res.ok || typeof body.sdp !== 'string') {
+    const known: WebRtcConnectFailure[] = ['invalid', 'expired', 'wrong-server', 'already-connected', 'used', 'full', 'busy', 'bad-request', 'ice-timeout'];
+    const reason = known.find((k) => k === body.error) ?? 'http';
+    return fail(reason, `server answered ${res.status} ${typeof body.error === 'string' ? body.error : ''}`.trim());
+  }
+  await pc.setRemoteDescription({ type: 'answer', sdp: body.sdp });
+  if (!(await opened)) return fail('timeout', 'the data channel did not open (ICE or DTLS failed, or the server is unreachable)');
+
+  const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(client, {
+    now: () => performance.now(),
+    send: (bytes, length) => {
+      if (dc.readyState === 'open') dc.send(bytes.slice(0, length));
+    },
+    setTimer: (ms, fire) => setTimeout(fire, ms),
+    clearTimer: (t) => clearTimeout(t),
+    defer: (task) => void setTimeout(task, 0),
+  }, { onEvent, maxDatagramBytes: 1500 });
+  dc.onmessage = (e: MessageEvent) => {
+    if (e.data instanceof ArrayBuffer) loop.handleDatagram(client.serverAddress ?? '', new Uint8Array(e.data));
+  };
+  dc.onclose = () => loop.close();
+  client.connect(performance.now(), token);
+  loop.wake();
+  return {
+    client,
+    async close() {
+      client.close();
+      await loop.close();
+      // SCTP may still hold the DISCONNECTs: give them a moment before the channel goes.
+      await new Promise((r) => setTimeout(r, 100));
+      dc.close();
+      pc.close();
+    },
+  };
+}

@@ -1,0 +1,165 @@
+// The WebRTC transport, Node to Node over loopback: a netcode Server on its UdpDriver with
+// WebRtcSignalling beside it, and clients made by connectWebRtc on node-datachannel's
+// RTCPeerConnection polyfill (the browser's API). Real sockets, so adapter tests only.
+import ndc from 'node-datachannel';
+import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/browser/webrtc.js';
+import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
+import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
+import { type ClientEvent } from '../../src/netcode/client.js';
+import { Server, type ServerEvent } from '../../src/netcode/server.js';
+import { generateConnectToken } from '../../src/netcode/wire.js';
+
+const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 7);
+const PROTOCOL = 0x77n;
+const LANES = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }] as const;
+
+/** node-datachannel's RTCPeerConnection bound to loopback (libjuice gathers no loopback candidate otherwise). */
+class LoopbackPeer extends PolyfillPeer {
+  constructor(config: RTCConfiguration = {}) {
+    super({ ...config, peerConnection: new ndc.PeerConnection('client', { iceServers: [], bindAddress: '127.0.0.1' }) } as RTCConfiguration);
+  }
+}
+
+/** The polyfill's class as the DOM type (its event types are its own). */
+const Loopback = LoopbackPeer as unknown as new (c?: RTCConfiguration) => RTCPeerConnection;
+
+const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+describe('WebRTC transport (node-datachannel, loopback)', () => {
+  let server: Server;
+  let driver: UdpDriver<ServerEvent>;
+  let signalling: WebRtcSignalling;
+  let udpAddress: string;
+  const serverEvents: ServerEvent[] = [];
+  let nextId = 1n;
+
+  const token = (o: { key?: Uint8Array; ageSeconds?: number; id?: bigint } = {}): Uint8Array => generateConnectToken({
+    protocolId: PROTOCOL, privateKey: o.key ?? KEY, clientId: o.id ?? nextId++, serverAddresses: [udpAddress],
+    nowUnixSeconds: Math.floor(systemUnixTime()) - (o.ageSeconds ?? 0), expireSeconds: 30, timeoutSeconds: 5,
+  });
+
+  const connect = async (t: Uint8Array, events: ClientEvent[]): Promise<WebRtcConnection> => connectWebRtc({
+    url: signalling.url, token: t, lanes: LANES, onEvent: (e) => events.push(e), RTCPeerConnection: Loopback,
+  });
+
+  beforeAll(async () => {
+    server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40001'], unixTime: systemUnixTime, lanes: LANES, maxClients: 8 });
+    udpAddress = '127.0.0.1:40001';
+    driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
+    driver.on('event', (e) => {
+      serverEvents.push(e);
+      if (e.type === 'message') e.client.send(e.lane, e.bytes); // echo
+    });
+    signalling = await WebRtcSignalling.open(driver, server, { host: '127.0.0.1', maxPending: 4 });
+  });
+
+  afterAll(async () => {
+    server.close();
+    await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
+    await signalling.close();
+  });
+
+  it('connects with a token, echoes on every lane, shows up as one ServerClient, and disconnects cleanly', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await connect(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().find((c) => c.address.startsWith('webrtc:'));
+    expect(sc).toBeDefined();
+    const sent: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const text = `message ${i}`;
+      sent.push(text);
+      conn.client.send(0, new TextEncoder().encode(text));
+    }
+    await until(() => events.filter((e) => e.type === 'message' && e.lane === 0).length === 50);
+    const got = events.flatMap((e) => (e.type === 'message' && e.lane === 0 ? [new TextDecoder().decode(e.bytes)] : []));
+    expect(got).toEqual(sent);
+    for (let i = 0; i < 20; i++) conn.client.send(1, new Uint8Array([i]));
+    await until(() => events.some((e) => e.type === 'message' && e.lane === 1));
+    expect(conn.client.stats()?.srttMs).toBeGreaterThan(0);
+    expect(signalling.size).toBe(1);
+    await conn.close();
+    await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
+    await until(() => signalling.size === 0, 3000);
+  }, 20_000);
+
+  it('refuses missing, foreign, expired and spent tokens before any peer connection', async () => {
+    await expect(connectWebRtc({ url: signalling.url, token: new Uint8Array(10), onEvent: () => undefined, RTCPeerConnection: Loopback }))
+      .rejects.toMatchObject({ code: 'invalid-argument' });
+    const reason = async (t: Uint8Array): Promise<string> => {
+      try {
+        const c = await connect(t, []);
+        await c.close();
+        return 'connected';
+      } catch (err) {
+        expect(err).toBeInstanceOf(WebRtcConnectError);
+        return (err as WebRtcConnectError).reason;
+      }
+    };
+    const before = signalling.counters();
+    expect(await reason(token({ key: new Uint8Array(32) }))).toBe('invalid');
+    expect(await reason(token({ ageSeconds: 60 }))).toBe('expired');
+    const spent = token();
+    const events: ClientEvent[] = [];
+    const conn = await connect(spent, events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    await conn.close();
+    expect(await reason(spent)).toBe('used');
+    const after = signalling.counters();
+    expect(after.tokensRefused - before.tokensRefused).toBe(3);
+    expect(after.opened - before.opened).toBe(1);
+  }, 20_000);
+
+  it('garbage on the signalling endpoint is answered with an error and costs nothing; a client still connects after', async () => {
+    const post = (body: string, path = new URL(signalling.url).pathname, method = 'POST'): Promise<number> =>
+      fetch(new URL(path, signalling.url), { method, body: method === 'POST' ? body : undefined }).then((r) => r.status);
+    expect(await post('not json')).toBe(400);
+    expect(await post(JSON.stringify({ token: 'AAAA', sdp: 'x' }))).toBe(400);
+    expect(await post(JSON.stringify({ token: btoa('x'.repeat(2048)), sdp: 'v=0' }))).toBe(401);
+    expect(await post('x'.repeat(100_000))).toBe(413);
+    expect(await post('', '/elsewhere')).toBe(404);
+    expect(await post('', undefined, 'GET')).toBe(405);
+    expect(signalling.size).toBe(0);
+    const events: ClientEvent[] = [];
+    const conn = await connect(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    await conn.close();
+  }, 20_000);
+
+  it('garbage on the data channel is dropped and counted; the connection beside it is unaffected', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await connect(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    // A second peer that signals with a valid token, then sends junk instead of netcode.
+    const rogue = new LoopbackPeer();
+    const dc = rogue.createDataChannel('gamewire', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+    await rogue.setLocalDescription(await rogue.createOffer());
+    const bytes = token();
+    let s = '';
+    for (const b of bytes) s += String.fromCharCode(b);
+    const res = await fetch(signalling.url, { method: 'POST', body: JSON.stringify({ token: btoa(s), sdp: rogue.localDescription!.sdp }) });
+    const answer = (await res.json()) as { sdp: string };
+    await rogue.setRemoteDescription({ type: 'answer', sdp: answer.sdp });
+    await until(() => dc.readyState === 'open');
+    const malformedBefore = server.counters().malformed + server.counters().requestsDropped + server.counters().unknownAddress;
+    for (let i = 0; i < 200; i++) dc.send(Uint8Array.from({ length: (i * 37) % 1400 }, (_, k) => (k * i) & 255));
+    dc.send('text is not a datagram');
+    dc.send(new Uint8Array(4000));
+    conn.client.send(0, new TextEncoder().encode('still here'));
+    await until(() => events.some((e) => e.type === 'message' && new TextDecoder().decode(e.bytes) === 'still here'));
+    await until(() => signalling.counters().badMessages >= 2);
+    const c = server.counters();
+    expect(c.malformed + c.requestsDropped + c.unknownAddress - malformedBefore).toBeGreaterThan(0);
+    dc.close();
+    rogue.close();
+    await conn.close();
+  }, 20_000);
+});
