@@ -77,6 +77,15 @@ const STATUS: Record<Exclude<TokenCheck, 'ok'>, number> = {
 let liveInstances = 0;
 
 /**
+ * The offer without the client's ICE candidates: the server answers from the address the client's
+ * connectivity checks come from (peer-reflexive), so it never sends a packet to an address a client
+ * merely names (a client could otherwise aim the server's checks at a third party).
+ */
+function withoutCandidates(sdp: string): string {
+  return sdp.split(/\r?\n/).filter((l) => !l.startsWith('a=candidate:')).join('\r\n');
+}
+
+/**
  * Browser clients for a netcode `Server` over WebRTC data channels, on the server's own `UdpDriver`
  * (one host, one drive loop: the game sees the same `ServerClient`s whichever way they came). An HTTP
  * endpoint takes `POST {token, sdp}`: the connect token (base64) is checked first
@@ -293,7 +302,7 @@ export class WebRtcSignalling {
     const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
     let peer: Peer;
     try {
-      peer = this.makePeer(address, sdp);
+      peer = this.makePeer(address, withoutCandidates(sdp));
     } catch {
       this.ctr.add('badRequests');
       this.reply(res, 400, { error: 'bad-offer' });
