@@ -3,6 +3,7 @@ import { createSocket } from 'node:dgram';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
+import { WebRtcSignalling } from '../adapters/node/webrtc.js';
 import { cryptoRandom } from '../core/random.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
 import { Server, type ServerEvent } from '../netcode/server.js';
@@ -71,6 +72,8 @@ export interface ServeCommandOptions {
   maxClients: number;
   raw: boolean;
   quiet: boolean;
+  /** TCP port of the WebRTC signalling endpoint for browser clients (0 = any), or undefined for none. */
+  webrtc: number | undefined;
 }
 
 /** A netcode echo server until SIGINT/SIGTERM: every message (or raw payload) goes back to its client. */
@@ -84,6 +87,7 @@ export async function runServe(o: ServeCommandOptions): Promise<number> {
     unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
   });
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
+  const webrtc = o.webrtc === undefined ? undefined : await WebRtcSignalling.open(driver, server, { host: o.host, port: o.webrtc });
   let echoed = 0;
   driver.on('event', (e: ServerEvent) => {
     if (e.type === 'message') {
@@ -101,11 +105,13 @@ export async function runServe(o: ServeCommandOptions): Promise<number> {
     }
   });
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
+  if (webrtc !== undefined) process.stderr.write(`serve: browser clients (WebRTC) at ${webrtc.url}\n`);
   await untilStopSignal();
   const c = server.counters();
   process.stderr.write(`serve: ${c.clientsConnected} clients, ${echoed} echoed, ${c.requestsDropped + c.responsesDropped + c.malformed} dropped\n`);
   server.close();
   await driver.close({ linger: true });
+  await webrtc?.close();
   return 0;
 }
 
@@ -247,6 +253,7 @@ interface NetcodeFlags {
   count: number;
   interval: number;
   size?: number;
+  webrtc?: number;
 }
 
 /** Add `gamewire token`, `serve` and `connect` (netcode 1.02) to `program`. */
@@ -280,10 +287,12 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--max-clients <n>', 'most connected clients (1..65536)', arg((v) => parseUint(v, '--max-clients')), 256)
     .option('--raw', 'raw payloads (interoperates with any netcode 1.02 client) instead of gamewire lanes')
     .option('--quiet', 'no per-client lines')
+    .option('--webrtc <port>', 'also take browser clients: WebRTC signalling on this TCP port (0 = any; the URL is printed)', arg((v) => parsePort(v, '--webrtc')))
     .action(async (o: NetcodeFlags) => {
       if (o.maxClients < 1 || o.maxClients > 65_536) throw new UsageError('--max-clients must be in 1..65536');
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
+        webrtc: o.webrtc,
       }));
     });
 

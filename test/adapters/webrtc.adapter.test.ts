@@ -10,6 +10,7 @@ import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
+import { gamewire, waitForStderr } from './helpers.js';
 
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 7);
 const PROTOCOL = 0x77n;
@@ -162,4 +163,29 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     rogue.close();
     await conn.close();
   }, 20_000);
+});
+
+describe('gamewire serve --webrtc (spawned)', () => {
+  it('takes a browser-style client over WebRTC beside UDP: the echo comes back and the client disconnects cleanly', async () => {
+    const KEY_HEX = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
+    const s = gamewire('serve', '--port', '0', '--host', '127.0.0.1', '--key', KEY_HEX, '--protocol-id', 'abcd', '--webrtc', '0');
+    try {
+      const udpPort = Number((await waitForStderr(s, /listening on 127\.0\.0\.1:(\d+)/))[1]);
+      const url = (await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+)/))[1]!;
+      const token = generateConnectToken({
+        protocolId: 0xabcdn, privateKey: Uint8Array.from({ length: 32 }, (_, i) => i), clientId: 5n, serverAddresses: [`127.0.0.1:${udpPort}`],
+        nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+      });
+      const events: ClientEvent[] = [];
+      const conn = await connectWebRtc({ url, token, onEvent: (e) => events.push(e), RTCPeerConnection: Loopback });
+      await until(() => events.some((e) => e.type === 'connected'));
+      conn.client.send(0, new TextEncoder().encode('over webrtc'));
+      await until(() => events.some((e) => e.type === 'message' && new TextDecoder().decode(e.bytes) === 'over webrtc'));
+      await conn.close();
+      await waitForStderr(s, /client 5 \(webrtc:\d+\) disconnected \(peer\)/);
+    } finally {
+      s.child.kill('SIGINT');
+      expect(await s.exit).toBe(0);
+    }
+  }, 30_000);
 });
