@@ -1,6 +1,7 @@
 import { DriveLoop } from '../core/drive-loop.js';
 import { GamewireError } from '../core/errors.js';
 import { Client, type ClientEvent, type ClientOptions } from '../netcode/client.js';
+import { WEBRTC_UNDERLAY } from '../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../netcode/wire.js';
 
 /** Why {@link connectWebRtc} failed: the server's refusal of the token, or what went wrong on the way. */
@@ -68,7 +69,7 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   }
   if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
   const { url: _u, token: _t, onEvent: _e, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions } = options;
-  const client = new Client(clientOptions);
+  const client = new Client(clientOptions, WEBRTC_UNDERLAY);
   const Peer = Rtc ?? globalThis.RTCPeerConnection;
   const post = doFetch ?? globalThis.fetch.bind(globalThis);
   const pc = new Peer({ iceServers: [], ...rtcConfiguration });

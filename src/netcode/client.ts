@@ -7,7 +7,8 @@ import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import {
-  NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions, type ResolvedCarry,
+  type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions,
+  type ResolvedCarry,
 } from './options.js';
 import {
   addressToKey, type ConnectTokenPublic, NetcodePacketType as T, readConnectToken, readPacket, ReplayProtection,
@@ -108,11 +109,14 @@ export class Client implements Endpoint<ClientEvent> {
   private maxClients = 0;
   private waker: (() => void) | undefined;
 
-  /** Throws `invalid-config` on bad options. */
-  constructor(o: ClientOptions = {}) {
+  /**
+   * Throws `invalid-config` on bad options. `underlay` (internal): what carries the packets when it is
+   * not UDP (the WebRTC transport passes its own, for the path's overhead and the largest payload).
+   */
+  constructor(o: ClientOptions = {}, underlay?: CarryUnderlay) {
     checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
     this.crypto = o.crypto ?? nobleCrypto;
-    this.carry = resolveCarry(o);
+    this.carry = resolveCarry(o, underlay);
   }
 
   /** The current state. */
@@ -239,7 +243,7 @@ export class Client implements Endpoint<ClientEvent> {
         if (state === 'sending-response') {
           this.clientIndex = readU32LE(p.body, 0);
           this.maxClients = readU32LE(p.body, 4);
-          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, NETCODE_MAX_PAYLOAD_BYTES, 1, 1);
+          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1);
           this.setState(now, 'connected');
           this.events.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });
         }

@@ -43,24 +43,46 @@ export interface ResolvedCarry {
   raw: boolean;
   session: SessionOptions | undefined;
   maxRawQueue: number;
+  /** Largest session body in one payload packet, bytes. */
+  maxPayloadBytes: number;
 }
 
-/** @internal Validate what a connection carries; throws `invalid-config`. */
-export function resolveCarry(o: NetcodeCarryOptions): ResolvedCarry {
+/**
+ * @internal What carries the netcode packets: the bytes it adds to each on the wire (counted by the
+ * path, so pacing is honest) and the largest session body that keeps a packet in one of its datagrams.
+ */
+export interface CarryUnderlay {
+  overheadBytes: number;
+  maxPayloadBytes: number;
+}
+
+/** @internal UDP over IPv4: 28 bytes of headers; the standard's 1,200-byte payloads. */
+export const UDP_UNDERLAY: CarryUnderlay = { overheadBytes: UDP_IPV4_OVERHEAD_BYTES, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES };
+
+/**
+ * @internal A WebRTC data channel: UDP/IPv4 28, DTLS 1.2 record with AES-GCM 37 (13 header, 8
+ * explicit nonce, 16 tag), SCTP common and DATA chunk headers 28, padding ≤ 3: 96 bytes. SCTP packets
+ * are at most 1,200 bytes (libdatachannel's and Chromium's default), so a message above 1,172 bytes
+ * is split in two; a session body of 1,147 bytes keeps a netcode packet (up to 25 bytes more) whole.
+ */
+export const WEBRTC_UNDERLAY: CarryUnderlay = { overheadBytes: 96, maxPayloadBytes: 1147 };
+
+/** @internal Validate what a connection carries (over `underlay`, default UDP); throws `invalid-config`. */
+export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = UDP_UNDERLAY): ResolvedCarry {
   const raw = o.raw ?? false;
   checkConfig(typeof raw === 'boolean', 'raw must be a boolean');
   checkConfig(!raw || (o.lanes === undefined && o.channels === undefined && o.acks === undefined),
     'raw mode carries no lanes: give raw or lanes/channels/acks, not both');
   const maxRawQueue = o.maxRawQueue ?? 1024;
   checkConfig(Number.isInteger(maxRawQueue) && maxRawQueue >= 1 && maxRawQueue <= 65_536, 'maxRawQueue must be an integer in 1..65536');
-  if (raw) return { raw, session: undefined, maxRawQueue };
+  if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
   const c = resolveConnectionOptions({
     ...(o.lanes === undefined ? {} : { lanes: o.lanes }),
     ...(o.channels === undefined ? {} : { channels: o.channels }),
     ...(o.acks === undefined ? {} : { acks: o.acks }),
-    path: { ...(o.path ?? {}), overheadBytes: UDP_IPV4_OVERHEAD_BYTES + NETCODE_PACKET_OVERHEAD_BYTES },
+    path: { ...(o.path ?? {}), overheadBytes: underlay.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
   });
-  return { raw, session: c, maxRawQueue };
+  return { raw, session: c, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
 }
 
 /** @internal Check and queue (a copy of) one raw payload; throws `message-too-large`, `queue-full`. */

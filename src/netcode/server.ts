@@ -9,7 +9,8 @@ import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import {
-  NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions, type ResolvedCarry,
+  type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions,
+  type ResolvedCarry,
 } from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
@@ -113,6 +114,9 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   private readonly unixTime: (now: number) => number;
   /** @internal */ readonly crypto: CryptoProvider;
   /** @internal */ readonly carry: ResolvedCarry;
+  private readonly carryOptions: NetcodeCarryOptions;
+  // Other transports carried beside UDP (registerUnderlay): clients whose address starts with a prefix get its carry.
+  private readonly underlays: { prefix: string; carry: ResolvedCarry }[] = [];
   protected readonly host: Host<ServerClient, ServerEvent>;
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
@@ -152,6 +156,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     this.maxClients = max;
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o);
+    this.carryOptions = o;
     (o.random ?? cryptoRandom)(this.challengeKey);
     for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
     this.host = new Host<ServerClient, ServerEvent>({
@@ -191,6 +196,20 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     if (this.history.get(macKey(pub.privateData.subarray(pub.privateData.length - TAG_BYTES)))?.consumed === true) return 'used';
     if (this.clientIds.size >= this.maxClients) return 'full';
     return 'ok';
+  }
+
+  /**
+   * @internal Clients whose address starts with `prefix` come over `underlay` (not UDP): their
+   * sessions count its overhead and keep payloads within its datagrams. The WebRTC adapter calls it.
+   */
+  registerUnderlay(prefix: string, underlay: CarryUnderlay): void {
+    this.underlays.push({ prefix, carry: resolveCarry(this.carryOptions, underlay) });
+  }
+
+  /** @internal What a client at `address` carries. */
+  carryFor(address: Address): ResolvedCarry {
+    for (const u of this.underlays) if (address.startsWith(u.prefix)) return u.carry;
+    return this.carry;
   }
 
   /** Disconnect every client (each is sent redundant DISCONNECTs). */
@@ -402,9 +421,9 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
     this.userData = b.subarray(2 * KEY_BYTES);
     this.timeoutMs = m.timeoutMs;
-    const s = server.carry.session;
+    const carry = server.carryFor(address);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
-    if (s !== undefined) this.session = new Session(s, NETCODE_MAX_PAYLOAD_BYTES, 1, 2);
+    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2);
     this.events.push({ type: 'connected', client: this });
   }
 

@@ -18,8 +18,21 @@ const LANES = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }] as const;
 
 /** node-datachannel's RTCPeerConnection bound to loopback (libjuice gathers no loopback candidate otherwise). */
 class LoopbackPeer extends PolyfillPeer {
+  /** The largest datagram any client channel sent, bytes. */
+  static largestSent = 0;
+
   constructor(config: RTCConfiguration = {}) {
     super({ ...config, peerConnection: new ndc.PeerConnection('client', { iceServers: [], bindAddress: '127.0.0.1' }) } as RTCConfiguration);
+  }
+
+  override createDataChannel(label: string, init?: RTCDataChannelInit): ReturnType<PolyfillPeer['createDataChannel']> {
+    const dc = super.createDataChannel(label, init);
+    const send = dc.send.bind(dc);
+    dc.send = (data: Parameters<typeof send>[0]) => {
+      if (data instanceof Uint8Array) LoopbackPeer.largestSent = Math.max(LoopbackPeer.largestSent, data.length);
+      send(data);
+    };
+    return dc;
   }
 }
 
@@ -86,6 +99,14 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     for (let i = 0; i < 20; i++) conn.client.send(1, new Uint8Array([i]));
     await until(() => events.some((e) => e.type === 'message' && e.lane === 1));
     expect(conn.client.stats()?.srttMs).toBeGreaterThan(0);
+    // A 200 KB message each way: every datagram stays within one SCTP packet (1,172 bytes of data).
+    const big = Uint8Array.from({ length: 200_000 }, (_, i) => (i * 13) & 255);
+    conn.client.send(0, big);
+    await until(() => events.some((e) => e.type === 'message' && e.lane === 0 && e.bytes.length === big.length));
+    const back = events.find((e) => e.type === 'message' && e.bytes.length === big.length);
+    expect(back?.type === 'message' && back.bytes).toEqual(big);
+    expect(LoopbackPeer.largestSent).toBeGreaterThan(1100);
+    expect(LoopbackPeer.largestSent).toBeLessThanOrEqual(1172);
     expect(signalling.size).toBe(1);
     await conn.close();
     await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
