@@ -13,13 +13,13 @@
  * (LATENCY_SVG=file / LATENCY_JSON=file write the plot / raw figures elsewhere).
  * LATENCY_SEEDS=n sets the seeds per scenario (default 7).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
+import { ADDR_B, ipOut, LinkedNamespaces, sleep } from './linkem.js';
 import { writeReadmeSection } from './readme.js';
 import { NonCryptoRng } from '../src/core/rng.js';
 import type { LinkConfig } from '../src/sim/config.js';
@@ -499,10 +499,8 @@ function part3(): { data: Part3; text: string } {
 // ---------------------------------------------------------------------------------------------
 // Part 4: gamewire echo vs kernel TCP over linkem.py
 
-const LINKEM = '/work/shared/tools/linkem.py';
 const NS_A = 'gwlat-a';
 const NS_B = 'gwlat-b';
-const ADDR_B = '10.99.0.2';
 const LINKEM_COUNT = Number(process.env.LATENCY_LINKEM_COUNT ?? 1000);
 const LINKEM_ROUNDS = Number(process.env.LATENCY_LINKEM_ROUNDS ?? 2);
 
@@ -532,48 +530,6 @@ interface Part4 {
   tcp?: { avg: number; p50: number; p99: number; max: number };
 }
 
-function sh(cmd: string, args: string[]): string {
-  return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-}
-
-function ipOut(ns: string): { octets: number; packets: number } {
-  const netstat = sh('ip', ['netns', 'exec', ns, 'cat', '/proc/net/netstat']).split('\n');
-  const snmp = sh('ip', ['netns', 'exec', ns, 'cat', '/proc/net/snmp']).split('\n');
-  const field = (lines: string[], prefix: string, name: string): number => {
-    const rows = lines.filter((l) => l.startsWith(prefix));
-    const head = rows[0]!.split(/\s+/);
-    const vals = rows[1]!.split(/\s+/);
-    return Number(vals[head.indexOf(name)]);
-  };
-  return { octets: field(netstat, 'IpExt:', 'OutOctets'), packets: field(snmp, 'Ip:', 'OutRequests') };
-}
-
-/** Run `args` in namespace `ns`; resolves with stdout when it exits 0. */
-function runIn(ns: string, args: string[], children: ChildProcess[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn('ip', ['netns', 'exec', ns, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(p);
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const t = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
-      clearTimeout(t);
-      if (code === 0) resolve(out);
-      else reject(new Error(`${args.join(' ')} exited ${code}: ${err.trim().split('\n').slice(-3).join(' / ')}`));
-    });
-  });
-}
-
-function startIn(ns: string, args: string[], children: ChildProcess[]): ChildProcess {
-  const p = spawn('ip', ['netns', 'exec', ns, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  children.push(p);
-  return p;
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 function parseSummary(line: string): { avg: number; p50: number; p99: number; max: number } {
   const m = /avg=([\d.]+) p50=([\d.]+) p99=([\d.]+) max=([\d.]+)/.exec(line);
   if (m === null) throw new Error(`no rtt_ms summary in: ${line}`);
@@ -595,53 +551,15 @@ function gamewireCommands(port: number): { server: string[]; client: string[] } 
 async function part4(): Promise<{ data: Part4; text: string }> {
   const linkDesc = '50 ms one way (100 ms RTT), 10 % loss each way, 10 Mbit/s (linkem.py, queue 200 ms)';
   const data: Part4 = { ran: false, link: linkDesc, count: LINKEM_COUNT, runs: [] };
-  const children: ChildProcess[] = [];
-  let linkem: ChildProcess | undefined;
-  const made: string[] = [];
-  const cleanup = (): void => {
-    for (const p of children) if (p.exitCode === null && p.signalCode === null && p.pid !== undefined) p.kill('SIGKILL');
-    if (linkem !== undefined && linkem.exitCode === null && linkem.signalCode === null) linkem.kill('SIGKILL');
-    for (const ns of made) {
-      try {
-        for (const pid of sh('ip', ['netns', 'pids', ns]).split(/\s+/).filter((x) => x !== '')) process.kill(Number(pid), 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      try {
-        sh('ip', ['netns', 'del', ns]);
-      } catch {
-        // already gone
-      }
-    }
-  };
-  const onSignal = (): void => {
-    cleanup();
-    process.exit(130);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  let link: LinkedNamespaces | undefined;
   try {
-    if (process.getuid?.() !== 0) throw new Error('needs root (network namespaces)');
     if (!existsSync(join(ROOT, 'dist', 'cli', 'gamewire.js'))) throw new Error('dist/cli/gamewire.js missing: run npm run build first');
-    for (const ns of [NS_A, NS_B]) {
-      sh('ip', ['netns', 'add', ns]);
-      made.push(ns);
-    }
     const seconds = Math.ceil(LINKEM_ROUNDS * 2 * (LINKEM_COUNT * INTERVAL_MS / 1000 + 40)) + 60;
-    linkem = spawn('python3', [LINKEM, NS_A, NS_B, '--delay-ms', '50', '--loss', '0.1', '--rate-mbit', '10', '--seconds', String(seconds), '--seed', '1'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let linkemErr = '';
-    linkem.stderr!.on('data', (d: Buffer) => (linkemErr += d.toString()));
-    for (let i = 0; ; i++) {
-      await sleep(100);
-      if (linkem.exitCode !== null) throw new Error(`linkem.py exited: ${linkemErr.trim()}`);
-      if (sh('ip', ['-n', NS_B, 'addr']).includes(ADDR_B) && sh('ip', ['-n', NS_A, 'addr']).includes('10.99.0.1')) break;
-      if (i > 100) throw new Error('linkem.py did not set up the TUN devices in 10 s');
-    }
+    link = await LinkedNamespaces.open(NS_A, NS_B, ['--delay-ms', '50', '--loss', '0.1', '--rate-mbit', '10', '--seed', '1'], seconds);
+    const l = link;
     const gw = gamewireCommands(7000);
     const tcpEcho = join(HERE, 'tcp-echo.mjs');
-    const servers = [startIn(NS_B, gw.server, children), startIn(NS_B, ['node', tcpEcho, 'listen', ADDR_B, '7001'], children)];
+    const servers = [l.start(NS_B, gw.server), l.start(NS_B, ['node', tcpEcho, 'listen', ADDR_B, '7001'])];
     await sleep(1500);
     for (const s of servers) if (s.exitCode !== null) throw new Error(`an echo server exited (${s.spawnargs.join(' ')})`);
     const timeout = LINKEM_COUNT * INTERVAL_MS + 60_000;
@@ -653,8 +571,8 @@ async function part4(): Promise<{ data: Part4; text: string }> {
         let out: string;
         try {
           out = system === 'gamewire'
-            ? await runIn(NS_A, gw.client, children, timeout)
-            : await runIn(NS_A, ['node', tcpEcho, 'connect', ADDR_B, '7001', String(LINKEM_COUNT), String(INTERVAL_MS), String(MESSAGE_BYTES)], children, timeout);
+            ? await l.run(NS_A, gw.client, timeout)
+            : await l.run(NS_A, ['node', tcpEcho, 'connect', ADDR_B, '7001', String(LINKEM_COUNT), String(INTERVAL_MS), String(MESSAGE_BYTES)], timeout);
         } catch (e) {
           data.runs.push({ system, round, avg: NaN, p50: NaN, p99: NaN, max: NaN, clientLine: '', ipBytesPerMsg: NaN, ipPacketsPerMsg: NaN, error: (e as Error).message });
           continue;
@@ -675,9 +593,7 @@ async function part4(): Promise<{ data: Part4; text: string }> {
   } catch (e) {
     data.why = (e as Error).message;
   } finally {
-    cleanup();
-    process.removeListener('SIGINT', onSignal);
-    process.removeListener('SIGTERM', onSignal);
+    link?.cleanup();
   }
   const agg = (s: 'gamewire' | 'tcp'): Part4['gamewire'] => {
     const rs = data.runs.filter((r) => r.system === s && r.error === undefined);

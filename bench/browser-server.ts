@@ -1,0 +1,81 @@
+/**
+ * Server side of `npm run bench:browser`, run inside the server's network namespace by
+ * bench/browser.bench.ts: three echo servers for a browser on the other side of linkem.py, and the
+ * page that measures them.
+ *   - gamewire: a netcode `Server` with `WebRtcSignalling` (a reliable-ordered lane, echo; a block lane),
+ *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath),
+ *   - geckos.io 3.1.0: echo of every reliable message.
+ * Usage: tsx bench/browser-server.ts HOST. Prints "ready" to stdout once everything listens.
+ */
+import { build } from 'esbuild';
+import { createServer } from 'node:http';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import geckos from '@geckos.io/server';
+import { WebSocketServer } from 'ws';
+import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
+import { WebRtcSignalling } from '../src/adapters/node/webrtc.js';
+import { sodiumCrypto } from '../src/crypto/sodium.js';
+import { Server, type ServerEvent } from '../src/netcode/server.js';
+import { generateConnectToken } from '../src/netcode/wire.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const host = process.argv[2] ?? '127.0.0.1';
+export const PORTS = { udp: 40000, signalling: 8080, page: 8081, websocket: 8082, geckos: 9208 } as const;
+
+const KEY = Uint8Array.from({ length: 32 }, (_, i) => 200 - i);
+const PROTOCOL = 0x62726f77n;
+const LANES = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 16 << 20 }] as const;
+
+const server = new Server({
+  protocolId: PROTOCOL, privateKey: KEY, addresses: [`${host}:${PORTS.udp}`], unixTime: systemUnixTime, lanes: LANES, crypto: await sodiumCrypto(),
+});
+const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
+driver.on('event', (e: ServerEvent) => {
+  if (e.type === 'message') e.client.send(e.lane, e.bytes);
+});
+const signalling = await WebRtcSignalling.open(driver, server, { host, port: PORTS.signalling, bindAddress: host });
+
+const wss = new WebSocketServer({ host, port: PORTS.websocket });
+wss.on('connection', (ws) => {
+  ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
+});
+
+const io = geckos({ iceServers: [], bindAddress: host, cors: { origin: '*', allowAuthorization: false } });
+io.listen(PORTS.geckos);
+io.onConnection((channel) => {
+  channel.on('echo', (data) => void channel.emit('echo', data, { reliable: true }));
+});
+
+const bundles = await build({
+  entryPoints: { gamewire: join(ROOT, 'src/browser.ts'), geckos: join(ROOT, 'node_modules/@geckos.io/client/lib/index.js') },
+  bundle: true, format: 'esm', platform: 'browser', target: 'chrome120', write: false, outdir: '/out', external: ['libsodium'],
+});
+const files = new Map(bundles.outputFiles.map((f) => [`/${f.path.split('/').pop()}`, f.text]));
+const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; import geckos from "/geckos.js"; window.gw = gw; window.geckos = geckos;</script>';
+let nextClient = 1n;
+const page = createServer((req, res) => {
+  const js = files.get(req.url ?? '');
+  if (js !== undefined) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
+  if (req.url === '/token') {
+    const token = generateConnectToken({
+      protocolId: PROTOCOL, privateKey: KEY, clientId: nextClient++, serverAddresses: [`${host}:${PORTS.udp}`],
+      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 300, timeoutSeconds: 10,
+    });
+    return void res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.from(token).toString('base64'));
+  }
+  res.writeHead(200, { 'content-type': 'text/html' }).end(html);
+});
+await new Promise<void>((r) => page.listen(PORTS.page, host, r));
+process.stdout.write(`ready ${signalling.url}\n`);
+
+const stop = async (): Promise<void> => {
+  server.close();
+  await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
+  await signalling.close();
+  wss.close();
+  page.close();
+  process.exit(0);
+};
+process.once('SIGTERM', () => void stop());
+process.once('SIGINT', () => void stop());
