@@ -27,7 +27,7 @@ const ARGS = [
   '--disable-sync', '--disable-features=WebRtcHideLocalIpsWithMdns', '--allow-loopback-in-peer-connection',
 ];
 
-interface Run { system: string; sent: number; rtts: number[]; missing: number; ms: number; blockMs?: number; error?: string }
+interface Run { system: string; sent: number; rtts: number[]; missing: number; ms: number; blockMs?: number; blockAckedBytes?: number; error?: string }
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
 try {
@@ -45,7 +45,7 @@ try {
       const w = window as unknown as {
         markStart(): Promise<void>;
         markEnd(): Promise<void>;
-        gw: { connectWebRtc(o: object): Promise<{ client: { send(l: number, b: Uint8Array, notice?: boolean): number }; close(): Promise<void> }> };
+        gw: { connectWebRtc(o: object): Promise<{ client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined }; close(): Promise<void> }> };
         geckos: (o: object) => { onConnect(cb: (err?: unknown) => void): void; emit(e: string, d: unknown, o: object): void; on(e: string, cb: (d: unknown) => void): void; close(): void };
       };
       const INTERVAL = 20;
@@ -86,11 +86,12 @@ try {
             await w.markStart();
             const b0 = performance.now();
             conn.client.send(1, new Uint8Array(16 << 20).fill(7), true);
-            for (let waited = 0; !blockDone && waited < 300_000; waited += 50) await sleep(50);
+            for (let waited = 0; !blockDone && waited < 180_000; waited += 50) await sleep(50);
             const blockMs = performance.now() - b0;
+            const acked = blockDone ? 16 << 20 : (conn.client.blockProgress()?.sending.current?.ackedBytes ?? 0);
             await w.markEnd();
             await conn.close();
-            return { system, sent: 1, rtts: [], missing: blockDone ? 0 : 1, ms: performance.now() - t0, blockMs };
+            return { system, sent: 1, rtts: [], missing: blockDone ? 0 : 1, ms: performance.now() - t0, blockMs, blockAckedBytes: acked };
           }
           send = (id) => void conn.client.send(0, body(id));
           close = () => conn.close();

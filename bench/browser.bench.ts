@@ -45,6 +45,7 @@ interface Run {
   ipBytesPerMsg: number;
   ipPacketsPerMsg: number;
   blockMs?: number;
+  blockAckedBytes?: number;
   error?: string;
 }
 
@@ -62,7 +63,9 @@ function table(head: string[], rows: (string | number)[][]): string {
 }
 
 function summarise(round: number, line: string): Run {
-  const j = JSON.parse(line) as { system: string; sent: number; rtts: number[]; missing: number; ipBytes: number; ipPackets: number; blockMs?: number; error?: string };
+  const j = JSON.parse(line) as {
+    system: string; sent: number; rtts: number[]; missing: number; ipBytes: number; ipPackets: number; blockMs?: number; blockAckedBytes?: number; error?: string;
+  };
   const r = [...j.rtts].sort((a, b) => a - b);
   const run: Run = {
     system: j.system, round, sent: j.sent, missing: j.missing,
@@ -70,6 +73,7 @@ function summarise(round: number, line: string): Run {
     ipBytesPerMsg: j.ipBytes / j.sent, ipPacketsPerMsg: j.ipPackets / j.sent,
   };
   if (j.blockMs !== undefined) run.blockMs = j.blockMs;
+  if (j.blockAckedBytes !== undefined) run.blockAckedBytes = j.blockAckedBytes;
   if (j.error !== undefined) run.error = j.error;
   return run;
 }
@@ -79,7 +83,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   if (!existsSync('/usr/bin/chromium')) throw new Error('needs /usr/bin/chromium (apt-get install chromium)');
   const runs: Run[] = [];
-  const seconds = ROUNDS * (3 * (COUNT * 0.02 + 80)) + (BLOCK ? 400 : 0) + 120;
+  const seconds = ROUNDS * (3 * (COUNT * 0.02 + 80)) + (BLOCK ? 260 : 0) + 120;
   const link = await LinkedNamespaces.open(NS_A, NS_B, ['--delay-ms', '50', '--loss', '0.1', '--rate-mbit', '10', '--seed', '1'], seconds);
   try {
     let ready = false;
@@ -146,7 +150,8 @@ async function main(): Promise<void> {
   const block = runs.find((r) => r.system === 'block');
   const floorMs = ((BLOCK_BYTES * 8) / 10e6 / 0.9) * 1000;
   const blockText = block === undefined ? ['Block: not run.'] : [
-    `16 MiB block browser → server on the gamewire block lane: ${block.error ?? (block.missing === 0 ? `${f1((block.blockMs ?? NaN) / 1000)} s` : 'not delivered within 300 s')}; ` +
+    `16 MiB block browser → server on the gamewire block lane: ${block.error ?? (block.missing === 0 ? `${f1((block.blockMs ?? NaN) / 1000)} s`
+      : `not delivered within 180 s (${f1((block.blockAckedBytes ?? 0) / 2 ** 20)} MiB acked: ${f1(((block.blockAckedBytes ?? 0) * 8) / ((block.blockMs ?? 1) * 1000))} Mbit/s)`)}; ` +
       `the link's floor (16 MiB at 10 Mbit/s × 0.9 for the loss) is ${f1(floorMs / 1000)} s: ${block.blockMs !== undefined && block.missing === 0 ? `${(block.blockMs / floorMs).toFixed(2)}× the floor` : '—'}; ` +
       `${f1(block.ipBytesPerMsg / 1e6)} MB of IP sent by the browser. The data channel runs SCTP's congestion control under our own pacing: ` +
       'SCTP halves its window on every loss, so at 10 % loss it, not the link, sets the block lane\'s rate.',

@@ -47,6 +47,10 @@ export interface WebRtcConnection {
   close(): Promise<void>;
 }
 
+/** Bytes waiting in the data channel above which the client holds datagrams back (two full ones), and below which it resumes. */
+const CHANNEL_HIGH_BYTES = 2400;
+const CHANNEL_LOW_BYTES = 1200;
+
 function base64(b: Uint8Array): string {
   let s = '';
   for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]!);
@@ -113,15 +117,23 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   await pc.setRemoteDescription({ type: 'answer', sdp: body.sdp });
   if (!(await opened)) return fail('timeout', 'the data channel did not open (ICE or DTLS failed, or the server is unreachable)');
 
+  // SCTP's congestion control runs under the channel even unordered and unreliable: under loss it
+  // sends less than our path would. Datagrams wait in our lanes (where later messages merge into
+  // them) rather than in the channel's buffer: the loop stops sending while more than two datagrams
+  // wait there, and resumes when the buffer drains.
+  const scratch = new Uint8Array(1500);
+  dc.bufferedAmountLowThreshold = CHANNEL_LOW_BYTES;
   const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(client, {
     now: () => performance.now(),
     send: (bytes, length) => {
       if (dc.readyState === 'open') dc.send(bytes.slice(0, length));
     },
+    buffer: () => (dc.bufferedAmount > CHANNEL_HIGH_BYTES ? undefined : scratch),
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
     defer: (task) => void setTimeout(task, 0),
-  }, { onEvent, maxDatagramBytes: 1500 });
+  }, { onEvent, maxDatagramBytes: scratch.length });
+  dc.onbufferedamountlow = () => loop.wake();
   dc.onmessage = (e: MessageEvent) => {
     if (e.data instanceof ArrayBuffer) loop.handleDatagram(client.serverAddress ?? '', new Uint8Array(e.data));
   };
