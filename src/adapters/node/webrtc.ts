@@ -53,8 +53,13 @@ export const WEBRTC_ADDRESS_PREFIX = 'webrtc:';
 const MAX_BODY_BYTES = 64 * 1024;
 /** Largest datagram taken from a channel, bytes (netcode's largest packet is 1,225). */
 const MAX_MESSAGE_BYTES = 1500;
-/** Bytes queued in a channel above which datagrams to it are dropped (an unreliable path: dropping is the outcome). */
-const MAX_BUFFERED_BYTES = 256 * 1024;
+/**
+ * Bytes queued in a channel above which datagrams to it are dropped (an unreliable path: dropping is
+ * the outcome, and the lanes resend). SCTP's window under loss is small; a deep queue behind it costs
+ * seconds (bench:browser echo p99: 937 ms at 256 KiB, ~250 ms at 16 KiB, 2.9-47 s at 4 KiB, where
+ * too much is dropped).
+ */
+const MAX_BUFFERED_BYTES = 16 * 1024;
 /** How long a peer connection stays after its netcode client disconnected, so the redundant DISCONNECTs leave. */
 const CLOSE_LINGER_MS = 1000;
 
