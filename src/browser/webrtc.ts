@@ -1,4 +1,6 @@
 import { DriveLoop } from '../core/drive-loop.js';
+import type { LinkConfig } from '../sim/config.js';
+import { RealTimeLink } from './simulated.js';
 import { GamewireError } from '../core/errors.js';
 import { Client, type ClientEvent, type ClientOptions } from '../netcode/client.js';
 import { WEBRTC_UNDERLAY } from '../netcode/options.js';
@@ -45,6 +47,13 @@ export interface WebRtcConnection {
   readonly client: Client;
   /** Close the client (its redundant DISCONNECTs leave), then the channel and the peer connection. */
   close(): Promise<void>;
+  /**
+   * Pass both directions through the simulator's `Link` (loss, latency and jitter in ms, rate, …; the
+   * same settings each way), on the real clock, to see how the game plays on a worse network; call
+   * again to change it, or with `undefined` to stop. Throws `GamewireError('invalid-config')` on bad
+   * settings. The connection's stats then show the simulated path.
+   */
+  simulate(config: Partial<LinkConfig> | undefined): void;
 }
 
 /** Bytes waiting in the data channel above which the client holds datagrams back (two full ones), and below which it resumes. */
@@ -123,11 +132,14 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   // wait there, and resumes when the buffer drains.
   const scratch = new Uint8Array(1500);
   dc.bufferedAmountLowThreshold = CHANNEL_LOW_BYTES;
+  const now = (): number => performance.now();
+  const up = new RealTimeLink((b) => {
+    if (dc.readyState === 'open') dc.send(b as Uint8Array<ArrayBuffer>);
+  }, now, 1);
+  const down = new RealTimeLink((b) => loop.handleDatagram(client.serverAddress ?? '', b), now, 2);
   const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(client, {
-    now: () => performance.now(),
-    send: (bytes, length) => {
-      if (dc.readyState === 'open') dc.send(bytes.slice(0, length));
-    },
+    now,
+    send: (bytes, length) => up.send(bytes.slice(0, length)),
     buffer: () => (dc.bufferedAmount > CHANNEL_HIGH_BYTES ? undefined : scratch),
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
@@ -135,13 +147,17 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   }, { onEvent, maxDatagramBytes: scratch.length });
   dc.onbufferedamountlow = () => loop.wake();
   dc.onmessage = (e: MessageEvent) => {
-    if (e.data instanceof ArrayBuffer) loop.handleDatagram(client.serverAddress ?? '', new Uint8Array(e.data));
+    if (e.data instanceof ArrayBuffer) down.send(new Uint8Array(e.data));
   };
   dc.onclose = () => loop.close();
   client.connect(performance.now(), token);
   loop.wake();
   return {
     client,
+    simulate(config) {
+      up.configure(config);
+      down.configure(config);
+    },
     async close() {
       client.close();
       await loop.close();

@@ -1,3 +1,4 @@
+/// <reference path="./libsodium.d.ts" />
 import { type CryptoProvider, TAG_BYTES } from './provider.js';
 
 /** The parts of libsodium's Emscripten module this file calls (C ABI; 64-bit lengths as two 32-bit halves). */

@@ -48,8 +48,9 @@ export interface ResolvedCarry {
 }
 
 /**
- * @internal What carries the netcode packets: the bytes it adds to each on the wire (counted by the
- * path, so pacing is honest) and the largest session body that keeps a packet in one of its datagrams.
+ * What carries the netcode packets (used by gamewire's own transports): the bytes it adds to each on
+ * the wire (counted by the path, so pacing is honest) and the largest session body that keeps a
+ * packet in one of its datagrams.
  */
 export interface CarryUnderlay {
   overheadBytes: number;

@@ -113,6 +113,21 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     await until(() => signalling.size === 0, 3000);
   }, 20_000);
 
+  it('simulate(): the same reliable lane through 100 ms of added latency and 10 % loss each way, then back to normal', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await connect(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    conn.simulate({ latencyMs: 50, loss: 0.1 });
+    for (let i = 0; i < 40; i++) conn.client.send(0, Uint8Array.of(i));
+    await until(() => events.filter((e) => e.type === 'message').length === 40, 15_000);
+    expect(events.flatMap((e) => (e.type === 'message' ? [e.bytes[0]] : []))).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    const slow = conn.client.stats()!;
+    expect(slow.srttMs).toBeGreaterThan(90); // 50 ms each way added
+    expect(() => conn.simulate({ loss: 2 })).toThrow(/invalid-config/);
+    conn.simulate(undefined);
+    await conn.close();
+  }, 30_000);
+
   it('refuses missing, foreign, expired and spent tokens before any peer connection', async () => {
     await expect(connectWebRtc({ url: signalling.url, token: new Uint8Array(10), onEvent: () => undefined, RTCPeerConnection: Loopback }))
       .rejects.toMatchObject({ code: 'invalid-argument' });
