@@ -391,6 +391,29 @@ describe('PacketAcks: scenarios', () => {
     expect(s.latestRttMs).toBeLessThan(60.2);
   });
 
+  it('RTT jumps above the loss timeout: late acks of packets already declared lost still give RTT samples', () => {
+    // 2 ms RTT, then 200 ms: every packet is declared lost before its ack comes back. Without a
+    // sample from those late acks srtt would stay at 2 ms and every packet would be "lost" forever.
+    const fast = { delayMs: 1, jitterMs: 0, loss: 0, dup: 0 };
+    const w = new World(12, { ...fast }, { ...fast });
+    w.a.startData(0, 50, 8000);
+    w.b.startData(0, 50, 8000);
+    w.run(2000);
+    expect(w.a.acks.stats(w.now).srttMs).toBeLessThan(3);
+    w.ab.delayMs = w.ba.delayMs = 100;
+    w.run(5000);
+    const s = w.a.acks.stats(w.now);
+    expect(s.latestRttMs).toBeGreaterThan(190);
+    expect(s.srttMs).toBeGreaterThan(180);
+    // Once srtt has caught up, packets are no longer declared lost before their acks.
+    const spuriousBefore = s.spuriousLosses;
+    w.run(8000);
+    expect(w.a.acks.stats(w.now).spuriousLosses).toBe(spuriousBefore);
+    w.settle();
+    checkSender(w.a);
+    checkSender(w.b);
+  });
+
   it('stats: loss % near the link loss rate, rates and counts consistent', () => {
     const w = new World(8, { delayMs: 30, jitterMs: 4, loss: 0.1, dup: 0 }, { delayMs: 30, jitterMs: 4, loss: 0.1, dup: 0 });
     w.a.startData(0, 60, 20_000);

@@ -619,10 +619,12 @@ export class PacketAcks<T> {
     const mask = this.sMask;
     let p = this.lowerBound(ackAbs - 32 - 8 * h.extBytes);
     if (p >= this.tail) return;
-    // The RTT sample comes first so that the loss check below uses it.
+    // The RTT sample comes first so that the loss check below uses it. A packet already declared lost
+    // gives one too: when the RTT jumps above the loss timeout, every ack is late, and without those
+    // samples srtt (and with it the loss timeout) would never catch up.
     let sampled = false;
     const last = this.lowerBound(ackAbs);
-    if (last < this.tail && this.sRec[3 * (last & mask)] === ackAbs && this.sState[last & mask] === PENDING
+    if (last < this.tail && this.sRec[3 * (last & mask)] === ackAbs && this.sState[last & mask] !== DELIVERED
       && h.ackDelay < MAX_ACK_DELAY_VALUE) {
       const raw = now - this.sRec[3 * (last & mask) + 1]!;
       this.latestRawRtt = raw;
