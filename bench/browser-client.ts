@@ -3,7 +3,7 @@
  * bench/browser.bench.ts: headless Chromium (Debian's, via playwright-core) loads the page of
  * bench/browser-server.ts and echoes one 100-byte message every 20 ms through each system in turn.
  * Usage: tsx bench/browser-client.ts SERVER_HOST COUNT SYSTEM[,SYSTEM…]
- * SYSTEM is gamewire, websocket, geckos (echo) or block (a 16 MiB block browser → server on the
+ * SYSTEM is gamewire, websocket, geckos, raw (a bare unreliable data channel; echo) or block (a 16 MiB block browser → server on the
  * gamewire block lane). Prints one JSON line per run: { system, sent, rtts, missing, ms, ipBytes,
  * ipPackets } with the IP bytes and packets this namespace sent while the system ran (page load excluded).
  */
@@ -95,6 +95,20 @@ try {
           }
           send = (id) => void conn.client.send(0, body(id));
           close = () => conn.close();
+        } else if (system === 'raw') {
+          const pc = new RTCPeerConnection({ iceServers: [] });
+          const dc = pc.createDataChannel('raw', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+          dc.binaryType = 'arraybuffer';
+          await pc.setLocalDescription(await pc.createOffer());
+          const answer = await (await fetch('/raw', { method: 'POST', body: pc.localDescription!.sdp })).text();
+          await pc.setRemoteDescription({ type: 'answer', sdp: answer });
+          await new Promise<void>((resolve, reject) => {
+            dc.onopen = () => resolve();
+            setTimeout(() => reject(new Error('raw channel did not open')), 30_000);
+          });
+          dc.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
+          send = (id) => dc.send(body(id));
+          close = () => pc.close();
         } else if (system === 'websocket') {
           const ws = new WebSocket(`ws://${host}:8082`);
           ws.binaryType = 'arraybuffer';
@@ -119,7 +133,9 @@ try {
           send(i);
           await sleep(INTERVAL);
         }
-        for (let waited = 0; sentAt.size > 0 && waited < 60_000; waited += 50) await sleep(50);
+        // A bare channel never resends: what is missing 3 s after the last send is lost.
+        const wait = system === 'raw' ? 3000 : 60_000;
+        for (let waited = 0; sentAt.size > 0 && waited < wait; waited += 50) await sleep(50);
         await w.markEnd();
         await close();
         return { system, sent: count, rtts, missing: sentAt.size, ms: performance.now() - t0 };

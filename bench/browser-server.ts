@@ -4,7 +4,9 @@
  * page that measures them.
  *   - gamewire: a netcode `Server` with `WebRtcSignalling` (a reliable-ordered lane, echo; a block lane),
  *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath),
- *   - geckos.io 3.1.0: echo of every reliable message.
+ *   - geckos.io 3.1.0: echo of every reliable message,
+ *   - a bare WebRTC data channel (unordered, no retransmission; POST /raw with the offer): echo of
+ *     every message, no protocol of ours on it: what the transport itself does to the messages that arrive.
  * Usage: tsx bench/browser-server.ts HOST. Prints "ready" to stdout once everything listens.
  */
 import { build } from 'esbuild';
@@ -12,6 +14,7 @@ import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import geckos from '@geckos.io/server';
+import ndc from 'node-datachannel';
 import { WebSocketServer } from 'ws';
 import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
 import { WebRtcSignalling } from '../src/adapters/node/webrtc.js';
@@ -57,6 +60,21 @@ let nextClient = 1n;
 const page = createServer((req, res) => {
   const js = files.get(req.url ?? '');
   if (js !== undefined) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
+  if (req.url === '/raw' && req.method === 'POST') {
+    let offer = '';
+    req.on('data', (c: Buffer) => void (offer += c.toString()));
+    req.on('end', () => {
+      const pc = new ndc.PeerConnection('raw', { iceServers: [], bindAddress: host });
+      pc.setRemoteDescription(offer, 'offer' as never);
+      const dc = pc.createDataChannel('raw', { negotiated: true, id: 0, unordered: true, maxRetransmits: 0 });
+      dc.onMessage((m) => void dc.sendMessageBinary(m as Buffer));
+      dc.onClosed(() => pc.close());
+      const answer = (): void => void res.writeHead(200, { 'content-type': 'text/plain' }).end(pc.localDescription()?.sdp ?? '');
+      if (pc.gatheringState() === 'complete') answer();
+      else pc.onGatheringStateChange((st) => st === 'complete' && answer());
+    });
+    return;
+  }
   if (req.url === '/token') {
     const token = generateConnectToken({
       protocolId: PROTOCOL, privateKey: KEY, clientId: nextClient++, serverAddresses: [`${host}:${PORTS.udp}`],

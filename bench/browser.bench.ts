@@ -7,7 +7,8 @@
  * gamewire block lane against the link's floor. Writes the "## browser" section of bench/README.md
  * and bench/results/browser.json.
  *   BROWSER_BENCH_COUNT (default 500) messages per run, BROWSER_BENCH_ROUNDS (default 3) rounds,
- *   BROWSER_BENCH_BLOCK=0 skips the block; with either of the first two set nothing is written.
+ *   BROWSER_BENCH_BLOCK=0 skips the block, BROWSER_BENCH_SYSTEMS=gamewire,raw runs only those (of
+ *   gamewire, websocket, geckos, raw); with any of these set nothing is written.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -22,14 +23,17 @@ const NS_B = 'gwbr-b';
 const COUNT = Number(process.env.BROWSER_BENCH_COUNT ?? 500);
 const ROUNDS = Number(process.env.BROWSER_BENCH_ROUNDS ?? 3);
 const BLOCK = process.env.BROWSER_BENCH_BLOCK !== '0';
-const WRITE = process.env.BROWSER_BENCH_COUNT === undefined && process.env.BROWSER_BENCH_ROUNDS === undefined && BLOCK;
+const WRITE = process.env.BROWSER_BENCH_COUNT === undefined && process.env.BROWSER_BENCH_ROUNDS === undefined
+  && process.env.BROWSER_BENCH_SYSTEMS === undefined && BLOCK;
 const LINK = '50 ms one way (100 ms RTT), 10 % loss each way, 10 Mbit/s (linkem.py, queue 200 ms)';
-const SYSTEMS = ['gamewire', 'websocket', 'geckos'] as const;
-type System = (typeof SYSTEMS)[number];
+const ALL_SYSTEMS = ['gamewire', 'websocket', 'geckos', 'raw'] as const;
+type System = (typeof ALL_SYSTEMS)[number];
+const SYSTEMS = (process.env.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
 const LABEL: Record<System, string> = {
   gamewire: 'gamewire over WebRTC, reliable-ordered',
   websocket: 'WebSocket (kernel TCP)',
   geckos: 'geckos.io 3.1.0, reliable messages',
+  raw: 'bare data channel, unreliable (no resend)',
 };
 const BLOCK_BYTES = 16 << 20;
 
@@ -83,7 +87,7 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   if (!existsSync('/usr/bin/chromium')) throw new Error('needs /usr/bin/chromium (apt-get install chromium)');
   const runs: Run[] = [];
-  const seconds = ROUNDS * (3 * (COUNT * 0.02 + 80)) + (BLOCK ? 260 : 0) + 120;
+  const seconds = ROUNDS * (SYSTEMS.length * (COUNT * 0.02 + 80)) + (BLOCK ? 260 : 0) + 120;
   const link = await LinkedNamespaces.open(NS_A, NS_B, ['--delay-ms', '50', '--loss', '0.1', '--rate-mbit', '10', '--seed', '1'], seconds);
   try {
     let ready = false;
@@ -165,7 +169,9 @@ async function main(): Promise<void> {
     `the same real loss for every system. One 100-byte message every 20 ms, ${COUNT} per run, echoed by the server; RTT per message from send to its`,
     'echo in the page (`performance.now()`). Each system in turn, the order rotated each round. B/msg = IP bytes the browser\'s namespace sent during',
     'the run, per message (handshakes and page load excluded). geckos.io sends each reliable message as JSON, again every 150 ms (10 times);',
-    'the WebSocket and gamewire send 100 bytes once.',
+    'the WebSocket and gamewire send 100 bytes once. The bare data channel row is no protocol of ours: the same messages on an unordered channel',
+    'without retransmission, echoed by node-datachannel; its lost messages are "missing" and its RTTs are those of the messages that arrived, i.e.',
+    'what the data channel itself adds to a delivered datagram.',
     '',
     table(['system', 'round', 'avg ms', 'p50 ms', 'p99 ms', 'max ms', 'missing', 'B/msg', 'IP packets/msg', 'error'], echoRows),
     '',

@@ -55,6 +55,8 @@ export interface ResolvedCarry {
 export interface CarryUnderlay {
   overheadBytes: number;
   maxPayloadBytes: number;
+  /** Redundancy of the lanes when the options leave `channels.redundancy` unset (default `'auto'`). */
+  defaultRedundancy?: number | 'auto';
 }
 
 /** @internal UDP over IPv4: 28 bytes of headers; the standard's 1,200-byte payloads. */
@@ -68,6 +70,16 @@ export const UDP_UNDERLAY: CarryUnderlay = { overheadBytes: UDP_IPV4_OVERHEAD_BY
  */
 export const WEBRTC_UNDERLAY: CarryUnderlay = { overheadBytes: 96, maxPayloadBytes: 1147 };
 
+/**
+ * @internal The server's end of a data channel (libdatachannel). Its SCTP (usrsctp) takes up to its
+ * whole send buffer (256 KiB or more) without back-pressure, so `bufferedAmount` stays near 0 while
+ * datagrams wait behind SCTP's congestion window; at 10 % loss that window shrinks, and `'auto'`'s
+ * three rides per message (four times the bytes) queue there for seconds. One ride keeps the bytes
+ * within it (docs/browser.md; figures in bench/README.md). The browser's end keeps `'auto'`: its
+ * channel reports what waits, and the client holds datagrams back instead.
+ */
+export const WEBRTC_SERVER_UNDERLAY: CarryUnderlay = { ...WEBRTC_UNDERLAY, defaultRedundancy: 1 };
+
 /** @internal Validate what a connection carries (over `underlay`, default UDP); throws `invalid-config`. */
 export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = UDP_UNDERLAY): ResolvedCarry {
   const raw = o.raw ?? false;
@@ -79,7 +91,8 @@ export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = U
   if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
   const c = resolveConnectionOptions({
     ...(o.lanes === undefined ? {} : { lanes: o.lanes }),
-    ...(o.channels === undefined ? {} : { channels: o.channels }),
+    ...(o.channels === undefined && underlay.defaultRedundancy === undefined ? {}
+      : { channels: { ...(underlay.defaultRedundancy === undefined ? {} : { redundancy: underlay.defaultRedundancy }), ...o.channels } }),
     ...(o.acks === undefined ? {} : { acks: o.acks }),
     path: { ...(o.path ?? {}), overheadBytes: underlay.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
   });

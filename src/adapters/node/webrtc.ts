@@ -5,7 +5,7 @@ import { Counters } from '../../core/counters.js';
 import type { Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
-import { WEBRTC_UNDERLAY } from '../../netcode/options.js';
+import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
 import type { UdpDriver } from './udp-driver.js';
 
@@ -127,7 +127,7 @@ export class WebRtcSignalling {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     this.url = `http://${host}:${a.port}${opts.path}`;
     this.feed = driver.attachTransport(WEBRTC_ADDRESS_PREFIX, (to, bytes) => this.send(to, bytes));
-    server.registerUnderlay(WEBRTC_ADDRESS_PREFIX, WEBRTC_UNDERLAY);
+    server.registerUnderlay(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_UNDERLAY);
     driver.on('event', (e) => {
       if (e.type !== 'disconnected' || !e.client.address.startsWith(WEBRTC_ADDRESS_PREFIX)) return;
       const p = this.peers.get(e.client.address);
