@@ -3,7 +3,8 @@
  * bench/browser.bench.ts: headless Chromium (Debian's, via playwright-core) loads the page of
  * bench/browser-server.ts and echoes one 100-byte message every 20 ms through each system in turn.
  * Usage: tsx bench/browser-client.ts SERVER_HOST COUNT SYSTEM[,SYSTEM…]
- * SYSTEM is gamewire, websocket, geckos, raw (a bare unreliable data channel; echo) or block (a 16 MiB block browser → server on the
+ * SYSTEM is gamewire, websocket, geckos, raw (a bare unreliable data channel; echo), block-ws (16 MiB
+ * over the WebSocket, counted by the server) or block (a 16 MiB block browser → server on the
  * gamewire block lane). Prints one JSON line per run: { system, sent, rtts, missing, ms, ipBytes,
  * ipPackets } with the IP bytes and packets this namespace sent while the system ran (page load excluded).
  */
@@ -58,6 +59,12 @@ try {
         rtts.push(performance.now() - t);
       };
       const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+      const openWs = (): Promise<WebSocket> => new Promise((resolve, reject) => {
+        const ws = new WebSocket(`ws://${host}:8082`);
+        ws.binaryType = 'arraybuffer';
+        ws.onopen = () => resolve(ws);
+        ws.onerror = () => reject(new Error('websocket failed'));
+      });
       const body = (id: number): Uint8Array<ArrayBuffer> => {
         const b = new Uint8Array(100);
         new DataView(b.buffer).setUint32(0, id, true);
@@ -109,13 +116,21 @@ try {
           dc.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
           send = (id) => dc.send(body(id));
           close = () => pc.close();
+        } else if (system === 'block-ws') {
+          const ws = await openWs();
+          let acked = 0;
+          ws.onmessage = (e) => void (acked = new DataView(e.data as ArrayBuffer).getUint32(0, true));
+          await w.markStart();
+          const b0 = performance.now();
+          const chunk = new Uint8Array(64 << 10).fill(7);
+          for (let i = 0; i < 256; i++) ws.send(chunk);
+          for (let waited = 0; acked < 16 << 20 && waited < 180_000; waited += 50) await sleep(50);
+          const blockMs = performance.now() - b0;
+          await w.markEnd();
+          ws.close();
+          return { system, sent: 1, rtts: [], missing: acked < 16 << 20 ? 1 : 0, ms: performance.now() - t0, blockMs, blockAckedBytes: acked };
         } else if (system === 'websocket') {
-          const ws = new WebSocket(`ws://${host}:8082`);
-          ws.binaryType = 'arraybuffer';
-          await new Promise<void>((resolve, reject) => {
-            ws.onopen = () => resolve();
-            ws.onerror = () => reject(new Error('websocket failed'));
-          });
+          const ws = await openWs();
           ws.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
           send = (id) => ws.send(body(id));
           close = () => ws.close();

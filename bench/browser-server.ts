@@ -3,7 +3,7 @@
  * bench/browser.bench.ts: three echo servers for a browser on the other side of linkem.py, and the
  * page that measures them.
  *   - gamewire: a netcode `Server` with `WebRtcSignalling` (a reliable-ordered lane, echo; a block lane),
- *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath),
+ *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted,
  *   - geckos.io 3.1.0: echo of every reliable message,
  *   - a bare WebRTC data channel (unordered, no retransmission; POST /raw with the offer): echo of
  *     every message, no protocol of ours on it: what the transport itself does to the messages that arrive.
@@ -41,7 +41,15 @@ const signalling = await WebRtcSignalling.open(driver, server, { host, port: POR
 
 const wss = new WebSocketServer({ host, port: PORTS.websocket });
 wss.on('connection', (ws) => {
-  ws.on('message', (data, isBinary) => ws.send(data, { binary: isBinary }));
+  // Echo; a message above 1,000 bytes is a block chunk, answered by the bytes of them received so far (u32).
+  let blockBytes = 0;
+  ws.on('message', (data: Buffer, isBinary) => {
+    if (data.length <= 1000) return void ws.send(data, { binary: isBinary });
+    blockBytes += data.length;
+    const n = Buffer.alloc(4);
+    n.writeUInt32LE(blockBytes);
+    ws.send(n, { binary: true });
+  });
 });
 
 const io = geckos({ iceServers: [], bindAddress: host, cors: { origin: '*', allowAuthorization: false } });

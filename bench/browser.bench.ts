@@ -87,9 +87,12 @@ async function main(): Promise<void> {
   const load0 = loadavg()[0]!;
   if (!existsSync('/usr/bin/chromium')) throw new Error('needs /usr/bin/chromium (apt-get install chromium)');
   const runs: Run[] = [];
-  const seconds = ROUNDS * (SYSTEMS.length * (COUNT * 0.02 + 80)) + (BLOCK ? 260 : 0) + 120;
+  let tcpCc = '?';
+  const seconds = ROUNDS * (SYSTEMS.length * (COUNT * 0.02 + 80)) + (BLOCK ? 2 * 260 : 0) + 120;
   const link = await LinkedNamespaces.open(NS_A, NS_B, ['--delay-ms', '50', '--loss', '0.1', '--rate-mbit', '10', '--seed', '1'], seconds);
   try {
+    const cc = (ns: string): Promise<string> => link.run(ns, ['cat', '/proc/sys/net/ipv4/tcp_congestion_control'], 5000).then((o) => o.trim());
+    tcpCc = [...new Set([await cc(NS_A), await cc(NS_B)])].join(' / ');
     let ready = false;
     const server = link.start(NS_B, ['node', '--import', 'tsx', join(HERE, 'browser-server.ts'), ADDR_B], (l) => {
       if (l.startsWith('ready')) ready = true;
@@ -115,13 +118,13 @@ async function main(): Promise<void> {
         }
       }
     }
-    if (BLOCK) {
+    for (const system of BLOCK ? ['block', 'block-ws'] : []) {
       try {
-        const run = summarise(0, (await client('block')).trim().split('\n').at(-1)!);
+        const run = summarise(0, (await client(system)).trim().split('\n').at(-1)!);
         runs.push(run);
-        console.error(`block: ${f1((run.blockMs ?? NaN) / 1000)} s${run.error ? `, ${run.error}` : ''}`);
+        console.error(`${system}: ${f1((run.blockMs ?? NaN) / 1000)} s, ${f1((run.blockAckedBytes ?? 0) / 2 ** 20)} MiB${run.error ? `, ${run.error}` : ''}`);
       } catch (e) {
-        runs.push({ system: 'block', round: 0, sent: 1, missing: 1, avg: NaN, p50: NaN, p99: NaN, max: NaN, ipBytesPerMsg: NaN, ipPacketsPerMsg: NaN, error: (e as Error).message });
+        runs.push({ system, round: 0, sent: 1, missing: 1, avg: NaN, p50: NaN, p99: NaN, max: NaN, ipBytesPerMsg: NaN, ipPacketsPerMsg: NaN, error: (e as Error).message });
       }
     }
   } finally {
@@ -138,7 +141,7 @@ async function main(): Promise<void> {
   const gw = agg('gamewire');
   const ws = agg('websocket');
   const gk = agg('geckos');
-  const echoRows = runs.filter((r) => r.system !== 'block').map((r) => [
+  const echoRows = runs.filter((r) => !r.system.startsWith('block')).map((r) => [
     LABEL[r.system as System], r.round + 1, f1(r.avg), f1(r.p50), f1(r.p99), f1(r.max), r.missing, f1(r.ipBytesPerMsg), r.ipPacketsPerMsg.toFixed(2), r.error ?? '',
   ]);
   const medRows = SYSTEMS.map((s) => {
@@ -151,14 +154,23 @@ async function main(): Promise<void> {
     `- avg ≤ geckos.io's at no more bytes per message: gamewire ${f1(gw.avg)} ms and ${f1(gw.bytes)} B/msg, geckos.io ${f1(gk.avg)} ms and ${f1(gk.bytes)} B/msg: ` +
       `${gw.avg <= gk.avg && gw.bytes <= gk.bytes ? 'met' : '**missed**'}.`,
   ];
-  const block = runs.find((r) => r.system === 'block');
   const floorMs = ((BLOCK_BYTES * 8) / 10e6 / 0.9) * 1000;
-  const blockText = block === undefined ? ['Block: not run.'] : [
-    `16 MiB block browser → server on the gamewire block lane: ${block.error ?? (block.missing === 0 ? `${f1((block.blockMs ?? NaN) / 1000)} s`
-      : `not delivered within 180 s (${f1((block.blockAckedBytes ?? 0) / 2 ** 20)} MiB acked: ${f1(((block.blockAckedBytes ?? 0) * 8) / ((block.blockMs ?? 1) * 1000))} Mbit/s)`)}; ` +
-      `the link's floor (16 MiB at 10 Mbit/s × 0.9 for the loss) is ${f1(floorMs / 1000)} s: ${block.blockMs !== undefined && block.missing === 0 ? `${(block.blockMs / floorMs).toFixed(2)}× the floor` : '—'}; ` +
-      `${f1(block.ipBytesPerMsg / 1e6)} MB of IP sent by the browser. The data channel runs SCTP's congestion control under our own pacing: ` +
-      'SCTP halves its window on every loss, so at 10 % loss it, not the link, sets the block lane\'s rate.',
+  const blockLine = (r: Run | undefined, what: string): string => {
+    if (r === undefined) return `${what}: not run.`;
+    if (r.error !== undefined) return `${what}: ${r.error}.`;
+    const mib = (r.blockAckedBytes ?? 0) / 2 ** 20;
+    const rate = `${f1(((r.blockAckedBytes ?? 0) * 8) / ((r.blockMs ?? 1) * 1000))} Mbit/s`;
+    return `${what}: ${r.missing === 0 ? `${f1((r.blockMs ?? NaN) / 1000)} s (${rate}), ${((r.blockMs ?? NaN) / floorMs).toFixed(2)}× the floor`
+      : `not delivered within 180 s (${f1(mib)} MiB acknowledged: ${rate})`}; ${f1(r.ipBytesPerMsg / 1e6)} MB of IP sent by the browser.`;
+  };
+  const blockText = [
+    `16 MiB browser → server; the link's floor (16 MiB at 10 Mbit/s × 0.9 for the loss) is ${f1(floorMs / 1000)} s.`,
+    '',
+    `- ${blockLine(runs.find((r) => r.system === 'block'), 'gamewire block lane over WebRTC')}`,
+    `- ${blockLine(runs.find((r) => r.system === 'block-ws'), 'the same bytes over the WebSocket (64 KiB messages, counted by the server)')}`,
+    '',
+    'The data channel runs SCTP\'s congestion control under our own pacing, and SCTP halves its window on every loss: at 10 % loss it,',
+    `not the link, sets the block lane's rate. Kernel TCP here runs ${tcpCc}${tcpCc.includes('bbr') ? ', which does not take random loss for congestion' : ''}.`,
   ];
   const text = [
     '## browser',
@@ -169,7 +181,7 @@ async function main(): Promise<void> {
     `the same real loss for every system. One 100-byte message every 20 ms, ${COUNT} per run, echoed by the server; RTT per message from send to its`,
     'echo in the page (`performance.now()`). Each system in turn, the order rotated each round. B/msg = IP bytes the browser\'s namespace sent during',
     'the run, per message (handshakes and page load excluded). geckos.io sends each reliable message as JSON, again every 150 ms (10 times);',
-    'the WebSocket and gamewire send 100 bytes once. The bare data channel row is no protocol of ours: the same messages on an unordered channel',
+    `the WebSocket and gamewire send 100 bytes once. The kernel's TCP congestion control in both namespaces: ${tcpCc}. The bare data channel row is no protocol of ours: the same messages on an unordered channel`,
     'without retransmission, echoed by node-datachannel; its lost messages are "missing" and its RTTs are those of the messages that arrived, i.e.',
     'what the data channel itself adds to a delivered datagram.',
     '',
