@@ -81,6 +81,20 @@ describe('SlabPool', () => {
     expect(pending.length).toBe(0);
   });
 
+  it('keeps as many spare slabs as are in use (at least two, at most maxFree)', () => {
+    const pool = new SlabPool(Infinity, 64, 32, 4);
+    const src = new Uint8Array(8).fill(3);
+    const hs = Array.from({ length: 48 }, () => holder());
+    for (const h of hs) pool.copy(h, src, 0, 8); // 6 full slabs of 8 copies, the last one current
+    const spares: number[] = [];
+    for (let slab = 0; slab < 5; slab++) {
+      for (let i = 0; i < 8; i++) pool.release(hs[8 * slab + i]!);
+      spares.push(pool.freeSlabs);
+    }
+    // In use after each: 5, 4, 3, 2, 1 slabs; spares min(4, max(2, in use)), never more than were emptied.
+    expect(spares).toEqual([1, 2, 3, 2, 2]);
+  });
+
   it('rewinds the current slab and keeps emptied ones, so steady traffic allocates nothing', () => {
     const pool = new SlabPool(Infinity, 64, 32, 4);
     const src = new Uint8Array(32).fill(5);

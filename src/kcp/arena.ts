@@ -8,7 +8,7 @@ export const KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT = 8 * 1024 * 1024;
 const SLAB_BYTES = 16384;
 /** Largest copy placed in a slab, bytes; larger ones get their own buffer. */
 const MAX_PIECE = 2048;
-/** Emptied slabs kept for reuse per direction: at most this many, and no more than are in use (but two). */
+/** Emptied slabs kept for reuse per direction: at most this many, and no more than are in use, or MIN_FREE. */
 const MAX_FREE = 16;
 const MIN_FREE = 2;
 /** Smallest scratch buffer: C's `(mtu + 24) * 3` at the default MTU. */
