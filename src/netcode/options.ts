@@ -89,10 +89,10 @@ export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = U
   const maxRawQueue = o.maxRawQueue ?? 1024;
   checkConfig(Number.isInteger(maxRawQueue) && maxRawQueue >= 1 && maxRawQueue <= 65_536, 'maxRawQueue must be an integer in 1..65536');
   if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
+  const channels = underlay.defaultRedundancy === undefined ? o.channels : { redundancy: underlay.defaultRedundancy, ...o.channels };
   const c = resolveConnectionOptions({
     ...(o.lanes === undefined ? {} : { lanes: o.lanes }),
-    ...(o.channels === undefined && underlay.defaultRedundancy === undefined ? {}
-      : { channels: { ...(underlay.defaultRedundancy === undefined ? {} : { redundancy: underlay.defaultRedundancy }), ...o.channels } }),
+    ...(channels === undefined ? {} : { channels }),
     ...(o.acks === undefined ? {} : { acks: o.acks }),
     path: { ...(o.path ?? {}), overheadBytes: underlay.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
   });
