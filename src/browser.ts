@@ -6,4 +6,4 @@
 export * from './index.js';
 export {
   connectWebRtc, type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
-} from './browser/webrtc.js';
+} from './adapters/browser/webrtc.js';

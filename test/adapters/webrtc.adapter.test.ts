@@ -4,7 +4,7 @@
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/browser/webrtc.js';
+import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/adapters/browser/webrtc.js';
 import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type ClientEvent } from '../../src/netcode/client.js';

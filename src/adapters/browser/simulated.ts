@@ -1,5 +1,5 @@
-import type { LinkConfig } from '../sim/config.js';
-import { Link } from '../sim/link.js';
+import type { LinkConfig } from '../../sim/config.js';
+import { Link } from '../../sim/link.js';
 
 /**
  * One direction of a real transport passed through a simulated `Link` on the real clock: what goes

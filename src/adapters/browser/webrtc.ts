@@ -1,10 +1,10 @@
-import { DriveLoop } from '../core/drive-loop.js';
-import type { LinkConfig } from '../sim/config.js';
+import { DriveLoop } from '../../core/drive-loop.js';
+import type { LinkConfig } from '../../sim/config.js';
 import { RealTimeLink } from './simulated.js';
-import { GamewireError } from '../core/errors.js';
-import { Client, type ClientEvent, type ClientOptions } from '../netcode/client.js';
-import { WEBRTC_UNDERLAY } from '../netcode/options.js';
-import { CONNECT_TOKEN_BYTES } from '../netcode/wire.js';
+import { GamewireError } from '../../core/errors.js';
+import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
+import { WEBRTC_UNDERLAY } from '../../netcode/options.js';
+import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
 
 /** Why {@link connectWebRtc} failed: the server's refusal of the token, or what went wrong on the way. */
 export type WebRtcConnectFailure =
