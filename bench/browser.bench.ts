@@ -29,6 +29,12 @@ const LINK = '50 ms one way (100 ms RTT), 10 % loss each way, 10 Mbit/s (linkem.
 const ALL_SYSTEMS = ['gamewire', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (process.env.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
+for (const s of SYSTEMS) {
+  if (!(ALL_SYSTEMS as readonly string[]).includes(s)) {
+    console.error(`BROWSER_BENCH_SYSTEMS: unknown system "${s}" (give some of ${ALL_SYSTEMS.join(', ')}, comma-separated)`);
+    process.exit(2);
+  }
+}
 const LABEL: Record<System, string> = {
   gamewire: 'gamewire over WebRTC, reliable-ordered',
   websocket: 'WebSocket (kernel TCP)',
