@@ -11,7 +11,7 @@ describe('DeadlineHeap', () => {
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
-        const h = new DeadlineHeap(2);
+        const h = new DeadlineHeap(2, 41); // growth 2, 4, … 32, then capped at 41
         const model = new Map<number, number>();
         for (const o of ops) {
           if (o.k === 'set') {
@@ -26,6 +26,7 @@ describe('DeadlineHeap', () => {
               if (t <= o.now && (best < 0 || t < model.get(best)! || (t === model.get(best)! && id < best))) best = id;
             }
             expect(h.popDue(o.now)).toBe(best);
+            expect(h.capacity).toBeLessThanOrEqual(41);
             if (best >= 0) model.delete(best);
           }
           expect(h.size).toBe(model.size);
@@ -47,5 +48,19 @@ describe('DeadlineHeap', () => {
     expect(h.deadline(3)).toBe(100.25);
     h.reschedule(3, 40, -Infinity);
     expect(h.deadline(3)).toBe(40);
+  });
+
+  it('grows by doubling but never past maxIds, and still orders every id', () => {
+    const h = new DeadlineHeap(16, 5000);
+    for (let id = 4999; id >= 0; id--) h.set(id, (id * 7919) % 5000);
+    expect(h.capacity).toBe(5000);
+    expect(h.size).toBe(5000);
+    let last = -1;
+    for (let id = h.popDue(5000); id >= 0; id = h.popDue(5000)) {
+      const t = (id * 7919) % 5000;
+      expect(t).toBeGreaterThanOrEqual(last);
+      last = t;
+    }
+    expect(h.size).toBe(0);
   });
 });

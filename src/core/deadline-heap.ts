@@ -1,7 +1,8 @@
 /**
  * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
  * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
- * typed arrays that grow with the largest id seen; no allocation per operation.
+ * typed arrays that grow with the largest id seen (doubling, never past `maxIds`); no allocation per
+ * operation.
  */
 export class DeadlineHeap {
   private heap: Int32Array;
@@ -9,12 +10,20 @@ export class DeadlineHeap {
   private time: Float64Array;
   private n = 0;
 
-  /** @param capacity initial number of ids (grows on demand). */
-  constructor(capacity = 16) {
-    const cap = Math.max(1, Math.ceil(capacity));
+  /**
+   * @param capacity initial number of ids (grows on demand).
+   * @param maxIds ids are below this (a host's slot count): storage never grows past it.
+   */
+  constructor(capacity = 16, private readonly maxIds = 2 ** 31 - 1) {
+    const cap = Math.min(Math.max(1, Math.ceil(capacity)), maxIds);
     this.heap = new Int32Array(cap);
     this.pos = new Int32Array(cap).fill(-1);
     this.time = new Float64Array(cap);
+  }
+
+  /** Ids the storage holds now (grows by doubling up to `maxIds`). */
+  get capacity(): number {
+    return this.pos.length;
   }
 
   /** Number of ids scheduled. */
@@ -133,6 +142,7 @@ export class DeadlineHeap {
   private grow(need: number): void {
     let cap = this.pos.length;
     while (cap < need) cap *= 2;
+    cap = Math.max(need, Math.min(cap, this.maxIds));
     const pos = new Int32Array(cap).fill(-1);
     pos.set(this.pos);
     const time = new Float64Array(cap);
@@ -142,7 +152,7 @@ export class DeadlineHeap {
   }
 
   private growHeap(): void {
-    const heap = new Int32Array(this.heap.length * 2);
+    const heap = new Int32Array(Math.min(this.heap.length * 2, Math.max(this.maxIds, this.heap.length + 1)));
     heap.set(this.heap);
     this.heap = heap;
   }

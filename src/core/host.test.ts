@@ -92,6 +92,28 @@ describe('Host', () => {
     expect(h.size).toBe(1);
   });
 
+  it('a host full to a maxPeers that is not a power of two serves every peer (tables capped at maxPeers)', () => {
+    const n = 37;
+    const h = new Host<TestPeer>({ maxPeers: n, accept: (_now, from) => new TestPeer(from) });
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < n; i++) {
+        h.handleDatagram(round, `p${i}`, Uint8Array.of(i));
+        const id = h.peerAt(`p${i}`)!;
+        const p = h.get(id)!;
+        p.outbox.push(i, i);
+        p.deadline = round + 1;
+        h.touch(id);
+      }
+      h.handleDatagram(round, 'extra', Uint8Array.of(0));
+      expect(events(h)).toHaveLength(n);
+      const sent = drain(h, round);
+      expect(sent).toHaveLength(2 * n);
+      expect(new Set(sent.slice(0, n).map(([to]) => to)).size).toBe(n); // one each in turn
+      h.handleTimeout(round + 1);
+    }
+    expect(h.counters()).toMatchObject({ refusedFull: 3, peersAdded: n, wakeups: 3 * n });
+  });
+
   it('accept may answer statelessly instead of creating a peer', () => {
     const h: Host<TestPeer> = new Host<TestPeer>({
       accept: (_now, from, bytes) => {

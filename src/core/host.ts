@@ -76,16 +76,20 @@ const IN_EV = 8;
 const DIRTY = 16;
 const WOKE = 32;
 
-/** A FIFO of slot numbers; each slot is in it at most once, so it never holds more than the host's slots. */
+/** A FIFO of slot numbers; each slot is in it at most once, so it never holds more than `maxSlots`. */
 class SlotQueue {
-  private buf = new Int32Array(16);
+  private buf: Int32Array;
   private head = 0;
   length = 0;
+
+  constructor(private readonly maxSlots: number) {
+    this.buf = new Int32Array(Math.min(16, maxSlots));
+  }
 
   push(slot: number): void {
     if (this.length === this.buf.length) {
       const n = this.buf.length;
-      const b = new Int32Array(n * 2);
+      const b = new Int32Array(Math.min(n * 2, Math.max(this.maxSlots, n + 1)));
       for (let i = 0; i < n; i++) b[i] = this.buf[(this.head + i) % n]!;
       this.buf = b;
       this.head = 0;
@@ -132,11 +136,11 @@ implements Endpoint<HostEvent<E>> {
   private readonly route: HostOptions<P>['route'];
   private readonly maxReplies: number;
   private readonly byAddress = new Map<Address, number>();
-  private readonly heap = new DeadlineHeap(16);
+  private readonly heap: DeadlineHeap;
   private peerOf: (P | undefined)[] = [];
   private addr: Address[] = [];
-  private gen = new Int32Array(16);
-  private flags = new Uint8Array(16);
+  private gen: Int32Array;
+  private flags: Uint8Array;
   // Slots woken by the latest handleTimeout (flag WOKE) and its time: the re-key rule needs no more.
   private woke: number[] = [];
   private wokeAt = -Infinity;
@@ -144,8 +148,8 @@ implements Endpoint<HostEvent<E>> {
   private used = 0;
   private live = 0;
   private dirty: number[] = [];
-  private readonly tx = new SlotQueue();
-  private readonly ev = new SlotQueue();
+  private readonly tx: SlotQueue;
+  private readonly ev: SlotQueue;
   private readonly replyTo: Address[] = [];
   private readonly replyData: Uint8Array[] = [];
   private replyHead = 0;
@@ -171,6 +175,13 @@ implements Endpoint<HostEvent<E>> {
     this.accept = options.accept;
     this.route = options.route;
     this.maxReplies = replies;
+    // Slot tables double as peers arrive, up to maxPeers entries and no further.
+    const start = Math.min(16, max);
+    this.heap = new DeadlineHeap(start, max);
+    this.gen = new Int32Array(start);
+    this.flags = new Uint8Array(start);
+    this.tx = new SlotQueue(max);
+    this.ev = new SlotQueue(max);
   }
 
   /** Peers holding a slot (live and retiring). */
@@ -486,10 +497,11 @@ implements Endpoint<HostEvent<E>> {
     this.peerOf.push(undefined);
     this.addr.push('');
     if (slot >= this.flags.length) {
-      const f = new Uint8Array(this.flags.length * 2);
+      const n = Math.min(this.flags.length * 2, this.maxPeers);
+      const f = new Uint8Array(n);
       f.set(this.flags);
       this.flags = f;
-      const g = new Int32Array(this.gen.length * 2);
+      const g = new Int32Array(n);
       g.set(this.gen);
       this.gen = g;
     }
