@@ -392,6 +392,45 @@ describe('Kcp on a KcpArena', () => {
     expect(shared.scratchBytes).toBe(4272);
     expect(() => new Kcp(1, () => {}, { arena: {} as KcpArena })).toThrow(GamewireError);
   });
+
+  it('a Kcp holds a pending-ACK list only until the flush that sends it; the arena keeps at most 64 for reuse', () => {
+    const shared = new KcpArena();
+    const run = (n: number, segments: number, now: number): void => {
+      for (let i = 0; i < n; i++) {
+        let rx: Kcp | undefined;
+        const tx = new Kcp(i, (d) => rx!.input(d.slice()), { nc: true });
+        const acked: Uint8Array[] = [];
+        rx = new Kcp(i, (d) => acked.push(d.slice()), { arena: shared });
+        rx.update(now);
+        tx.update(now);
+        for (let s = 0; s < segments; s++) tx.send(new Uint8Array(10));
+        tx.flush();
+        expect(rx.pendingAckCount).toBe(segments);
+        rx.flush();
+        expect(rx.pendingAckCount).toBe(0);
+        for (const d of acked) tx.input(d);
+        expect(tx.waitSnd()).toBe(0);
+      }
+    };
+    run(3, 1, 0);
+    expect(shared.spareAckLists).toBe(1); // each of the three gave its list back before the next took one
+    run(100, 1, 10);
+    expect(shared.spareAckLists).toBe(1);
+    const held: Kcp[] = [];
+    for (let i = 0; i < 100; i++) {
+      const k = new Kcp(i, () => {}, { arena: shared });
+      k.update(0);
+      const seg = new Uint8Array(KCP_OVERHEAD + 4);
+      encodeKcpHeader(seg, 0, { conv: i, cmd: KcpCommand.PUSH, frg: 0, wnd: 32, ts: 0, sn: 0, una: 0, len: 4 });
+      k.input(seg);
+      held.push(k);
+    }
+    expect(shared.spareAckLists).toBe(0);
+    for (const k of held) k.flush();
+    expect(shared.spareAckLists).toBe(64);
+    run(1, 20, 20); // more ACKs than a first list holds: the grown list goes to the collector
+    expect(shared.spareAckLists).toBe(63);
+  });
 });
 
 describe('Kcps sharing one arena', () => {

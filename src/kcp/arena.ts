@@ -11,6 +11,10 @@ const MAX_PIECE = 2048;
 /** Emptied slabs kept for reuse per direction: at most this many, and no more than are in use, or MIN_FREE. */
 const MAX_FREE = 16;
 const MIN_FREE = 2;
+/** Entries (u32) of a pending-ACK list as first taken: 8 (sn, ts) pairs. */
+export const ACK_LIST_ENTRIES = 16;
+/** Emptied pending-ACK lists of that size kept for reuse per arena. */
+const MAX_SPARE_ACK_LISTS = 64;
 /** Smallest scratch buffer: C's `(mtu + 24) * 3` at the default MTU. */
 const SCRATCH_MIN = (1400 + KCP_OVERHEAD) * 3;
 
@@ -325,8 +329,9 @@ export interface KcpArenaOptions {
 export type KcpArenaCounter = 'receiveDropped' | 'receiveDroppedBytes' | 'compactions' | 'compactedBytes';
 
 /**
- * The buffers of one or more `Kcp`s: payload slabs for sent and received segments and the scratch
- * buffers datagrams are built in. A host (e.g. a server with many sessions) gives every `Kcp` it owns
+ * The buffers of one or more `Kcp`s: payload slabs for sent and received segments, the scratch
+ * buffers datagrams are built in, and the lists of ACKs waiting for a flush (a `Kcp` holds one only
+ * between a data segment and its next flush, so an idle `Kcp` holds none). A host (e.g. a server with many sessions) gives every `Kcp` it owns
  * one arena (`KcpOptions.arena`), so memory is shared and bounded in one place; a `Kcp` created
  * without one owns its own. The receive side has a byte budget (`maxReceiveBytes`): no peer can make
  * the arena hold more received payload than that; data segments beyond it are dropped and counted.
@@ -347,6 +352,7 @@ export class KcpArena {
   /** Nesting depth of flushes in progress on this arena. @internal */
   depth = 0;
   private readonly scratch: Uint8Array[] = [];
+  private readonly ackLists: Uint32Array[] = [];
   private dropped = 0;
   private droppedBytes = 0;
 
@@ -397,6 +403,24 @@ export class KcpArena {
   countDrop(bytes: number): void {
     this.dropped++;
     this.droppedBytes += bytes;
+  }
+
+  /** Emptied pending-ACK lists kept for reuse (at most 64). */
+  get spareAckLists(): number {
+    return this.ackLists.length;
+  }
+
+  /** An empty pending-ACK list of `ACK_LIST_ENTRIES` entries (a spare if one is kept). @internal */
+  takeAckList(): Uint32Array {
+    return this.ackLists.pop() ?? new Uint32Array(ACK_LIST_ENTRIES);
+  }
+
+  /**
+   * A `Kcp` is done with `list`. Lists of the first size are kept for the next taker (at most 64, so a
+   * flushing host allocates none in steady traffic); larger ones are left to the collector. @internal
+   */
+  giveAckList(list: Uint32Array): void {
+    if (list.length === ACK_LIST_ENTRIES && this.ackLists.length < MAX_SPARE_ACK_LISTS) this.ackLists.push(list);
   }
 
   /**

@@ -300,8 +300,8 @@ export class Kcp {
   // Set when a flush advertised a window cut by the arena's budget: the next read tells the new one.
   private memoryLimited = false;
 
-  // Pending ACKs as (sn, ts) pairs; allocated on the first one.
-  private acks = NO_ACKS;
+  // Pending ACKs as (sn, ts) pairs: a list from the arena from the first one to the flush that sends them.
+  private acks: Uint32Array = NO_ACKS;
   private ackCount = 0;
 
   /**
@@ -833,9 +833,13 @@ export class Kcp {
       return;
     }
     if (2 * n + 2 > this.acks.length) {
-      const grown = new Uint32Array(Math.min(Math.max(this.acks.length * 2, 16), 2 * this.maxPendingAcks));
-      grown.set(this.acks);
-      this.acks = grown;
+      if (n === 0) {
+        this.acks = this.arena.takeAckList();
+      } else {
+        const grown = new Uint32Array(Math.min(this.acks.length * 2, 2 * this.maxPendingAcks));
+        grown.set(this.acks);
+        this.acks = grown;
+      }
     }
     this.acks[2 * n] = sn;
     this.acks[2 * n + 1] = ts;
@@ -1010,6 +1014,13 @@ export class Kcp {
     return ptr;
   }
 
+  // After the outermost flush on the arena: no ACK loop of any Kcp on it is still reading a list.
+  private releaseAcks(): void {
+    if (this.ackCount !== 0 || this.acks === NO_ACKS) return;
+    this.arena.giveAckList(this.acks);
+    this.acks = NO_ACKS;
+  }
+
   /**
    * Send only the pending ACKs, now (above C parity: ikcp has no such call). The ACK segments are
    * byte for byte those the next `flush` would have written first, packed into datagrams the same
@@ -1028,6 +1039,7 @@ export class Kcp {
     } finally {
       arena.depth = depth;
     }
+    if (depth === 0) this.releaseAcks();
   }
 
   /**
@@ -1045,6 +1057,7 @@ export class Kcp {
     } finally {
       arena.depth = depth;
     }
+    if (depth === 0) this.releaseAcks();
   }
 
   private flushWith(depth: number): void {
