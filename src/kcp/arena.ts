@@ -8,9 +8,8 @@ export const KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT = 8 * 1024 * 1024;
 const SLAB_BYTES = 16384;
 /** Largest copy placed in a slab, bytes; larger ones get their own buffer. */
 const MAX_PIECE = 2048;
-/** Emptied slabs kept for reuse per direction: at most this many, and no more than are in use, or MIN_FREE. */
+/** Emptied slabs kept for reuse per direction. */
 const MAX_FREE = 16;
-const MIN_FREE = 2;
 /** Entries (u32) of a pending-ACK list as first taken: 8 (sn, ts) pairs. */
 export const ACK_LIST_ENTRIES = 16;
 /** Emptied pending-ACK lists of that size kept for reuse per arena. */
@@ -60,8 +59,8 @@ function aligned(n: number): number {
  * Copies byte ranges into slabs (one allocation per slab instead of one per copy, which is what makes
  * small typed arrays expensive) under a byte budget.
  * - Each copy holds its slab until `release`; a slab without live copies is rewound (the one being
- *   filled) or kept for reuse (as many as are in use, at least two, at most `maxFree`), so steady
- *   traffic allocates nothing and an idle host holds little.
+ *   filled) or kept for reuse (up to `maxFree`), so steady traffic, bursts included, allocates
+ *   nothing.
  * - Compaction: before a slab is taken, the live copies of every slab that is no longer filled and
  *   holds less than 1/16 live bytes move to the current slab (their holders' `data` change), so
  *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
@@ -93,7 +92,7 @@ export class SlabPool {
    * @param maxBytes budget, bytes (Infinity = none).
    * @param slabBytes size of each slab, bytes.
    * @param maxPiece largest copy placed in a slab, bytes (≤ slabBytes); larger ones get their own buffer.
-   * @param maxFree most emptied slabs kept for reuse (fewer while fewer are in use, never fewer than two).
+   * @param maxFree most emptied slabs kept for reuse.
    */
   constructor(
     readonly maxBytes = Infinity,
@@ -235,11 +234,9 @@ export class SlabPool {
     }
     this.retired.delete(slab);
     this.inUse -= this.slabBytes;
-    // Keep as many spare slabs as are in use (at least two, at most maxFree): steady traffic still
-    // allocates nothing, and a host whose traffic stopped gives the rest back.
-    const keep = Math.min(this.maxFree, Math.max(MIN_FREE, this.retired.size + (this.cur === undefined ? 0 : 1)));
-    if (this.free.length < keep) this.free.push(slab);
-    while (this.free.length > keep) this.free.pop();
+    // Not fewer while fewer are in use: a window's worth of slabs is often released at once by one
+    // ACK, and trimming as they empty made every such burst allocate them again (bench:kcp b -12 %).
+    if (this.free.length < this.maxFree) this.free.push(slab);
   }
 
   private markSparse(slab: Slab): void {
