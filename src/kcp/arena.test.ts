@@ -432,7 +432,7 @@ describe('Kcp on a KcpArena', () => {
     expect(shared.spareAckLists).toBe(0);
     for (const k of held) k.flush();
     expect(shared.spareAckLists).toBe(64);
-    run(1, 20, 20); // more ACKs than a first list holds: the grown list goes to the collector
+    run(1, 20, 20); // more ACKs than a first list holds: the Kcp keeps its grown list
     expect(shared.spareAckLists).toBe(63);
   });
 });

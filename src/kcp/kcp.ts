@@ -1,6 +1,6 @@
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { KcpArena, type Slab, type SlabCopy } from './arena.js';
+import { ACK_LIST_ENTRIES, KcpArena, type Slab, type SlabCopy } from './arena.js';
 import { Deque, SnRing } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
@@ -300,7 +300,8 @@ export class Kcp {
   // Set when a flush advertised a window cut by the arena's budget: the next read tells the new one.
   private memoryLimited = false;
 
-  // Pending ACKs as (sn, ts) pairs: a list from the arena from the first one to the flush that sends them.
+  // Pending ACKs as (sn, ts) pairs: a list from the arena from the first one to the flush that sends
+  // them (see releaseAcks).
   private acks: Uint32Array = NO_ACKS;
   private ackCount = 0;
 
@@ -1014,9 +1015,10 @@ export class Kcp {
     return ptr;
   }
 
-  // After the outermost flush on the arena: no ACK loop of any Kcp on it is still reading a list.
+  // After the outermost flush on the arena, when no ACK loop of any Kcp on it is still reading a
+  // list. A grown list stays: its Kcp had more than 8 ACKs in one flush, and would grow one again.
   private releaseAcks(): void {
-    if (this.ackCount !== 0 || this.acks === NO_ACKS) return;
+    if (this.ackCount !== 0 || this.acks.length !== ACK_LIST_ENTRIES) return;
     this.arena.giveAckList(this.acks);
     this.acks = NO_ACKS;
   }
