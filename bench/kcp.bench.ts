@@ -406,6 +406,8 @@ interface MemoryFigure {
   arrayBuffersPerSession: number;
   /** Sum of both. */
   bytesPerSession: number;
+  /** Emptied 16 KiB slabs the host's arena keeps for reuse (both directions), when it is a KcpServer. */
+  spareSlabs?: number;
 }
 
 function memoryAfterGc(): { heap: number; arrayBuffers: number } {
@@ -487,18 +489,20 @@ function buildIdleServer(echo = false): unknown {
 function memoryOf(what: string, build: () => unknown): MemoryFigure {
   const heap: number[] = [];
   const ab: number[] = [];
+  const spares: number[] = [];
   for (let r = 0; r < 3; r++) {
     const before = memoryAfterGc();
     let kept: unknown = build();
     const after = memoryAfterGc();
     heap.push((after.heap - before.heap) / N);
     ab.push((after.arrayBuffers - before.arrayBuffers) / N);
+    if (kept instanceof KcpServer) spares.push(kept.arena.send.freeSlabs + kept.arena.receive.freeSlabs);
     kept = undefined;
     void kept;
   }
   const h = median(heap);
   const a = median(ab);
-  return { what, heapPerSession: h, arrayBuffersPerSession: a, bytesPerSession: h + a };
+  return { what, heapPerSession: h, arrayBuffersPerSession: a, bytesPerSession: h + a, ...(spares.length > 0 ? { spareSlabs: median(spares) } : {}) };
 }
 
 function memoryPerSession(): MemoryFigure[] {
@@ -507,6 +511,13 @@ function memoryPerSession(): MemoryFigure[] {
     memoryOf('KcpServer session, raw mode (received one message)', () => buildIdleServer(false)),
     memoryOf('KcpServer session, raw mode (received one, echoed it)', () => buildIdleServer(true)),
   ];
+}
+
+function spareText(memory: MemoryFigure[]): string {
+  const rows = memory.filter((m) => m.spareSlabs !== undefined);
+  const slabs = rows.map((m) => String(m.spareSlabs)).join(' and ');
+  const bytes = rows.map((m) => String(Math.round((m.spareSlabs! * 16384) / N))).join(' and ');
+  return `${slabs} on these idle hosts, ${bytes} B of their rows`;
 }
 
 function memoryTable(memory: MemoryFigure[]): string {
@@ -567,8 +578,8 @@ function partC(): { data: PartC; text: string } {
     'Memory: after GC (`--expose-gc` via v8 flags), before vs after creating 5,000 established idle sessions, / 5,000;',
     '`heapUsed` (JS objects) and `arrayBuffers` (typed-array backing stores, which `heapUsed` does not count) separately.',
     'The KcpServer rows\' ArrayBuffer stores hold per-host parts divided by 5,000: the host\'s per-slot tables (deadline heap,',
-    'generations, flags, ready list: about 30 B per slot, allocated in doublings, so 8,192 slots here) and the arena\'s spare',
-    'slabs (as many as are in use, at least 2 and at most 16 of 16 KiB per direction: 2 on these idle hosts, 13 B of each row).',
+    'generations, flags, ready queues: about 30 B per slot, in doublings up to `maxSessions`, here 5,000) and the arena\'s',
+    `spare slabs (up to 16 of 16 KiB per direction, kept for the next burst: ${spareText(memory)}).`,
     '',
     t,
     '',
@@ -586,7 +597,10 @@ function main(): void {
     if (only.includes('a')) console.log(partA().text + '\n');
     if (only.includes('b')) console.log(partB().text + '\n');
     if (only.includes('c')) console.log(partC().text + '\n');
-    else if (only.includes('m')) console.log(memoryTable(memoryPerSession()) + '\n');
+    else if (only.includes('m')) {
+      const memory = memoryPerSession();
+      console.log(memoryTable(memory) + '\n\nSpare slabs: ' + spareText(memory) + '\n');
+    }
     return;
   }
   const a = partA();
