@@ -15,7 +15,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ADDR_B, LinkedNamespaces, sleep } from './linkem.js';
-import { writeReadmeSection } from './readme.js';
+import { table, writeReadmeSection } from './readme.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const NS_A = 'gwbr-a';
@@ -68,9 +68,6 @@ function median(xs: readonly number[]): number {
 const pct = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 const f1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : '—');
 
-function table(head: string[], rows: (string | number)[][]): string {
-  return [`| ${head.join(' | ')} |`, `|${head.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 function summarise(round: number, line: string): Run {
   const j = JSON.parse(line) as {

@@ -14,7 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { writeReadmeSection } from './readme.js';
+import { table, writeReadmeSection } from './readme.js';
 import { NonCryptoRng } from '../src/core/rng.js';
 import { Kcp, KcpArena, type KcpOptions } from '../src/kcp/kcp.js';
 import { KcpScheduler } from '../src/kcp/scheduler.js';
@@ -34,10 +34,6 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-function table(head: string[], rows: (string | number)[][], align?: string[]): string {
-  const a = align ?? head.map((_, i) => (i === 0 ? '---' : '---:'));
-  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 // ---------------------------------------------------------------------------------------------
 // a. test.cpp on the simulator

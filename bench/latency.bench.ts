@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import { ADDR_B, ipOut, LinkedNamespaces, sleep } from './linkem.js';
-import { writeReadmeSection } from './readme.js';
+import { table, writeReadmeSection } from './readme.js';
 import { NonCryptoRng } from '../src/core/rng.js';
 import type { LinkConfig } from '../src/sim/config.js';
 import { deriveSeed } from '../src/sim/link.js';
@@ -63,11 +63,6 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-function table(head: string[], rows: (string | number)[][], align?: string[]): string {
-  const a = align ?? head.map((_, i) => (i === 0 ? '---' : '---:'));
-  const cell = (x: string | number): string => String(x).replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
-}
 
 function seeded(seed: number): (out: Uint8Array) => void {
   const r = new NonCryptoRng(seed);

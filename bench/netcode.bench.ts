@@ -28,7 +28,7 @@ import type { CryptoProvider } from '../src/crypto/provider.js';
 import { Client } from '../src/netcode/client.js';
 import { Server } from '../src/netcode/server.js';
 import { generateConnectToken, NetcodePacketType, readPacket, writePacket } from '../src/netcode/wire.js';
-import { writeReadmeSection } from './readme.js';
+import { table, writeReadmeSection } from './readme.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 setFlagsFromString('--expose-gc');
@@ -50,10 +50,6 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-function table(head: string[], rows: (string | number)[][]): string {
-  const a = head.map((_, i) => (i === 0 ? '---' : '---:'));
-  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
-}
 
 const fmt = (x: number, d = 0): string => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 

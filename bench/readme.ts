@@ -27,3 +27,13 @@ export function writeReadmeSection(heading: string, section: string): void {
   }
   writeFileSync(README, `${text.trimEnd()}\n`);
 }
+
+/**
+ * A markdown table: `head`, then `rows`; column 0 left-aligned and the rest right-aligned unless
+ * `align` gives the separator cells. `|` and newlines in cells are escaped.
+ */
+export function table(head: string[], rows: (string | number)[][], align?: string[]): string {
+  const a = align ?? head.map((_, i) => (i === 0 ? '---' : '---:'));
+  const cell = (x: string | number): string => String(x).replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  return [`| ${head.join(' | ')} |`, `|${a.join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
+}
