@@ -1,0 +1,110 @@
+/**
+ * A/B of this checkout's `Kcp` against another checkout's, in ONE process (a dev tool, not a bench
+ * of record: it writes nothing). The pair of part b of bench:kcp (1 KiB messages, windows 128,
+ * nodelay(1, 10, 2, 1), datagrams handed over at once, seeded loss), in short runs that alternate
+ * between the two trees, so the noise of a shared machine (a plain loop varies 10x here from one
+ * process to the next) hits both alike. Prints the medians and the median of the per-pair ratios.
+ *
+ *   git worktree add /tmp/base fac1af6 && ln -s "$PWD/node_modules" /tmp/base/node_modules
+ *   npm run bench:kcp-ab -- /tmp/base            (0 % and 10 % loss)
+ *   KCP_AB_PAIRS=80 npm run bench:kcp-ab -- /tmp/base 0.05
+ */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { NonCryptoRng } from '../src/core/rng.js';
+import { Kcp } from '../src/kcp/index.js';
+import { table } from './readme.js';
+
+type KcpClass = typeof Kcp;
+
+const MESSAGES = 20_000;
+
+function pairRate(K: KcpClass, loss: number): number {
+  const rng = new NonCryptoRng(7);
+  const opts = { nodelay: 1, interval: 10, resend: 2, nc: true, sndWnd: 128, rcvWnd: 128 };
+  let a: Kcp | undefined;
+  let b: Kcp | undefined;
+  a = new K(1, (d) => {
+    if (!(loss > 0 && rng.nextFloat() < loss)) b!.input(d);
+  }, opts);
+  b = new K(1, (d) => {
+    if (!(loss > 0 && rng.nextFloat() < loss)) a!.input(d);
+  }, opts);
+  const msg = new Uint8Array(1024).fill(0x5a);
+  const buf = new Uint8Array(2048);
+  let sent = 0;
+  let received = 0;
+  let now = 0;
+  const t0 = performance.now();
+  while (received < MESSAGES) {
+    while (sent < MESSAGES && a.waitSnd() < 256) {
+      a.send(msg);
+      sent++;
+    }
+    a.update(now);
+    b.update(now);
+    while (b.recv(buf) >= 0) received++;
+    now += 10;
+    if (now > 100_000_000) throw new Error('pair run stalled');
+  }
+  return MESSAGES / ((performance.now() - t0) / 1000);
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;
+}
+
+async function main(): Promise<void> {
+  const [other, ...lossArgs] = process.argv.slice(2);
+  if (other === undefined) {
+    console.error('usage: npm run bench:kcp-ab -- <other checkout> [loss ...]   (loss as a fraction, default 0 0.1)');
+    process.exit(2);
+  }
+  const losses = lossArgs.length > 0 ? lossArgs.map(Number) : [0, 0.1];
+  if (losses.some((l) => !(l >= 0 && l < 1))) {
+    console.error('loss must be a fraction in [0, 1)');
+    process.exit(2);
+  }
+  const pairs = Number(process.env.KCP_AB_PAIRS ?? 40);
+  if (!(Number.isInteger(pairs) && pairs > 0)) {
+    console.error('KCP_AB_PAIRS must be a positive integer');
+    process.exit(2);
+  }
+  const entry = path.resolve(other, 'src/kcp/index.ts');
+  if (!existsSync(entry)) {
+    console.error(`${entry} not found: give the root of another gamewire checkout`);
+    process.exit(2);
+  }
+  const mod = (await import(pathToFileURL(entry).href)) as { Kcp: KcpClass };
+  const trees: KcpClass[] = [Kcp, mod.Kcp];
+  const rows: string[][] = [];
+  for (const loss of losses) {
+    for (let i = 0; i < 3; i++) for (const K of trees) pairRate(K, loss); // warm up both JITs
+    const here: number[] = [];
+    const there: number[] = [];
+    const ratio: number[] = [];
+    for (let i = 0; i < pairs; i++) {
+      const first = i % 2;
+      const x = pairRate(trees[first]!, loss);
+      const y = pairRate(trees[1 - first]!, loss);
+      const [h, t] = first === 0 ? [x, y] : [y, x];
+      here.push(h);
+      there.push(t);
+      ratio.push(h / t);
+    }
+    const k = (v: number): string => `${Math.round(v / 1000).toLocaleString('en-US')}k`;
+    rows.push([
+      `${loss * 100}%`,
+      k(quantile(here, 0.5)),
+      k(quantile(there, 0.5)),
+      `${quantile(ratio, 0.5).toFixed(2)}×`,
+      `${quantile(ratio, 0.25).toFixed(2)}–${quantile(ratio, 0.75).toFixed(2)}`,
+    ]);
+  }
+  console.log(`\nKcp pair, ${MESSAGES.toLocaleString('en-US')} × 1 KiB per run, ${pairs} alternating pairs of runs per row (wall clock)\n`);
+  console.log(table(['loss', 'this tree msg/s', `${other} msg/s`, 'median ratio', 'ratio p25–p75'], rows));
+}
+
+await main();
