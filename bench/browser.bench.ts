@@ -68,7 +68,6 @@ function median(xs: readonly number[]): number {
 const pct = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN;
 const f1 = (x: number): string => (Number.isFinite(x) ? x.toFixed(1) : '—');
 
-
 function summarise(round: number, line: string): Run {
   const j = JSON.parse(line) as {
     system: string; sent: number; rtts: number[]; missing: number; ipBytes: number; ipPackets: number; blockMs?: number; blockAckedBytes?: number; error?: string;

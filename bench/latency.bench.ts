@@ -63,7 +63,6 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-
 function seeded(seed: number): (out: Uint8Array) => void {
   const r = new NonCryptoRng(seed);
   return (out) => void r.fill(out);

@@ -50,7 +50,6 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
-
 const fmt = (x: number, d = 0): string => x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 function seeded(seed: number): (out: Uint8Array) => void {
