@@ -1,9 +1,8 @@
 /**
  * A/B of this checkout's `Kcp` against another checkout's, in ONE process (a dev tool, not a bench
- * of record: it writes nothing). The pair of part b of bench:kcp (1 KiB messages, windows 128,
- * nodelay(1, 10, 2, 1), datagrams handed over at once, seeded loss), in short runs that alternate
- * between the two trees, so the noise of a shared machine (a plain loop varies 10x here from one
- * process to the next) hits both alike. Prints the medians and the median of the per-pair ratios.
+ * of record: it writes nothing). The pair of part b of bench:kcp (bench/kcp-pair.ts), in short runs
+ * that alternate between the two trees, so the noise of a shared machine (a plain loop varies 10x
+ * here from one process to the next) hits both alike. Prints the medians and the median of the per-pair ratios.
  *
  *   git worktree add /tmp/base fac1af6 && ln -s "$PWD/node_modules" /tmp/base/node_modules
  *   npm run bench:kcp-ab -- /tmp/base            (0 % and 10 % loss)
@@ -12,43 +11,17 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { NonCryptoRng } from '../src/core/rng.js';
 import { Kcp } from '../src/kcp/index.js';
+import { ourPairEnd, pairRun } from './kcp-pair.js';
 import { table } from './readme.js';
 
 type KcpClass = typeof Kcp;
 
 const MESSAGES = 20_000;
 
+/** Messages per wall-clock second of one run of part b's pair on `K`. */
 function pairRate(K: KcpClass, loss: number): number {
-  const rng = new NonCryptoRng(7);
-  const opts = { nodelay: 1, interval: 10, resend: 2, nc: true, sndWnd: 128, rcvWnd: 128 };
-  let a: Kcp | undefined;
-  let b: Kcp | undefined;
-  a = new K(1, (d) => {
-    if (!(loss > 0 && rng.nextFloat() < loss)) b!.input(d);
-  }, opts);
-  b = new K(1, (d) => {
-    if (!(loss > 0 && rng.nextFloat() < loss)) a!.input(d);
-  }, opts);
-  const msg = new Uint8Array(1024).fill(0x5a);
-  const buf = new Uint8Array(2048);
-  let sent = 0;
-  let received = 0;
-  let now = 0;
-  const t0 = performance.now();
-  while (received < MESSAGES) {
-    while (sent < MESSAGES && a.waitSnd() < 256) {
-      a.send(msg);
-      sent++;
-    }
-    a.update(now);
-    b.update(now);
-    while (b.recv(buf) >= 0) received++;
-    now += 10;
-    if (now > 100_000_000) throw new Error('pair run stalled');
-  }
-  return MESSAGES / ((performance.now() - t0) / 1000);
+  return MESSAGES / (pairRun((out) => ourPairEnd(out, K), MESSAGES, loss, 7).wallMs / 1000);
 }
 
 function quantile(xs: number[], q: number): number {

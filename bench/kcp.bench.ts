@@ -14,8 +14,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { PAIR, type PairEnd, pairRun, type PairRun, ourPairEnd } from './kcp-pair.js';
 import { table, writeReadmeSection } from './readme.js';
-import { NonCryptoRng } from '../src/core/rng.js';
 import { Kcp, KcpArena, type KcpOptions } from '../src/kcp/kcp.js';
 import { KcpScheduler } from '../src/kcp/scheduler.js';
 import { KcpServer } from '../src/kcp/session.js';
@@ -33,7 +33,6 @@ function median(xs: number[]): number {
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // a. test.cpp on the simulator
@@ -117,35 +116,6 @@ function partA(): { data: PartA; text: string } {
 // ---------------------------------------------------------------------------------------------
 // b. CPU: messages per second through a pair of KCP objects
 
-interface PairEnd {
-  send(b: Uint8Array): void;
-  recvCount(): number;
-  input(b: Uint8Array): void;
-  update(now: number): void;
-  waitSnd(): number;
-  release(): void;
-}
-
-const PAIR = { nodelay: 1, interval: 10, resend: 2, nc: 1, snd: 128, rcv: 128 };
-
-function ourPairEnd(out: (d: Uint8Array) => void): PairEnd {
-  const opts: KcpOptions = { nodelay: PAIR.nodelay, interval: PAIR.interval, resend: PAIR.resend, nc: true, sndWnd: PAIR.snd, rcvWnd: PAIR.rcv };
-  const k = new Kcp(1, out, opts);
-  const buf = new Uint8Array(2048);
-  return {
-    send: (b) => void k.send(b),
-    recvCount: () => {
-      let n = 0;
-      while (k.recv(buf) >= 0) n++;
-      return n;
-    },
-    input: (b) => void k.input(b),
-    update: (now) => k.update(now),
-    waitSnd: () => k.waitSnd(),
-    release: () => {},
-  };
-}
-
 function cPairEnd(out: (d: Uint8Array) => void): PairEnd {
   const KCP = nodeKcp();
   const k = new KCP(1);
@@ -166,50 +136,10 @@ function cPairEnd(out: (d: Uint8Array) => void): PairEnd {
   };
 }
 
-interface PairRun {
-  msgsPerSec: number;
-  cpuMs: number;
-  datagrams: number;
-  virtualMs: number;
-}
-
-/** A sends `messages` 1 KiB messages to B; datagrams delivered at once, each lost with probability `loss`. */
-function pairRun(impl: 'ours' | 'c', messages: number, loss: number, seed: number): PairRun {
-  const rng = new NonCryptoRng(seed);
-  let datagrams = 0;
-  let a: PairEnd | undefined;
-  let b: PairEnd | undefined;
-  const make = impl === 'ours' ? ourPairEnd : cPairEnd;
-  a = make((d) => {
-    datagrams++;
-    if (!(loss > 0 && rng.nextFloat() < loss)) b!.input(d);
-  });
-  b = make((d) => {
-    datagrams++;
-    if (!(loss > 0 && rng.nextFloat() < loss)) a!.input(d);
-  });
+/** A sends `messages` 1 KiB messages to B through ours or node-kcp (bench/kcp-pair.ts). */
+function pairRunOf(impl: 'ours' | 'c', messages: number, loss: number, seed: number): PairRun {
   const msg = new Uint8Array(1024).fill(0x5a);
-  const msgBuf = impl === 'c' ? Buffer.from(msg) : msg;
-  let sent = 0;
-  let received = 0;
-  let now = 0;
-  const c0 = process.cpuUsage();
-  while (received < messages) {
-    while (sent < messages && a.waitSnd() < 2 * PAIR.snd) {
-      a.send(msgBuf);
-      sent++;
-    }
-    a.update(now);
-    b.update(now);
-    received += b.recvCount();
-    now += PAIR.interval;
-    if (now > 100_000_000) throw new Error('pair run stalled');
-  }
-  const c = process.cpuUsage(c0);
-  a.release();
-  b.release();
-  const cpuMs = (c.user + c.system) / 1000;
-  return { msgsPerSec: messages / (cpuMs / 1000), cpuMs, datagrams, virtualMs: now };
+  return impl === 'ours' ? pairRun((out) => ourPairEnd(out), messages, loss, seed, msg) : pairRun(cPairEnd, messages, loss, seed, Buffer.from(msg));
 }
 
 interface PartB {
@@ -220,19 +150,19 @@ interface PartB {
 function partB(): { data: PartB; text: string } {
   const RUNS = 7;
   const cases: PartB['cases'] = [];
-  pairRun('ours', 20_000, 0, 1); // warm up both JITs
-  pairRun('c', 20_000, 0, 1);
+  pairRunOf('ours', 20_000, 0, 1); // warm up both JITs
+  pairRunOf('c', 20_000, 0, 1);
   for (const [loss, messages] of [[0, 200_000], [0.1, 100_000]] as const) {
     const ours: PairRun[] = [];
     const c: PairRun[] = [];
     for (let i = 0; i < RUNS; i++) {
       // Alternate the order so drift on a shared machine hits both.
       if (i % 2 === 0) {
-        ours.push(pairRun('ours', messages, loss, 7));
-        c.push(pairRun('c', messages, loss, 7));
+        ours.push(pairRunOf('ours', messages, loss, 7));
+        c.push(pairRunOf('c', messages, loss, 7));
       } else {
-        c.push(pairRun('c', messages, loss, 7));
-        ours.push(pairRun('ours', messages, loss, 7));
+        c.push(pairRunOf('c', messages, loss, 7));
+        ours.push(pairRunOf('ours', messages, loss, 7));
       }
     }
     const oursMedian = median(ours.map((r) => r.msgsPerSec));
