@@ -158,24 +158,25 @@ describe('SlabPool', () => {
     expect(pool.inUse).toBe(2 * 256);
   });
 
-  it('refuses copies that need memory beyond the limit and never holds more than maxBytes', () => {
+  it('refuses copies that need memory beyond their limit, others above laterBytes, and never holds more than maxBytes', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.record({ len: fc.integer({ min: 1, max: 120 }), release: fc.integer({ min: -3, max: 30 }), half: fc.boolean() }), {
+        fc.array(fc.record({ len: fc.integer({ min: 1, max: 120 }), release: fc.integer({ min: -3, max: 30 }), urgent: fc.boolean() }), {
           maxLength: 300,
         }),
         (ops) => {
-          const max = 512;
-          const pool = new SlabPool(max, 128, 64, 2);
+          const max = 1024;
+          const pool = new SlabPool(max, 128, 64, 2); // urgent copies up to 896 bytes in use, others 768
           const live: SlabCopy[] = [];
           const src = new Uint8Array(120).fill(7);
           for (const op of ops) {
             if (op.release >= 0 && op.release < live.length) pool.release(live.splice(op.release, 1)[0]!);
             const h = holder();
-            const limit = op.half ? max / 2 : max;
             const before = pool.inUse;
-            if (pool.copy(h, src, 0, op.len, limit)) live.push(h);
-            else {
+            if (pool.copy(h, src, 0, op.len, op.urgent)) {
+              live.push(h);
+              expect(op.urgent || before <= pool.laterBytes).toBe(true);
+            } else {
               expect(h.slab).toBeUndefined();
               expect(h.own).toBe(0);
               expect(pool.inUse).toBe(before);
@@ -187,18 +188,31 @@ describe('SlabPool', () => {
       { numRuns: 300 },
     );
   });
+  it('refuses a copy that is not urgent above laterBytes, even where the slab being filled has room', () => {
+    const pool = new SlabPool(640, 128, 32, 0); // laterBytes 480, urgentBytes 512
+    const src = new Uint8Array(32).fill(1);
+    for (let i = 0; i < 13; i++) expect(pool.copy(holder(), src, 0, 32, true)).toBe(true);
+    expect(pool.inUse).toBe(512); // the 4th slab holds one copy: room for three more
+    const late = holder();
+    expect(pool.copy(late, src, 0, 32)).toBe(false);
+    expect(late.slab).toBeUndefined();
+    expect(pool.inUse).toBe(512);
+    expect(pool.copy(late, src, 0, 32, true)).toBe(true);
+    expect(pool.inUse).toBe(512);
+  });
   it('squeezes fragmented slabs for a copy that must not wait, and only for it', () => {
     // 4 slabs of 128 bytes, half of each released: 256 live bytes hold the 512 bytes a copy may use
     // (the budget keeps one slab more, for moving copies).
     const pool = new SlabPool(640, 128, 32, 0);
     const src = new Uint8Array(32).fill(1);
     const hs = Array.from({ length: 16 }, () => holder());
-    for (const h of hs) expect(pool.copy(h, src, 0, 32)).toBe(true);
+    for (const h of hs) expect(pool.copy(h, src, 0, 32, true)).toBe(true);
     expect(pool.inUse).toBe(512);
     hs.forEach((h, i) => i % 2 === 1 && pool.release(h)); // every slab half full: none sparse
     const late = holder();
-    expect(pool.copy(late, src, 0, 32, 512)).toBe(false); // no room, no squeeze
-    expect(pool.copy(late, src, 0, 32, 512, true)).toBe(true);
+    expect(pool.laterBytes).toBe(480);
+    expect(pool.copy(late, src, 0, 32)).toBe(false); // not urgent: refused above laterBytes
+    expect(pool.copy(late, src, 0, 32, true)).toBe(true); // urgent: squeezes, up to urgentBytes (512)
     expect(pool.inUse).toBeLessThanOrEqual(512);
     for (const [i, h] of hs.entries()) if (i % 2 === 0) expect([...h.data]).toEqual([...src]);
     expect(pool.compactions).toBeGreaterThan(0);
@@ -209,13 +223,13 @@ describe('KcpArena', () => {
   it('checks its budget', () => {
     expect(() => new KcpArena({ maxReceiveBytes: -1 })).toThrow(GamewireError);
     expect(() => new KcpArena({ maxReceiveBytes: 1.5 })).toThrow(GamewireError);
-    expect(new KcpArena({ maxReceiveBytes: Infinity }).outOfOrderBytes).toBe(Infinity);
+    expect(new KcpArena({ maxReceiveBytes: Infinity }).receive.laterBytes).toBe(Infinity);
     const a = new KcpArena({ maxReceiveBytes: 100_000 });
     expect(a.maxReceiveBytes).toBe(100_000);
-    expect(a.inOrderBytes).toBe(100_000 - 16384);
-    expect(a.outOfOrderBytes).toBe(75_000);
-    expect(new KcpArena({ maxReceiveBytes: 20_000 }).outOfOrderBytes).toBe(20_000 - 16384);
-    expect(new KcpArena({ maxReceiveBytes: 1000 }).inOrderBytes).toBe(0);
+    expect(a.receive.urgentBytes).toBe(100_000 - 16384);
+    expect(a.receive.laterBytes).toBe(75_000);
+    expect(new KcpArena({ maxReceiveBytes: 20_000 }).receive.laterBytes).toBe(20_000 - 16384);
+    expect(new KcpArena({ maxReceiveBytes: 1000 }).receive.urgentBytes).toBe(0);
     expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, compactions: 0, compactedBytes: 0 });
   });
 

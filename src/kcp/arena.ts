@@ -35,14 +35,15 @@ export class Slab {
   live = 0;
   /** Waiting in the pool's compaction list. */
   sparse = false;
+  /** Index in the pool's list of retired slabs, or -1. */
+  retiredAt = -1;
   /**
-   * Holders of copies made into this slab, `owners[0, nOwners)`; an entry is stale once its `slab`
-   * points elsewhere. Cleared, not truncated, when the slab empties: truncating gives the storage
-   * back only to grow it again, and keeping the entries would keep dead holders alive.
+   * Holders of (some) copies made into this slab; an entry is stale once its `slab` points
+   * elsewhere. A new array each time the slab empties: it drops the dead holders at once, and a
+   * young array takes young holders without the write barrier's slow path (a long-lived one cost
+   * about 90 instructions per copy in bench:kcp b).
    */
-  readonly owners: (SlabCopy | undefined)[] = [];
-  /** Entries of `owners` in use. */
-  nOwners = 0;
+  owners: SlabCopy[] = [];
   /** The slab's storage. */
   readonly buffer: ArrayBuffer;
 
@@ -66,13 +67,19 @@ function aligned(n: number): number {
  *   long-lived small copies cannot pin mostly-empty slabs. Whenever `inUse` grows, the slabs in use
  *   are the one being filled, the one just left, and others holding at least 1/16 live bytes (one
  *   lost segment of 1 KiB among 16 does not make its slab sparse: it is acknowledged soon anyway).
- * - Budget: `allocated` (slabs in use, kept for reuse, and own buffers) never exceeds `maxBytes`; a
- *   copy that needs new memory beyond its `limit` is refused (`copy` returns false, nothing held).
- *   Compaction may use up to `maxBytes`, so copies should be given a `limit` at least one slab lower.
+ * - Budget: `allocated` (slabs in use, kept for reuse, and own buffers) never exceeds `maxBytes`.
+ *   Compaction may use up to `maxBytes`; copies only up to `urgentBytes` (one slab less) and, unless
+ *   urgent, up to `laterBytes` (3/4 of `maxBytes` at most), so that a copy that must not wait (for
+ *   KCP: the segment that fills the gap at rcvNxt) finds room beside those that can. A copy beyond
+ *   its limit is refused (`copy` returns false, nothing held).
  */
 export class SlabPool {
   /** Bytes in use: slabs holding copies or being filled, plus own buffers charged. */
   inUse = 0;
+  /** Urgent copies may bring `inUse` up to this: `maxBytes` less one slab. */
+  readonly urgentBytes: number;
+  /** Other copies are refused while `inUse` is above this, or when they would take it above: 3/4 of `maxBytes`, at most `urgentBytes`. */
+  readonly laterBytes: number;
   /** Slabs emptied by compaction so far. */
   compactions = 0;
   /** Bytes moved by compaction so far. */
@@ -82,9 +89,7 @@ export class SlabPool {
   private readonly free: Slab[] = [];
   private readonly pending: Slab[] = [];
   /** Slabs holding live copies other than the one being filled. */
-  private readonly retired = new Set<Slab>();
-  /** Live bytes in all slabs (each copy rounded up to 8). */
-  private live = 0;
+  private readonly retired: Slab[] = [];
   private compacting = false;
   private readonly sparseBelow: number;
   // Copies recorded in their slab's `owners`: the ones compaction or squeezing may have to move.
@@ -106,6 +111,8 @@ export class SlabPool {
       throw new GamewireError('invalid-argument', 'SlabPool needs 0 < maxPiece <= slabBytes, slabBytes a multiple of 8');
     }
     this.sparseBelow = slabBytes >>> 4;
+    this.urgentBytes = Math.max(0, maxBytes - slabBytes);
+    this.laterBytes = Math.min(this.urgentBytes, Math.floor((maxBytes * 3) / 4));
     // A live copy of at least 1/16 slab keeps its slab from being sparse, so compaction never moves
     // it; only squeezing (a budgeted pool under pressure) does. Recording fewer holders saves a store
     // of a young object into a long-lived array per copy (about 7 % of bench:kcp b, 1 KiB messages).
@@ -124,21 +131,36 @@ export class SlabPool {
 
   /**
    * Copy `src[from, to)` into `owner` (its `data`, `slab`, `own`), or return false and change nothing
-   * when that needs new memory and `inUse` would exceed `limit` (≤ `maxBytes`). With `squeeze`, first
-   * pack the live copies of the emptiest slabs together until the copy fits (see `squeeze`).
+   * when the budget refuses it: an `urgent` copy when it needs new memory that would take `inUse`
+   * above `urgentBytes` even after packing the live copies of the emptiest slabs together (see
+   * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above.
    */
-  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, limit = this.maxBytes, squeeze = false): boolean {
+  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false): boolean {
     const len = to - from;
+    const slab = this.cur;
+    // Kept small so that TurboFan inlines it into Kcp's send and input paths with room to spare for
+    // their other callees (each bytecode counts); a new slab, a large copy and the budget are in
+    // `copySlow`. Below `laterBytes` no copy is refused for lack of budget.
+    if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse > this.laterBytes) {
+      return this.copySlow(owner, src, from, len, urgent);
+    }
+    this.put(owner, slab, src, from, len);
+    return true;
+  }
+
+  private copySlow(owner: SlabCopy, src: Uint8Array, from: number, len: number, urgent: boolean): boolean {
+    const limit = urgent ? this.urgentBytes : this.laterBytes;
+    if (!urgent && this.inUse > limit) return false;
     if (len > this.maxPiece) {
-      if (this.inUse + len > limit && !(squeeze && this.squeeze(limit - len))) return false;
+      if (this.inUse + len > limit && !(urgent && this.squeeze(limit - len))) return false;
       while (this.allocated + len > this.maxBytes && this.free.length > 0) this.free.pop();
-      owner.data = src.slice(from, to);
+      owner.data = src.slice(from, from + len);
       owner.slab = undefined;
       owner.own = len;
       this.inUse += len;
       return true;
     }
-    return this.place(owner, src, from, len, limit, squeeze);
+    return this.place(owner, src, from, len, limit, urgent);
   }
 
   /** Make `buffer` `owner`'s data, charged as an own buffer (drop whatever it held first with `release`). */
@@ -158,17 +180,23 @@ export class SlabPool {
       return;
     }
     owner.slab = undefined;
-    this.unref(slab, aligned(owner.data.length));
+    // Small enough for TurboFan to inline into Kcp's ACK and read paths; the rest is in `settle`.
+    const live = (slab.live -= aligned(owner.data.length));
+    if (--slab.refs === 0 || live < this.sparseBelow) this.settle(slab);
   }
 
-  // Kept small so that TurboFan inlines it into `copy` (and that into Kcp's send and input paths),
-  // as it did the old single-slab copy; taking a new slab is the rare case, in `makeRoom`.
-  private place(owner: SlabCopy, src: Uint8Array, from: number, len: number, limit: number, squeeze = false): boolean {
+  private place(owner: SlabCopy, src: Uint8Array, from: number, len: number, limit: number, squeeze: boolean): boolean {
     let slab = this.cur;
     if (slab === undefined || this.pos + len > this.slabBytes) {
       slab = this.makeRoom(len, limit, squeeze);
       if (slab === undefined) return false;
     }
+    this.put(owner, slab, src, from, len);
+    return true;
+  }
+
+  // Copies into `slab` (the one being filled) at `pos`, which the caller has checked has room.
+  private put(owner: SlabCopy, slab: Slab, src: Uint8Array, from: number, len: number): void {
     const at = this.pos;
     const view = new Uint8Array(slab.buffer, at, len);
     // Short copies by hand: a temporary source view costs more than the loop.
@@ -178,12 +206,10 @@ export class SlabPool {
     this.pos = at + size;
     slab.refs++;
     slab.live += size;
-    this.live += size;
-    if (size < this.recordBelow) slab.owners[slab.nOwners++] = owner;
+    if (size < this.recordBelow) slab.owners.push(owner);
     owner.data = view;
     owner.slab = slab;
     owner.own = 0;
-    return true;
   }
 
   /**
@@ -204,7 +230,8 @@ export class SlabPool {
     // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
     if (this.inUse + this.slabBytes > limit) return undefined;
     if (slab !== undefined) {
-      this.retired.add(slab);
+      slab.retiredAt = this.retired.length;
+      this.retired.push(slab);
       if (!slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
     }
     slab = this.free.pop() ?? new Slab(this.slabBytes);
@@ -215,14 +242,19 @@ export class SlabPool {
   }
 
   private unref(slab: Slab, size: number): void {
-    slab.live -= size;
-    this.live -= size;
-    if (--slab.refs > 0) {
-      if (slab !== this.cur && !slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
-      return;
-    }
-    slab.owners.fill(undefined, 0, slab.nOwners);
-    slab.nOwners = 0;
+    const live = (slab.live -= size);
+    if (--slab.refs === 0 || live < this.sparseBelow) this.settle(slab);
+  }
+
+  // A copy in `slab` was released and the slab is now empty or holds less than 1/16 live bytes.
+  private settle(slab: Slab): void {
+    if (slab.refs === 0) this.emptied(slab);
+    else if (slab !== this.cur && !slab.sparse) this.markSparse(slab);
+  }
+
+  // The rare end of `unref`, kept out of it so that `release` stays small enough to inline.
+  private emptied(slab: Slab): void {
+    if (slab.owners.length > 0) slab.owners = [];
     if (slab.sparse) {
       // Off the compaction list at once: left there, an emptied slab stays reachable until the next
       // slab is taken, which on an idle host is never.
@@ -238,11 +270,23 @@ export class SlabPool {
       this.pos = 0;
       return;
     }
-    this.retired.delete(slab);
+    this.unretire(slab);
     this.inUse -= this.slabBytes;
     // Not fewer while fewer are in use: a window's worth of slabs is often released at once by one
     // ACK, and trimming as they empty made every such burst allocate them again (bench:kcp b -12 %).
     if (this.free.length < this.maxFree) this.free.push(slab);
+  }
+
+  private unretire(slab: Slab): void {
+    const list = this.retired;
+    const i = slab.retiredAt;
+    if (i < 0) return;
+    const last = list.pop()!;
+    if (last !== slab) {
+      list[i] = last;
+      last.retiredAt = i;
+    }
+    slab.retiredAt = -1;
   }
 
   private markSparse(slab: Slab): void {
@@ -280,9 +324,10 @@ export class SlabPool {
    */
   private squeeze(target: number): boolean {
     if (this.compacting) return false;
-    const slabBytes = (this.retired.size + (this.cur === undefined ? 0 : 1)) * this.slabBytes;
-    if (slabBytes - this.live < 2 * this.slabBytes) return this.inUse <= target;
-    const order = [...this.retired].sort((a, b) => a.live - b.live);
+    let room = this.cur === undefined ? 0 : this.slabBytes - this.cur.live;
+    for (const slab of this.retired) room += this.slabBytes - slab.live;
+    if (room < 2 * this.slabBytes) return this.inUse <= target;
+    const order = this.retired.slice().sort((a, b) => a.live - b.live);
     this.compacting = true;
     try {
       for (const slab of order) {
@@ -298,17 +343,16 @@ export class SlabPool {
 
   private moveOut(slab: Slab): boolean {
     const owners = slab.owners;
-    for (let i = 0; i < slab.nOwners; i++) {
+    for (let i = 0; i < owners.length && slab.refs > 0; i++) {
       const o = owners[i]!;
       if (o.slab !== slab) continue;
       const d = o.data;
-      if (!this.place(o, d, 0, d.length, this.maxBytes)) {
+      if (!this.place(o, d, 0, d.length, this.maxBytes, false)) {
         o.data = d;
         o.slab = slab;
         return false;
       }
       this.compactedBytes += d.length;
-      // Emptying the slab resets `nOwners`, which ends the loop.
       this.unref(slab, aligned(d.length));
     }
     this.compactions++;
@@ -344,11 +388,7 @@ export type KcpArenaCounter = 'receiveDropped' | 'receiveDroppedBytes' | 'compac
 export class KcpArena {
   /** Budget for held received payload, bytes (see `KcpArenaOptions.maxReceiveBytes`). */
   readonly maxReceiveBytes: number;
-  /** The segment at rcvNxt may bring `receive.inUse` up to this (the budget less one slab, kept for compaction). @internal */
-  readonly inOrderBytes: number;
-  /** Out-of-order received data may bring `receive.inUse` up to this (3/4 of the budget at most). @internal */
-  readonly outOfOrderBytes: number;
-  /** Slabs for received segments (budgeted). @internal */
+  /** Slabs for received segments (budgeted: the segment at rcvNxt is an urgent copy). @internal */
   readonly receive: SlabPool;
   /** Slabs for queued and unacknowledged sent segments (not budgeted). @internal */
   readonly send = new SlabPool();
@@ -366,8 +406,6 @@ export class KcpArena {
       throw new GamewireError('invalid-argument', `maxReceiveBytes must be an integer ≥ 0 or Infinity, got ${String(max)}`);
     }
     this.maxReceiveBytes = max;
-    this.inOrderBytes = Math.max(0, max - SLAB_BYTES);
-    this.outOfOrderBytes = Math.min(this.inOrderBytes, Math.floor((max * 3) / 4));
     this.receive = new SlabPool(max);
   }
 
