@@ -4,7 +4,7 @@
  * probability `loss`, seeded), both updated every 10 ms of virtual time.
  */
 import { NonCryptoRng } from '../src/core/rng.js';
-import { Kcp, type KcpOptions } from '../src/kcp/kcp.js';
+import type { Kcp, KcpOptions } from '../src/kcp/kcp.js';
 
 /** nodelay(1, 10, 2, 1), windows 128/128. */
 export const PAIR = { nodelay: 1, interval: 10, resend: 2, nc: 1, snd: 128, rcv: 128 };
@@ -19,8 +19,11 @@ export interface PairEnd {
   release(): void;
 }
 
-/** An end on gamewire's `Kcp`, or on another checkout's `Kcp` class (bench:kcp-ab). */
-export function ourPairEnd(out: (d: Uint8Array) => void, K: typeof Kcp = Kcp): PairEnd {
+/**
+ * An end on gamewire's `Kcp` class `K`: this tree's or another checkout's (bench:kcp-ab, bench:kcp-instr). Passed in,
+ * not imported, so that a bundle of the pair holds only the `Kcp` it measures.
+ */
+export function ourPairEnd(out: (d: Uint8Array) => void, K: typeof Kcp): PairEnd {
   const opts: KcpOptions = { nodelay: PAIR.nodelay, interval: PAIR.interval, resend: PAIR.resend, nc: true, sndWnd: PAIR.snd, rcvWnd: PAIR.rcv };
   const k = new K(1, out, opts);
   const buf = new Uint8Array(2048);

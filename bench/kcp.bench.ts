@@ -139,7 +139,7 @@ function cPairEnd(out: (d: Uint8Array) => void): PairEnd {
 /** A sends `messages` 1 KiB messages to B through ours or node-kcp (bench/kcp-pair.ts). */
 function pairRunOf(impl: 'ours' | 'c', messages: number, loss: number, seed: number): PairRun {
   const msg = new Uint8Array(1024).fill(0x5a);
-  return impl === 'ours' ? pairRun((out) => ourPairEnd(out), messages, loss, seed, msg) : pairRun(cPairEnd, messages, loss, seed, Buffer.from(msg));
+  return impl === 'ours' ? pairRun((out) => ourPairEnd(out, Kcp), messages, loss, seed, msg) : pairRun(cPairEnd, messages, loss, seed, Buffer.from(msg));
 }
 
 interface PartB {
