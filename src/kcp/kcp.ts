@@ -1,6 +1,6 @@
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { ACK_LIST_ENTRIES, KcpArena, type Slab, type SlabCopy, type SlabPool } from './arena.js';
+import { ACK_LIST_ENTRIES, KcpArena, type Slab, type SlabCopy } from './arena.js';
 import { Deque, SnRing } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
@@ -254,8 +254,6 @@ export class Kcp {
   readonly maxPendingAcks: number;
   /** Where this `Kcp`'s payload copies and scratch buffers live (see `KcpOptions.arena`). */
   readonly arena: KcpArena;
-  private readonly sendPool: SlabPool;
-  private readonly recvPool: SlabPool;
 
   private readonly output: KcpOutput;
 
@@ -327,8 +325,6 @@ export class Kcp {
       throw new GamewireError('invalid-argument', 'arena must be a KcpArena');
     }
     this.arena = o.arena ?? new KcpArena();
-    this.sendPool = this.arena.send;
-    this.recvPool = this.arena.receive;
     if (o.mtu !== undefined && this.setMtu(o.mtu) !== 0) {
       throw new GamewireError('invalid-argument', `mtu must be at least ${KCP_MTU_MIN}, got ${o.mtu}`);
     }
@@ -616,7 +612,7 @@ export class Kcp {
     }
 
     // One slab copy per segment, so a long message needs no buffer of its own.
-    const pool = this.sendPool;
+    const pool = this.arena.send;
     for (let i = 0, off = pos; i < count; i++) {
       const size = Math.min(mss, len - (off - pos));
       const seg = new Segment(size, this.stream_ ? 0 : count - i - 1);
@@ -632,8 +628,8 @@ export class Kcp {
     if (need > tail.data.length) {
       const grown = new Uint8Array(Math.min(this.mss_, Math.max(need, tail.data.length * 2, 64)));
       grown.set(tail.len === tail.data.length ? tail.data : tail.data.subarray(0, tail.len));
-      this.sendPool.release(tail);
-      this.sendPool.adopt(tail, grown);
+      this.arena.send.release(tail);
+      this.arena.send.adopt(tail, grown);
     }
     tail.data.set(extend === data.length ? data : data.subarray(0, extend), tail.len);
     tail.len = need;
@@ -691,7 +687,7 @@ export class Kcp {
   // bytes to own), refill from rcv_buf, maybe tell our window.
   private consume(out: Uint8Array | undefined): Uint8Array {
     const q = this.rcvQueue;
-    const pool = this.recvPool;
+    const pool = this.arena.receive;
     const recover = q.length >= this.rcvWnd_;
     let first: Uint8Array = EMPTY;
     let len = 0;
@@ -809,7 +805,7 @@ export class Kcp {
     // Not acknowledged when refused, so the peer sends it again. Only the segment that fills the gap
     // at rcvNxt is urgent: later ones, held and already acknowledged, free nothing until it arrives,
     // so they must not take the room it needs (see SlabPool).
-    if (len > 0 && !this.recvPool.copy(seg, data, off, off + len, sn === this.rcvNxt_)) {
+    if (len > 0 && !this.arena.receive.copy(seg, data, off, off + len, sn === this.rcvNxt_)) {
       this.refused(len);
       return;
     }
@@ -877,7 +873,7 @@ export class Kcp {
     const buf = this.sndBuf;
     while (this.nsndBuf > 0 && timeDiff32(una, this.sndUna_) > 0) {
       const seg = buf.slot(this.sndUna_);
-      if (seg !== undefined) this.sendPool.release(seg);
+      if (seg !== undefined) this.arena.send.release(seg);
       buf.clear(this.sndUna_);
       this.nsndBuf--;
       this.sndUna_ = u32Add(this.sndUna_, 1);
@@ -889,7 +885,7 @@ export class Kcp {
     if (timeDiff32(sn, this.sndUna_) < 0 || timeDiff32(sn, this.sndNxt_) >= 0) return;
     const seg = this.sndBuf.slot(sn);
     if (seg === undefined) return;
-    this.sendPool.release(seg);
+    this.arena.send.release(seg);
     this.sndBuf.clear(sn);
     this.nsndBuf--;
     if (sn === this.sndUna_) this.advanceUna();
@@ -990,7 +986,7 @@ export class Kcp {
     const wnd = n < this.rcvWnd_ ? this.rcvWnd_ - n : 0;
     // Above C: near the arena's receive budget, advertise what it can still hold (at least one
     // segment, so the peer keeps probing with data rather than waiting 7 s for a window probe).
-    const pool = this.recvPool;
+    const pool = this.arena.receive;
     const room = pool.urgentBytes - pool.inUse;
     if (room >= wnd * this.mss_) return wnd;
     this.memoryLimited = true;
