@@ -78,7 +78,10 @@ export class SlabPool {
   inUse = 0;
   /** Urgent copies may bring `inUse` up to this: `maxBytes` less one slab. */
   readonly urgentBytes: number;
-  /** Other copies are refused while `inUse` is above this, or when they would take it above: 3/4 of `maxBytes`, at most `urgentBytes`. */
+  /**
+   * Other copies are refused while `inUse` is above this, or when they would take it above: 3/4 of
+   * `maxBytes`, at most `urgentBytes`.
+   */
   readonly laterBytes: number;
   /** Slabs emptied by compaction so far. */
   compactions = 0;
@@ -114,8 +117,8 @@ export class SlabPool {
     this.urgentBytes = Math.max(0, maxBytes - slabBytes);
     this.laterBytes = Math.min(this.urgentBytes, Math.floor((maxBytes * 3) / 4));
     // A live copy of at least 1/16 slab keeps its slab from being sparse, so compaction never moves
-    // it; only squeezing (a budgeted pool under pressure) does. Recording fewer holders saves a store
-    // of a young object into a long-lived array per copy (about 7 % of bench:kcp b, 1 KiB messages).
+    // it; only squeezing (a budgeted pool under pressure) does. Recording fewer holders saves a push
+    // per copy (about 80 of 6,500 instructions per message in bench:kcp b, see bench:kcp-instr).
     this.recordBelow = maxBytes === Infinity ? this.sparseBelow : Infinity;
   }
 
@@ -138,9 +141,9 @@ export class SlabPool {
   copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false): boolean {
     const len = to - from;
     const slab = this.cur;
-    // Kept small so that TurboFan inlines it into Kcp's send and input paths with room to spare for
-    // their other callees (each bytecode counts); a new slab, a large copy and the budget are in
-    // `copySlow`. Below `laterBytes` no copy is refused for lack of budget.
+    // Kept small: TurboFan inlines callees into Kcp.send and Kcp.input until a budget of bytecodes is
+    // spent, and what it leaves out costs a call each. A new slab, a large copy and the budget are
+    // in `copySlow` (below `laterBytes` no copy is refused).
     if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse > this.laterBytes) {
       return this.copySlow(owner, src, from, len, urgent);
     }
@@ -180,7 +183,7 @@ export class SlabPool {
       return;
     }
     owner.slab = undefined;
-    // Small enough for TurboFan to inline into Kcp's ACK and read paths; the rest is in `settle`.
+    // `unref` by hand (TurboFan did not inline that call here), kept small as `copy` is.
     const live = (slab.live -= aligned(owner.data.length));
     if (--slab.refs === 0 || live < this.sparseBelow) this.settle(slab);
   }
@@ -252,7 +255,7 @@ export class SlabPool {
     else if (slab !== this.cur && !slab.sparse) this.markSparse(slab);
   }
 
-  // The rare end of `unref`, kept out of it so that `release` stays small enough to inline.
+  // The rare end of `release` and `unref`, kept out of them so that they stay small.
   private emptied(slab: Slab): void {
     if (slab.owners.length > 0) slab.owners = [];
     if (slab.sparse) {
