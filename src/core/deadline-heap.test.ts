@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DeadlineHeap } from './deadline-heap.js';
+import { DeadlineHeap, grownLength } from './deadline-heap.js';
 
 describe('DeadlineHeap', () => {
   it('behaves like a sorted list under random set/delete/popDue (model check)', () => {
@@ -62,5 +62,15 @@ describe('DeadlineHeap', () => {
       last = t;
     }
     expect(h.size).toBe(0);
+  });
+});
+
+describe('grownLength', () => {
+  it('doubles until the table holds what is needed, caps at the most it will need, never below the need', () => {
+    expect(grownLength(16, 17, 5000)).toBe(32);
+    expect(grownLength(16, 100, 5000)).toBe(128);
+    expect(grownLength(4096, 4097, 5000)).toBe(5000);
+    expect(grownLength(0, 1, 10)).toBe(1);
+    expect(grownLength(16, 40, 20)).toBe(40);
   });
 });

@@ -1,4 +1,14 @@
 /**
+ * The length to grow a table of `length` entries to so that it holds `need`: doubled until it does,
+ * but not past `max` (the most it will ever need), and never below `need`.
+ */
+export function grownLength(length: number, need: number, max: number): number {
+  let n = Math.max(1, length);
+  while (n < need) n *= 2;
+  return Math.max(need, Math.min(n, max));
+}
+
+/**
  * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
  * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
  * typed arrays that grow with the largest id seen (doubling, never past `maxIds`); no allocation per
@@ -140,9 +150,7 @@ export class DeadlineHeap {
   }
 
   private grow(need: number): void {
-    let cap = this.pos.length;
-    while (cap < need) cap *= 2;
-    cap = Math.max(need, Math.min(cap, this.maxIds));
+    const cap = grownLength(this.pos.length, need, this.maxIds);
     const pos = new Int32Array(cap).fill(-1);
     pos.set(this.pos);
     const time = new Float64Array(cap);
@@ -152,7 +160,7 @@ export class DeadlineHeap {
   }
 
   private growHeap(): void {
-    const heap = new Int32Array(Math.min(this.heap.length * 2, Math.max(this.maxIds, this.heap.length + 1)));
+    const heap = new Int32Array(grownLength(this.heap.length, this.heap.length + 1, this.maxIds));
     heap.set(this.heap);
     this.heap = heap;
   }

@@ -1,4 +1,4 @@
-import { DeadlineHeap } from './deadline-heap.js';
+import { DeadlineHeap, grownLength } from './deadline-heap.js';
 import type { Address, Endpoint, Transmit } from './endpoint.js';
 import { checkArg, checkConfig, GamewireError } from './errors.js';
 import type { SansIoPeer } from './peer.js';
@@ -89,7 +89,7 @@ class SlotQueue {
   push(slot: number): void {
     if (this.length === this.buf.length) {
       const n = this.buf.length;
-      const b = new Int32Array(Math.min(n * 2, Math.max(this.maxSlots, n + 1)));
+      const b = new Int32Array(grownLength(n, n + 1, this.maxSlots));
       for (let i = 0; i < n; i++) b[i] = this.buf[(this.head + i) % n]!;
       this.buf = b;
       this.head = 0;
@@ -497,7 +497,7 @@ implements Endpoint<HostEvent<E>> {
     this.peerOf.push(undefined);
     this.addr.push('');
     if (slot >= this.flags.length) {
-      const n = Math.min(this.flags.length * 2, this.maxPeers);
+      const n = grownLength(this.flags.length, slot + 1, this.maxPeers);
       const f = new Uint8Array(n);
       f.set(this.flags);
       this.flags = f;
