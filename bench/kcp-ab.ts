@@ -8,11 +8,9 @@
  *   npm run bench:kcp-ab -- /tmp/base            (0 % and 10 % loss)
  *   KCP_AB_PAIRS=80 npm run bench:kcp-ab -- /tmp/base 0.05
  */
-import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Kcp } from '../src/kcp/index.js';
-import { ourPairEnd, pairRun } from './kcp-pair.js';
+import { checkoutArgs, ourPairEnd, pairRun } from './kcp-pair.js';
 import { table } from './readme.js';
 
 type KcpClass = typeof Kcp;
@@ -30,27 +28,13 @@ function quantile(xs: number[], q: number): number {
 }
 
 async function main(): Promise<void> {
-  const [other, ...lossArgs] = process.argv.slice(2);
-  if (other === undefined) {
-    console.error('usage: npm run bench:kcp-ab -- <other checkout> [loss ...]   (loss as a fraction, default 0 0.1)');
-    process.exit(2);
-  }
-  const losses = lossArgs.length > 0 ? lossArgs.map(Number) : [0, 0.1];
-  if (losses.some((l) => !(l >= 0 && l < 1))) {
-    console.error('loss must be a fraction in [0, 1)');
-    process.exit(2);
-  }
+  const { other, kcpEntry, losses } = checkoutArgs('bench:kcp-ab');
   const pairs = Number(process.env.KCP_AB_PAIRS ?? 40);
   if (!(Number.isInteger(pairs) && pairs > 0)) {
     console.error('KCP_AB_PAIRS must be a positive integer');
     process.exit(2);
   }
-  const entry = path.resolve(other, 'src/kcp/index.ts');
-  if (!existsSync(entry)) {
-    console.error(`${entry} not found: give the root of another gamewire checkout`);
-    process.exit(2);
-  }
-  const mod = (await import(pathToFileURL(entry).href)) as { Kcp: KcpClass };
+  const mod = (await import(pathToFileURL(kcpEntry).href)) as { Kcp: KcpClass };
   const trees: KcpClass[] = [Kcp, mod.Kcp];
   const rows: string[][] = [];
   for (const loss of losses) {

@@ -13,10 +13,11 @@
  *   npm run bench:kcp-instr -- /tmp/base            (0 % and 10 % loss)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { build } from 'esbuild';
+import { checkoutArgs } from './kcp-pair.js';
 import { table } from './readme.js';
 
 const WARMUP = 8;
@@ -41,22 +42,8 @@ function instructions(bundle: string, runs: number, loss: number): Promise<numbe
 }
 
 async function main(): Promise<void> {
-  const [other, ...lossArgs] = process.argv.slice(2);
-  if (other === undefined) {
-    console.error('usage: npm run bench:kcp-instr -- <other checkout> [loss ...]   (loss as a fraction, default 0 0.1)');
-    process.exit(2);
-  }
-  const losses = lossArgs.length > 0 ? lossArgs.map(Number) : [0, 0.1];
-  if (losses.some((l) => !(l >= 0 && l < 1))) {
-    console.error('loss must be a fraction in [0, 1)');
-    process.exit(2);
-  }
+  const { other, kcpEntry, losses } = checkoutArgs('bench:kcp-instr');
   const here = path.resolve(import.meta.dirname, '..');
-  const trees = [here, path.resolve(other)];
-  if (!existsSync(path.join(trees[1]!, 'src/kcp/index.ts'))) {
-    console.error(`${path.join(trees[1]!, 'src/kcp/index.ts')} not found: give the root of another gamewire checkout`);
-    process.exit(2);
-  }
   try {
     execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
   } catch {
@@ -66,11 +53,11 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'kcp-instr-'));
   try {
     // Both pairs run the same driver (this tree's bench/kcp-pair.ts); only the Kcp class differs.
-    const bundles = await Promise.all(trees.map(async (tree, i) => {
+    const bundles = await Promise.all([path.join(here, 'src/kcp/index.ts'), kcpEntry].map(async (kcp, i) => {
       const entry = path.join(dir, `entry${i}.ts`);
       writeFileSync(entry, [
         `import { ourPairEnd, pairRun } from ${JSON.stringify(path.join(here, 'bench/kcp-pair.ts'))};`,
-        `import { Kcp } from ${JSON.stringify(path.join(tree, 'src/kcp/index.ts'))};`,
+        `import { Kcp } from ${JSON.stringify(kcp)};`,
         'const [warmup, runs, loss] = process.argv.slice(2).map(Number);',
         `for (let i = 0; i < warmup + runs; i++) pairRun((o) => ourPairEnd(o, Kcp), ${MESSAGES}, loss, 7);`,
       ].join('\n'));

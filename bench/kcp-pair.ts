@@ -1,8 +1,10 @@
 /**
- * The pair of bench:kcp part b, shared with bench:kcp-ab: A sends 1 KiB messages to B through two
- * KCP objects in one process, datagrams handed to the other side's input at once (each lost with
- * probability `loss`, seeded), both updated every 10 ms of virtual time.
+ * The pair of bench:kcp part b, shared with bench:kcp-ab and bench:kcp-instr: A sends 1 KiB messages
+ * to B through two KCP objects in one process, datagrams handed to the other side's input at once
+ * (each lost with probability `loss`, seeded), both updated every 10 ms of virtual time.
  */
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { NonCryptoRng } from '../src/core/rng.js';
 import type { Kcp, KcpOptions } from '../src/kcp/kcp.js';
 
@@ -87,4 +89,34 @@ export function pairRun(make: (out: (d: Uint8Array) => void) => PairEnd, message
   b.release();
   const cpuMs = (c.user + c.system) / 1000;
   return { msgsPerSec: messages / (cpuMs / 1000), cpuMs, wallMs, datagrams, virtualMs: now };
+}
+
+/** The command line of bench:kcp-ab and bench:kcp-instr, checked. */
+export interface CheckoutArgs {
+  /** The other checkout as given. */
+  other: string;
+  /** Its `src/kcp/index.ts`, absolute. */
+  kcpEntry: string;
+  /** Loss rates to run (default 0 and 0.1). */
+  losses: number[];
+}
+
+/** `<other checkout> [loss ...]` from argv; a usage line and exit 2 when they are wrong. */
+export function checkoutArgs(command: string): CheckoutArgs {
+  const [other, ...lossArgs] = process.argv.slice(2);
+  if (other === undefined) {
+    console.error(`usage: npm run ${command} -- <other checkout> [loss ...]   (loss as a fraction, default 0 0.1)`);
+    process.exit(2);
+  }
+  const losses = lossArgs.length > 0 ? lossArgs.map(Number) : [0, 0.1];
+  if (losses.some((l) => !(l >= 0 && l < 1))) {
+    console.error('loss must be a fraction in [0, 1)');
+    process.exit(2);
+  }
+  const kcpEntry = path.resolve(other, 'src/kcp/index.ts');
+  if (!existsSync(kcpEntry)) {
+    console.error(`${kcpEntry} not found: give the root of another gamewire checkout`);
+    process.exit(2);
+  }
+  return { other, kcpEntry, losses };
 }
