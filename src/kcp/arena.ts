@@ -381,12 +381,13 @@ export type KcpArenaCounter = 'receiveDropped' | 'receiveDroppedBytes' | 'compac
 /**
  * The buffers of one or more `Kcp`s: payload slabs for sent and received segments, the scratch
  * buffers datagrams are built in, and the lists of ACKs waiting for a flush (a `Kcp` holds one only
- * between a data segment and its next flush, so an idle `Kcp` holds none). A host (e.g. a server with many sessions) gives every `Kcp` it owns
- * one arena (`KcpOptions.arena`), so memory is shared and bounded in one place; a `Kcp` created
- * without one owns its own. The receive side has a byte budget (`maxReceiveBytes`): no peer can make
- * the arena hold more received payload than that; data segments beyond it are dropped and counted.
- * Sent data is the application's own and is bounded by each `Kcp`'s send queue and window instead.
- * Not thread-safe (nothing in gamewire is); all `Kcp`s on an arena must run on one thread.
+ * between a data segment and its next flush, so an idle `Kcp` holds none). A host (e.g. a server
+ * with many sessions) gives every `Kcp` it owns one arena (`KcpOptions.arena`), so memory is shared
+ * and bounded in one place; a `Kcp` created without one owns its own. The receive side has a byte
+ * budget (`maxReceiveBytes`): no peer can make the arena hold more received payload than that; data
+ * segments beyond it are dropped and counted. Sent data is the application's own and is bounded by
+ * each `Kcp`'s send queue and window instead. Not thread-safe (nothing in gamewire is); all `Kcp`s
+ * on an arena must run on one thread.
  */
 export class KcpArena {
   /** Budget for held received payload, bytes (see `KcpArenaOptions.maxReceiveBytes`). */
