@@ -7,7 +7,7 @@ import { Kcp, type KcpOptions } from './kcp.js';
 import { encodeKcpHeader, KCP_OVERHEAD, KcpCommand } from './segment.js';
 
 function holder(): SlabCopy {
-  return { data: new Uint8Array(0), slab: undefined, own: 0 };
+  return { data: new Uint8Array(0), slab: undefined, held: 0 };
 }
 
 const aligned = (n: number): number => (n + 7) & ~7;
@@ -19,21 +19,22 @@ describe('SlabPool', () => {
     type Op = { copy: number; long: boolean } | 'release-short' | 'release-long';
     const op: fc.Arbitrary<Op> = fc.oneof(
       { arbitrary: fc.record({
-          copy: fc.integer({ min: 0, max: 30 }),
+          copy: fc.integer({ min: 0, max: 50 }),
           long: fc.oneof({ arbitrary: fc.constant(true), weight: 1 }, { arbitrary: fc.constant(false), weight: 15 }),
         }), weight: 6 },
       { arbitrary: fc.constant<Op>('release-short'), weight: 8 },
       { arbitrary: fc.constant<Op>('release-long'), weight: 2 },
     );
     fc.assert(
-      // Slabs of 256: copies of 17-24 bytes are at least 1/16 of one, so the pool does not record them.
-      fc.property(fc.array(op, { minLength: 100, maxLength: 400 }), fc.integer({ min: 0, max: 2 ** 30 }), fc.constantFrom(512, 256), (ops, seed, slabBytes) => {
-        const pool = new SlabPool(Infinity, slabBytes, 24, 2);
+      // Slabs of 256: copies of 17 bytes and more are at least 1/16 of one, so the pool does not record
+      // them. Copies above maxPiece get their own buffers.
+      fc.property(fc.array(op, { minLength: 100, maxLength: 400 }), fc.integer({ min: 0, max: 2 ** 30 }), fc.constantFrom(512, 256), fc.constantFrom(24, 48), (ops, seed, slabBytes, maxPiece) => {
+        const pool = new SlabPool(Infinity, slabBytes, maxPiece, 2);
         const short: { h: SlabCopy; want: number[] }[] = [];
         const long: { h: SlabCopy; want: number[] }[] = [];
         let fill = seed;
         const next = (): number => (fill = (fill * 1103515245 + 12345) >>> 0) >>> 8;
-        let liveBytes = 0; // in slabs, each copy rounded up to 8
+        let liveBytes = 0; // in slabs (their `held`)
         let ownBytes = 0;
         const check = (c: { h: SlabCopy; want: number[] }): void => {
           if (c.h.data.length !== c.want.length || c.want.some((b, k) => c.h.data[k] !== b)) expect([...c.h.data]).toEqual(c.want);
@@ -44,8 +45,8 @@ describe('SlabPool', () => {
             if (from.length === 0) return;
             const [c] = from.splice(o === 'release-short' ? 0 : next() % from.length, 1);
             check(c!);
-            if (c!.h.slab !== undefined) liveBytes -= aligned(c!.h.data.length);
-            ownBytes -= c!.h.own;
+            if (c!.h.slab !== undefined) liveBytes -= c!.h.held;
+            else ownBytes -= c!.h.held;
             pool.release(c!.h);
             pool.release(c!.h); // a second release does nothing
           } else {
@@ -53,8 +54,13 @@ describe('SlabPool', () => {
             const h = holder();
             const before = pool.inUse - ownBytes;
             if (!pool.copy(h, src, 3, src.length)) expect.fail('refused without a budget');
-            if (h.slab !== undefined) liveBytes += aligned(o.copy);
-            ownBytes += h.own;
+            if (h.slab !== undefined) {
+              // Copies of more than 32 bytes end their source 3 bytes in: those 3 go too, where they fit.
+              const head = h.data.byteOffset % 8;
+              expect([head, o.copy > 32 || head === 0]).toEqual([head === 0 ? 0 : 3, true]);
+              expect(h.held).toBe(aligned(head + o.copy));
+              liveBytes += h.held;
+            } else ownBytes += h.held;
             (o.long ? long : short).push({ h, want: [...src.subarray(3)] });
             // Slabs are taken only here: then every one in use but the current and the last is 1/16 full.
             const slabs = pool.inUse - ownBytes;
@@ -127,7 +133,7 @@ describe('SlabPool', () => {
     const big = holder();
     pool.copy(big, new Uint8Array(40), 0, 40);
     expect(big.slab).toBeUndefined();
-    expect(big.own).toBe(40);
+    expect(big.held).toBe(40);
     expect(big.data.buffer.byteLength).toBe(40);
     expect(pool.inUse).toBe(2 * 64 + 40);
     pool.release(big);
@@ -178,7 +184,7 @@ describe('SlabPool', () => {
               expect(op.urgent || before <= pool.laterBytes).toBe(true);
             } else {
               expect(h.slab).toBeUndefined();
-              expect(h.own).toBe(0);
+              expect(h.held).toBe(0);
               expect(pool.inUse).toBe(before);
             }
             expect(pool.allocated).toBeLessThanOrEqual(max);

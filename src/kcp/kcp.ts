@@ -205,8 +205,8 @@ class Segment implements SlabCopy {
   data: Uint8Array;
   /** The arena slab `data` lies in (released once), or undefined. */
   slab: Slab | undefined = undefined;
-  /** Bytes of an own buffer charged to the arena, or 0. */
-  own = 0;
+  /** Bytes held in the arena (see `SlabCopy.held`). */
+  held = 0;
 
   constructor(len: number, frg: number) {
     this.data = EMPTY;

@@ -54,7 +54,7 @@ export interface KcpSessionOptions {
    * Received payload held by all sessions together, bytes: the budget of the one `KcpArena` the host
    * owns for every session (default 8 MiB, `KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT`). Beyond it incoming
    * data segments are dropped and counted (`arena.counters()`), and near it sessions advertise smaller
-   * windows. Honest traffic needs about 2 × rcvWnd × mss per receiving session.
+   * windows. Honest traffic needs about 2 × rcvWnd × (mss + 48) per receiving session.
    */
   maxReceiveBytes?: number;
   /** Send the ACKs an input owes at once (`Kcp.flushAcks`), not at the next interval; data still waits (default false). */
