@@ -132,7 +132,7 @@ export class SlabPool {
     this.laterBytes = Math.min(this.urgentBytes, Math.floor((maxBytes * 3) / 4));
     // A live copy of at least 1/16 slab keeps its slab from being sparse, so compaction never moves
     // it; only squeezing (a budgeted pool under pressure) does. Recording fewer holders saves a push
-    // per copy (about 80 of 6,500 instructions per message in bench:kcp b, see bench:kcp-instr).
+    // per copy (about 80 of 6,200 instructions per message in bench:kcp b, see bench:kcp-instr).
     this.recordBelow = maxBytes === Infinity ? this.sparseBelow : Infinity;
   }
 
