@@ -280,6 +280,9 @@ async function main(): Promise<void> {
   const headline = rows.find((r) => r.name.includes('ack every 2'))!;
   // Also the median of run-by-run ratios (each chunk run against the raw run of the same round).
   const roundRatio = median(runs['chunk-ack2'].map((p, i) => p.goodputMBps / runs.raw[i].goodputMBps));
+  // Met only by both measures: raw swings between runs, so the ratio of medians alone can land above
+  // the target in a run whose rounds mostly fell below it.
+  const met = headline.goodputRatio >= target && roundRatio >= target;
   const result = {
     date,
     node: process.version,
@@ -289,7 +292,7 @@ async function main(): Promise<void> {
     runs: RUNS,
     rawDatagramBytes: RAW_DATAGRAM,
     rawWindow: RAW_WINDOW,
-    target: { goodputRatio: target, met: headline.goodputRatio >= target, medianRoundRatio: roundRatio },
+    target: { goodputRatio: target, met, medianRoundRatio: roundRatio },
     settleWaitSeconds: waited,
     medians: rows,
     samples: runs,
@@ -317,8 +320,8 @@ async function main(): Promise<void> {
     '',
     `Machine: ${machine}; Node ${process.version}; ${date.slice(0, 10)}; load average ${load0[0].toFixed(2)} at start, ${load1[0].toFixed(2)} at end`,
     '(the machine is shared, so absolute figures move from run to run; the ratios are the point).',
-    `Target: chunk goodput ≥ ${target} × raw: ${headline.goodputRatio >= target ? 'met' : 'missed'} (${headline.goodputRatio.toFixed(3)}; median of the`,
-    `run-by-run ratios ${roundRatio.toFixed(3)}).`,
+    `Target: chunk goodput ≥ ${target} × raw, by the ratio of the medians and by the median of the run-by-run ratios:`,
+    `${met ? 'met' : 'missed'} (${headline.goodputRatio.toFixed(3)} and ${roundRatio.toFixed(3)}).`,
     '',
     '',
   ].join('\n');
