@@ -147,7 +147,7 @@ export class SlabPool {
   }
 
   /**
-   * Copy `src[from, to)` into `owner` (its `data`, `slab`, `own`), or return false and change nothing
+   * Copy `src[from, to)` into `owner` (its `data`, `slab`, `held`), or return false and change nothing
    * when the budget refuses it: an `urgent` copy when it needs new memory that would take `inUse`
    * above `urgentBytes` even after packing the live copies of the emptiest slabs together (see
    * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above.
@@ -218,18 +218,14 @@ export class SlabPool {
   private put(owner: SlabCopy, slab: Slab, src: Uint8Array, from: number, len: number): void {
     const at = this.pos;
     let size: number;
-    if (len <= HAND_COPY) {
-      const view = new Uint8Array(slab.buffer, at, len);
-      for (let i = 0; i < len; i++) view[i] = src[from + i]!;
-      owner.data = view;
-      size = aligned(len);
-    } else if (from <= MAX_HEAD && from + len === src.length && at + src.length <= this.slabBytes) {
+    if (len > HAND_COPY && from <= MAX_HEAD && from + len === src.length && at + src.length <= this.slabBytes) {
       slab.bytes.set(src, at);
       owner.data = new Uint8Array(slab.buffer, at + from, len);
       size = aligned(src.length);
     } else {
       const view = new Uint8Array(slab.buffer, at, len);
-      view.set(new Uint8Array(src.buffer, src.byteOffset + from, len));
+      if (len <= HAND_COPY) for (let i = 0; i < len; i++) view[i] = src[from + i]!;
+      else view.set(new Uint8Array(src.buffer, src.byteOffset + from, len));
       owner.data = view;
       size = aligned(len);
     }
