@@ -1,6 +1,5 @@
 import type { Path } from '../congestion/path.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
-import { GamewireError } from '../core/errors.js';
 import type { HostedPeer } from '../core/host.js';
 import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
@@ -11,6 +10,14 @@ import {
 } from './wire.js';
 
 export type { ConnectionStats } from './session.js';
+
+/**
+ * Counters of a `Connection`: the session's (packet layer, message lanes, block lane) and
+ * `sendsAfterClose`, the `send` calls made after it had closed (nothing sent).
+ */
+export interface ConnectionCounters extends SessionCounters {
+  sendsAfterClose: number;
+}
 
 /** Lifecycle of a `Connection`. */
 export type ConnectionState = 'connecting' | 'connected' | 'closed';
@@ -78,6 +85,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   private disconnectsLeft = 0;
   private disconnectCode: number = DisconnectCode.Local;
   private finished_ = false;
+  private sendsAfterClose = 0;
   private waker: (() => void) | undefined;
 
   /** @internal */
@@ -118,12 +126,17 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * Queue `bytes` (copied) on lane `lane`; returns the message's id on that lane (for `'delivery'`
    * events). `notice`: on a reliable or block lane, also raise a `'delivery'` event with the outcome
    * (notify lanes always do). On a block lane the message is one block. Allowed while connecting (sent
-   * once connected). Throws `closed` after close, `invalid-argument` for a bad lane, `message-too-large`
+   * once connected). Once closed (locally, by the peer, or by a timeout) nothing is queued: returns −1
+   * and counts `sendsAfterClose` (`counters()`), so answering a message that arrived together with the
+   * peer's DISCONNECT is safe. Otherwise throws `invalid-argument` for a bad lane, `message-too-large`
    * past the lane's `maxMessageBytes`, `queue-full` when a reliable or block lane holds `maxQueuedBytes`
    * (or a block lane `maxQueuedBlocks`).
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
-    if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed connection');
+    if (this.state_ === 'closed') {
+      this.sendsAfterClose++;
+      return -1;
+    }
     const id = this.session.send(this.now, lane, bytes, notice);
     this.waker?.();
     return id;
@@ -132,9 +145,11 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   /**
    * Drop block `id` of block lane `lane`, queued or in transfer (a block the peer already holds in full
    * still counts as delivered). Its `'delivery'` event, if asked for, follows with the outcome. False
-   * when `id` is unknown or finished. Throws `invalid-argument` unless `lane` is the block lane.
+   * when `id` is unknown or finished, and once the connection has closed (its blocks went with it).
+   * Throws `invalid-argument` unless `lane` is the block lane.
    */
   cancel(lane: number, id: number): boolean {
+    if (this.state_ === 'closed') return false;
     const r = this.session.cancel(lane, id);
     this.waker?.();
     return r;
@@ -160,9 +175,12 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     return this.session.stats(now);
   }
 
-  /** Copies of the counters of the packet layer (`acks`), the message lanes (`channels`) and the block lane (`blocks`). */
-  counters(): SessionCounters {
-    return this.session.counters();
+  /**
+   * Copies of the counters of the packet layer (`acks`), the message lanes (`channels`), the block
+   * lane (`blocks`), and `sendsAfterClose`.
+   */
+  counters(): ConnectionCounters {
+    return { ...this.session.counters(), sendsAfterClose: this.sendsAfterClose };
   }
 
   /** Driver hook (`Endpoint.setWaker`), set by the host. */

@@ -65,8 +65,11 @@ export interface ClientOptions extends NetcodeCarryOptions {
   crypto?: CryptoProvider;
 }
 
-/** Counter names of a `Client`: packets dropped, by why. */
-export type ClientCounter = 'wrongAddress' | 'dropped' | 'unexpected';
+/**
+ * Counter names of a `Client`: packets dropped, by why; `sendsAfterClose`: `send`/`sendRaw` calls
+ * after the connection had ended (nothing sent).
+ */
+export type ClientCounter = 'wrongAddress' | 'dropped' | 'unexpected' | 'sendsAfterClose';
 
 /** Requests, responses and keep-alives go out this often (the standard's 10 Hz). */
 const SEND_INTERVAL_MS = 100;
@@ -83,7 +86,7 @@ const CHALLENGE_BODY_BYTES = 308;
 export class Client implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly carry: ResolvedCarry;
-  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'dropped', 'unexpected']);
+  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'dropped', 'unexpected', 'sendsAfterClose']);
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
@@ -92,7 +95,8 @@ export class Client implements Endpoint<ClientEvent> {
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly events: ClientEvent[] = [];
-  private disconnectEvent: ClientEvent | undefined;
+  // The ending state's event and `'disconnected'`: after every message received before the end.
+  private readonly endEvents: ClientEvent[] = [];
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly transmit: Transmit = { length: 0, to: '' };
@@ -107,6 +111,8 @@ export class Client implements Endpoint<ClientEvent> {
   private disconnectsLeft = 0;
   private clientIndex = -1;
   private maxClients = 0;
+  // The connection of the last `connect` was made (it may have ended since).
+  private wasConnected = false;
   private waker: (() => void) | undefined;
 
   /**
@@ -158,28 +164,45 @@ export class Client implements Endpoint<ClientEvent> {
   }
 
   /**
-   * Queue `bytes` on lane `lane` (see `Connection.send`). Allowed once connected. Throws
-   * `invalid-state` when not connected or in raw mode, and the lane's errors.
+   * Queue `bytes` on lane `lane` (see `Connection.send`); returns its id on the lane (≥ 0). Once the
+   * connection has ended (`close()`, the server's DISCONNECT, a timeout), nothing is queued: returns
+   * −1 and counts `sendsAfterClose`, so answering a message that arrived together with the server's
+   * DISCONNECT is safe. Throws `invalid-state` in raw mode and before the connection is made, and the
+   * lane's errors while connected.
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
-    if (this.state_ !== 'connected' || this.session === undefined) {
-      throw new GamewireError('invalid-state', this.session === undefined && this.state_ === 'connected' ? 'raw mode: use sendRaw' : `client is ${this.state_}`);
+    if (this.carry.raw) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
+    if (this.state_ === 'connected' && this.session !== undefined) {
+      const id = this.session.send(this.now, lane, bytes, notice);
+      this.waker?.();
+      return id;
     }
-    const id = this.session.send(this.now, lane, bytes, notice);
-    this.waker?.();
-    return id;
+    if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
+    this.ctr.add('sendsAfterClose');
+    return -1;
   }
 
-  /** Raw mode: queue one payload of 1..1200 bytes (copied). Throws `invalid-state`, `message-too-large`, `queue-full`. */
-  sendRaw(bytes: Uint8Array): void {
-    if (this.state_ !== 'connected' || !this.carry.raw) throw new GamewireError('invalid-state', this.carry.raw ? `client is ${this.state_}` : 'not raw mode');
-    queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
-    this.waker?.();
+  /**
+   * Raw mode: queue one payload of 1..1200 bytes (copied); true. Once the connection has ended,
+   * nothing is queued: false, counted as `sendsAfterClose` (as `send`). Throws `invalid-state` (not
+   * raw, or before the connection is made), and while connected `message-too-large`, `queue-full`.
+   */
+  sendRaw(bytes: Uint8Array): boolean {
+    if (!this.carry.raw) throw new GamewireError('invalid-state', 'not raw mode');
+    if (this.state_ === 'connected') {
+      queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
+      this.waker?.();
+      return true;
+    }
+    if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
+    this.ctr.add('sendsAfterClose');
+    return false;
   }
 
-  /** See `Connection.cancel`. */
+  /** See `Connection.cancel`; false once the connection has ended (its blocks were dropped with it). */
   cancel(lane: number, id: number): boolean {
     if (this.session === undefined) throw new GamewireError('invalid-state', 'no lanes (not connected, or raw mode)');
+    if (this.state_ !== 'connected') return false;
     return this.session.cancel(lane, id);
   }
 
@@ -245,6 +268,7 @@ export class Client implements Endpoint<ClientEvent> {
           this.maxClients = readU32LE(p.body, 4);
           if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1);
           this.setState(now, 'connected');
+          this.wasConnected = true;
           this.events.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });
         }
         return;
@@ -301,9 +325,7 @@ export class Client implements Endpoint<ClientEvent> {
     if (own !== undefined) return own;
     const e = this.session?.pollEvent();
     if (e !== undefined) return e;
-    const d = this.disconnectEvent;
-    this.disconnectEvent = undefined;
-    return d;
+    return this.endEvents.shift();
   }
 
   private write(now: number, out: Uint8Array): number | undefined {
@@ -367,11 +389,15 @@ export class Client implements Endpoint<ClientEvent> {
     this.end(state, state);
   }
 
-  /** Enter an ending state; the session stays (its undrained messages come before `'disconnected'`) until the next `connect`. */
+  /**
+   * Enter an ending state; the session stays until the next `connect`, so its undrained messages come
+   * before the state's event and `'disconnected'`.
+   */
   private end(state: ClientState, reason: ClientDisconnectReason): void {
-    this.setState(this.now, state);
+    this.state_ = state;
+    this.stateAt = this.now;
     this.rawQueue.length = 0;
-    this.disconnectEvent = { type: 'disconnected', reason };
+    this.endEvents.push({ type: 'state', state }, { type: 'disconnected', reason });
   }
 
   /** The one place the state changes: every change is also an event. */
@@ -390,8 +416,9 @@ export class Client implements Endpoint<ClientEvent> {
     this.clientIndex = -1;
     this.maxClients = 0;
     this.disconnectsLeft = 0;
-    this.disconnectEvent = undefined;
+    this.endEvents.length = 0;
     this.expiresAt = Infinity;
+    this.wasConnected = false;
   }
 
   private tick(now: number): void {

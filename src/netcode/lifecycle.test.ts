@@ -395,3 +395,86 @@ describe('netcode: raw mode', () => {
     expect(() => client.send(0, p)).toThrow();
   });
 });
+
+describe('netcode: sending to a client that has just closed (issue 19, item 1)', () => {
+  it('a message and a DISCONNECT in one batch: the message comes first, and an echo from its handler is a counted drop', () => {
+    const r = rig(20, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    client.connect(0, token());
+    r.world.runFor(300);
+    r.pump();
+    expect(client.state).toBe('connected');
+    client.send(0, Uint8Array.of(1, 2, 3));
+    r.world.drain(); // the payload leaves before the DISCONNECTs; both arrive at the server at the same instant
+    client.close();
+    r.world.runFor(100);
+    const seen: string[] = [];
+    const echoed: number[] = [];
+    for (let e = r.server.pollEvent(); e !== undefined; e = r.server.pollEvent()) {
+      seen.push(e.type);
+      if (e.type === 'message') echoed.push(e.client.send(e.lane, e.bytes));
+    }
+    expect(seen.slice(-2)).toEqual(['message', 'disconnected']);
+    expect(echoed).toEqual([-1]);
+    expect(r.server.counters().sendsAfterClose).toBe(1);
+  });
+
+  it('raw mode: an echo of the payload that came with a DISCONNECT returns false and is counted', () => {
+    const r = rig(21, { latencyMs: 10 }, {}, true);
+    const { client } = r.client('10.0.0.2:5000');
+    client.connect(0, token());
+    r.world.runFor(300);
+    client.sendRaw(Uint8Array.of(9));
+    r.world.drain();
+    client.close();
+    r.world.runFor(100);
+    const seen: string[] = [];
+    const echoed: boolean[] = [];
+    for (let e = r.server.pollEvent(); e !== undefined; e = r.server.pollEvent()) {
+      seen.push(e.type);
+      if (e.type === 'payload') echoed.push(e.client.sendRaw(e.bytes));
+    }
+    expect(seen.slice(-2)).toEqual(['payload', 'disconnected']);
+    expect(echoed).toEqual([false]);
+    expect(r.server.counters().sendsAfterClose).toBe(1);
+  });
+
+  it('client side: the server\'s last message before its DISCONNECT can be answered without a throw; misuse before connecting still throws', () => {
+    const r = rig(22, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    expect(() => client.send(0, Uint8Array.of(1))).toThrow(/invalid-state/);
+    client.connect(0, token());
+    expect(() => client.send(0, Uint8Array.of(1))).toThrow(/invalid-state/);
+    r.world.runFor(300);
+    r.pump();
+    const sc = r.server.clients()[0]!;
+    sc.send(0, Uint8Array.of(7));
+    r.world.drain();
+    sc.close();
+    r.world.runFor(100);
+    const seen: string[] = [];
+    const echoed: number[] = [];
+    for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) {
+      seen.push(e.type);
+      if (e.type === 'message') echoed.push(client.send(e.lane, e.bytes));
+    }
+    expect(seen.slice(-3)).toEqual(['message', 'state', 'disconnected']);
+    expect(echoed).toEqual([-1]);
+    expect(client.counters().sendsAfterClose).toBe(1);
+    expect(sc.send(0, Uint8Array.of(1))).toBe(-1);
+    expect(sc.cancel(2, 1)).toBe(false);
+    expect(client.cancel(2, 1)).toBe(false);
+    expect(r.server.counters().sendsAfterClose).toBe(1);
+  });
+
+  it('raw client: sendRaw after the connection ended returns false and is counted', () => {
+    const r = rig(23, { latencyMs: 10 }, {}, true);
+    const { client } = r.client('10.0.0.2:5000');
+    expect(() => client.sendRaw(Uint8Array.of(1))).toThrow(/invalid-state/);
+    client.connect(0, token());
+    r.world.runFor(300);
+    client.close();
+    expect(client.sendRaw(Uint8Array.of(1))).toBe(false);
+    expect(client.counters().sendsAfterClose).toBe(1);
+  });
+});

@@ -60,14 +60,18 @@ export type ServerEvent =
   | { type: 'payload'; client: ServerClient; bytes: Uint8Array }
   | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason };
 
-/** Counter names of a `Server` (every dropped input, and what the handshake did). */
+/**
+ * Counter names of a `Server` (every dropped input, and what the handshake did). `sendsAfterClose`:
+ * `send`/`sendRaw` calls on a client that had closed (nothing sent).
+ */
 export type ServerCounter =
   | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
-  | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed';
+  | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed'
+  | 'sendsAfterClose';
 
 const COUNTERS: readonly ServerCounter[] = [
   'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
-  'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
+  'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed', 'sendsAfterClose',
 ];
 
 /** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
@@ -241,6 +245,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   /** @internal the next sequence of a packet sent outside any connection (challenge, denied): from 2^63 up. */
   nextGlobalSequence(): bigint {
     return this.globalSequence++;
+  }
+
+  /** @internal a client that had closed was sent to. */
+  sentAfterClose(): void {
+    this.ctr.add('sendsAfterClose');
   }
 
   /** @internal a client slot ended: free its index and id. */
@@ -433,28 +442,43 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   }
 
   /**
-   * Queue `bytes` on lane `lane` (see `Connection.send`); returns its id on the lane. Throws `closed`,
-   * `invalid-state` in raw mode (use `sendRaw`), and the lane's errors.
+   * Queue `bytes` on lane `lane` (see `Connection.send`); returns its id on the lane (≥ 0). Once the
+   * client has closed (locally, by its DISCONNECT, or by timeout) nothing is queued: returns −1 and
+   * counts `sendsAfterClose` in the server's counters, so answering an event that arrived together
+   * with the client's DISCONNECT is safe. Throws `invalid-state` in raw mode (use `sendRaw`), and the
+   * lane's errors while open.
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
-    if (this.closed) throw new GamewireError('closed', 'send on a closed client');
     if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
+    if (this.closed) {
+      this.server.sentAfterClose();
+      return -1;
+    }
     const id = this.session.send(this.now, lane, bytes, notice);
     this.waker?.();
     return id;
   }
 
-  /** Raw mode: queue one payload packet of `bytes` (1..1200, copied). Throws `closed`, `invalid-state` (not raw), `message-too-large`, `queue-full`. */
-  sendRaw(bytes: Uint8Array): void {
-    if (this.closed) throw new GamewireError('closed', 'send on a closed client');
+  /**
+   * Raw mode: queue one payload packet of `bytes` (1..1200, copied); true. Once the client has closed,
+   * nothing is queued: false, counted as `sendsAfterClose` (as `send`). Throws `invalid-state` (not
+   * raw), and while open `message-too-large`, `queue-full`.
+   */
+  sendRaw(bytes: Uint8Array): boolean {
     if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
+    if (this.closed) {
+      this.server.sentAfterClose();
+      return false;
+    }
     queueRaw(this.rawQueue, bytes, this.server.carry.maxRawQueue);
     this.waker?.();
+    return true;
   }
 
-  /** See `Connection.cancel`. */
+  /** See `Connection.cancel`; false once the client has closed (its blocks were dropped with it). */
   cancel(lane: number, id: number): boolean {
     if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode has no lanes');
+    if (this.closed) return false;
     return this.session.cancel(lane, id);
   }
 
