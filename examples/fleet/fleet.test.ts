@@ -42,6 +42,23 @@ describe('examples/fleet', () => {
     const perServer = new Map<string, number>();
     for (const p of players) perServer.set(p.server, (perServer.get(p.server) ?? 0) + 1);
     expect([...perServer.values()]).toEqual([2, 2, 2]);
+    // One player per server sends its last message and its DISCONNECT in one go: they reach the
+    // server together and its echo handler answers a client that has just closed. Every server must
+    // still serve its other player.
+    const leaving = [...new Map(players.map((p) => [p.server, p])).values()];
+    for (const p of leaving) {
+      p.client.send(0, Uint8Array.of(200));
+      p.driver.flush();
+      p.client.close();
+      p.driver.flush();
+    }
+    await Promise.all(players.filter((p) => !leaving.includes(p)).map((p, k) => new Promise<void>((resolve, reject) => {
+      p.driver.on('event', (e: ClientEvent) => {
+        if (e.type === 'message' && e.bytes[0] === 100 + k) resolve();
+        if (e.type === 'disconnected') reject(new Error(`a player of ${p.server}: ${e.reason}`));
+      });
+      p.client.send(0, Uint8Array.of(100 + k));
+    })));
     for (const p of players) {
       p.client.close();
       await p.driver.close({ linger: true });

@@ -369,4 +369,54 @@ describe('DriveLoop on a virtual clock', () => {
     void loop.close();
     expect(loop.state).toBe('closed');
   });
+
+  it('a handler that throws is reported to onError with its event; the next events, commands and the timer go on', () => {
+    const p = new FakePlatform();
+    const ep = new Script();
+    const seen: string[] = [];
+    const errors: [unknown, Ev][] = [];
+    const loop = new DriveLoop<Ev, number>(ep, p, {
+      onEvent: (ev) => {
+        seen.push(ev.type);
+        if (ev.type === 'bad') throw new Error('boom');
+        if (ev.type === 'after') ep.command(5, 'x:1');
+      },
+      onError: (err, ev) => void errors.push([err, ev]),
+    });
+    ep.events.push({ type: 'bad', at: 0 }, { type: 'after', at: 0 });
+    ep.deadline = 50;
+    loop.drain();
+    expect(seen).toEqual(['bad', 'after']);
+    expect(errors.map(([e, ev]) => [(e as Error).message, ev.type])).toEqual([['boom', 'bad']]);
+    expect(p.sent).toEqual([{ data: [5], to: 'x:1' }]);
+    expect(p.armedAt).toBe(50);
+    expect(loop.counters().handlerErrors).toBe(1);
+    p.advance(50);
+    expect(seen).toEqual(['bad', 'after', 'timeout']);
+    ep.events.push({ type: 'bad', at: 0 });
+    loop.handleDatagram('x:1', new Uint8Array([1]));
+    p.turn();
+    expect(p.sent.at(-1)).toEqual({ data: [0xac, 1], to: 'x:1' });
+    expect(errors).toHaveLength(2);
+    expect(loop.state).toBe('running');
+  });
+
+  it('without onError the handler\'s error is rethrown once the drain is done: later events delivered, timer armed, still running', () => {
+    const { p, ep, loop, events } = setup({
+      onEvent: (ev) => {
+        if (ev.type === 'bad') throw new Error('boom');
+      },
+    });
+    ep.events.push({ type: 'bad', at: 0 }, { type: 'after', at: 0 });
+    ep.deadline = 50;
+    expect(() => loop.drain()).toThrow('boom');
+    expect(events.map((e) => e.type)).toEqual(['bad', 'after']);
+    expect(p.armedAt).toBe(50);
+    expect(loop.state).toBe('running');
+    p.advance(50);
+    expect(events.map((e) => e.type)).toEqual(['bad', 'after', 'timeout']);
+    ep.events.push({ type: 'bad', at: 0 }, { type: 'bad', at: 0 });
+    expect(() => loop.drain()).toThrow(AggregateError);
+    expect(loop.counters().handlerErrors).toBe(3);
+  });
 });

@@ -37,6 +37,13 @@ export interface DrivePlatform<T = unknown> {
 export interface DriveLoopOptions<E> {
   /** Receives every event polled from the endpoint, in order. May issue commands and call `close`. */
   onEvent: (event: E) => void;
+  /**
+   * Receives what `onEvent` threw, with the event it was handling; the loop has caught it and goes
+   * on (the next events, transmits, the timer). Without it, the drain still completes and then
+   * rethrows the error to its caller (an `AggregateError` when several handlers threw), as if
+   * `onEvent` had thrown after the drain. Each is counted (`handlerErrors`) either way.
+   */
+  onError?: (error: unknown, event: E) => void;
   /** Size of the scratch buffer used when the platform has no `buffer()`, bytes (default 1472). */
   maxDatagramBytes?: number;
   /**
@@ -81,10 +88,15 @@ const MAX_ROUNDS = 8;
 export class DriveLoop<E = unknown, T = unknown> {
   /** @internal read with `counters()`. */
   timerWakeups = 0;
+  /** @internal read with `counters()`. */
+  handlerErrors = 0;
 
   private readonly endpoint: Endpoint<E>;
   private readonly platform: DrivePlatform<T>;
   private readonly onEvent: (event: E) => void;
+  private readonly onError: ((error: unknown, event: E) => void) | undefined;
+  // Handler errors of the running drain, without `onError`: rethrown once it is done.
+  private readonly thrown: unknown[] = [];
   private readonly scratch: Uint8Array | undefined;
   private readonly maxPerTurn: number;
   private readonly resolution: number;
@@ -129,6 +141,7 @@ export class DriveLoop<E = unknown, T = unknown> {
     this.endpoint = endpoint;
     this.platform = platform;
     this.onEvent = options.onEvent;
+    this.onError = options.onError;
     this.scratch = platform.buffer === undefined ? new Uint8Array(maxDatagram) : undefined;
     this.maxPerTurn = perTurn;
     this.resolution = resolution;
@@ -145,9 +158,9 @@ export class DriveLoop<E = unknown, T = unknown> {
     return this.lastIn;
   }
 
-  /** A copy of the counters: `timerWakeups`, times the one timer fired. */
-  counters(): { timerWakeups: number } {
-    return { timerWakeups: this.timerWakeups };
+  /** A copy of the counters: `timerWakeups`, times the one timer fired; `handlerErrors`, exceptions thrown by `onEvent`. */
+  counters(): { timerWakeups: number; handlerErrors: number } {
+    return { timerWakeups: this.timerWakeups, handlerErrors: this.handlerErrors };
   }
 
   /**
@@ -215,6 +228,10 @@ export class DriveLoop<E = unknown, T = unknown> {
       this.draining = false;
       if (this.stopAfterDrain) this.stop();
       else this.arm(now);
+    }
+    if (this.thrown.length > 0) {
+      const errors = this.thrown.splice(0);
+      throw errors.length === 1 ? errors[0] : new AggregateError(errors, `${errors.length} event handlers threw`);
     }
   }
 
@@ -284,7 +301,13 @@ export class DriveLoop<E = unknown, T = unknown> {
 
   private deliverEvents(): void {
     for (let ev = this.endpoint.pollEvent(); ev !== undefined; ev = this.endpoint.pollEvent()) {
-      this.onEvent(ev);
+      try {
+        this.onEvent(ev);
+      } catch (err) {
+        this.handlerErrors++;
+        if (this.onError === undefined) this.thrown.push(err);
+        else this.onError(err, ev);
+      }
       if (this.state_ === 'closed') return;
     }
   }

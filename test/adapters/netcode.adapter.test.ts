@@ -1,8 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { gamewire, waitForStderr } from './helpers.js';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
+import { Client, type ClientEvent } from '../../src/netcode/client.js';
+import { Server, type ServerEvent } from '../../src/netcode/server.js';
+import { generateConnectToken } from '../../src/netcode/wire.js';
+import { gamewire, until, waitForStderr } from './helpers.js';
 
 const SUMMARY = /^rtt_ms avg=(\d+\.\d\d) p50=(\d+\.\d\d) p99=(\d+\.\d\d) max=(\d+\.\d\d) bytes_per_msg=(\d+\.\d) datagrams_per_msg=(\d+\.\d\d)$/m;
 const KEY = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
@@ -52,4 +56,81 @@ describe('gamewire token / serve / connect (spawned, real loopback UDP, netcode 
     expect(await gamewire('token', '--key', 'zz', '--protocol-id', '1', '--client-id', '1', '--server', '127.0.0.1:1', '--out', join(dir, 'x')).exit).toBe(2);
     expect(await gamewire('connect', '--count', '1').exit).toBe(2);
   }, 30_000);
+});
+
+describe('netcode Server on a UdpDriver: event handlers (in process, real loopback UDP)', () => {
+  const PROTOCOL = 0x4e4e4e4en;
+  const PRIVATE = Uint8Array.from({ length: 32 }, (_, i) => 255 - i);
+  const INTERNAL = '127.0.0.1:40009'; // what tokens name to the server; clients dial the real port
+  const drivers: UdpDriver<unknown>[] = [];
+  afterEach(async () => {
+    vi.restoreAllMocks();
+    await Promise.all(drivers.splice(0).map((d) => d.close()));
+  });
+
+  async function serve(onEvent: (e: ServerEvent) => void): Promise<{ server: Server; driver: UdpDriver<ServerEvent> }> {
+    const server = new Server({ protocolId: PROTOCOL, privateKey: PRIVATE, addresses: [INTERNAL], unixTime: systemUnixTime });
+    const driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
+    drivers.push(driver as UdpDriver<unknown>);
+    driver.on('event', onEvent);
+    return { server, driver };
+  }
+
+  async function connect(port: number, clientId: bigint): Promise<{ client: Client; driver: UdpDriver<ClientEvent>; events: ClientEvent[] }> {
+    const client = new Client();
+    const driver = await UdpDriver.openEndpoint(client, { host: '127.0.0.1', port: 0 });
+    drivers.push(driver as UdpDriver<unknown>);
+    const events: ClientEvent[] = [];
+    driver.on('event', (e) => void events.push(e));
+    client.connect(driver.now(), generateConnectToken({
+      protocolId: PROTOCOL, privateKey: PRIVATE, clientId, serverAddresses: [`127.0.0.1:${port}`], internalAddresses: [INTERNAL],
+      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+    }));
+    await until(() => client.state === 'connected', `client ${clientId} connected`);
+    return { client, driver, events };
+  }
+
+  it('a message and a DISCONNECT read in one batch: the echo handler does not end the process, the echo is a counted drop', async () => {
+    const seen: string[] = [];
+    const { server, driver } = await serve((e) => {
+      seen.push(e.type);
+      if (e.type === 'message') e.client.send(e.lane, e.bytes);
+    });
+    const a = await connect(driver.local.port, 1n);
+    a.client.send(0, Uint8Array.of(1, 2, 3));
+    a.driver.flush();
+    a.client.close();
+    a.driver.flush(); // the payload and the DISCONNECTs leave in one task: the server reads them in one turn
+    await until(() => seen.includes('disconnected'), 'the server saw the disconnect');
+    expect(seen).toEqual(['connected', 'message', 'disconnected']);
+    expect(server.counters().sendsAfterClose).toBe(1);
+    const b = await connect(driver.local.port, 2n);
+    b.client.send(0, Uint8Array.of(4));
+    await until(() => b.events.some((e) => e.type === 'message'), 'the next client echoed');
+  }, 20_000);
+
+  it('a listener that throws: \'error\' gets it with the event, or console.error when nobody listens; the driver keeps serving', async () => {
+    let throws = 2;
+    const { driver } = await serve((e) => {
+      if (e.type !== 'message') return;
+      if (throws-- > 0) throw new Error(`handler bug ${throws}`);
+      e.client.send(e.lane, e.bytes);
+    });
+    const errors: [unknown, unknown][] = [];
+    const onError = (err: unknown, ev: unknown): void => void errors.push([err, ev]);
+    driver.on('error', onError);
+    const a = await connect(driver.local.port, 1n);
+    a.client.send(0, Uint8Array.of(1));
+    await until(() => errors.length === 1, 'the error event');
+    expect((errors[0]![0] as Error).message).toBe('handler bug 1');
+    expect(errors[0]![1]).toMatchObject({ type: 'message' });
+    driver.off('error', onError);
+    const printed = vi.spyOn(console, 'error').mockImplementation(() => {});
+    a.client.send(0, Uint8Array.of(2));
+    await until(() => printed.mock.calls.length === 1, 'console.error');
+    expect(printed.mock.calls[0]!.some((x) => x instanceof Error && x.message === 'handler bug 0')).toBe(true);
+    a.client.send(0, Uint8Array.of(3));
+    await until(() => a.events.some((e) => e.type === 'message'), 'the echo after two throws');
+    expect(driver.counters().handlerErrors).toBe(2);
+  }, 20_000);
 });

@@ -31,6 +31,11 @@ export interface WebRtcConnectOptions extends ClientOptions {
   token: Uint8Array;
   /** Receives every event of the netcode client (connected, message, delivery, disconnected, …). */
   onEvent: (event: ClientEvent) => void;
+  /**
+   * Receives what `onEvent` threw, with the event; the connection goes on either way (the next
+   * events, the timer). Default: `console.error`. Rejections of an `async` `onEvent` are not seen here.
+   */
+  onError?: (error: unknown, event: ClientEvent) => void;
   /** Time from the request to an open data channel before failing with `timeout`. Default 10 000. */
   openTimeoutMs?: number;
   /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
@@ -60,6 +65,10 @@ export interface WebRtcConnection {
 const CHANNEL_HIGH_BYTES = 2400;
 const CHANNEL_LOW_BYTES = 1200;
 
+function reportHandlerError(error: unknown): void {
+  console.error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
+}
+
 function base64(b: Uint8Array): string {
   let s = '';
   for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]!);
@@ -81,7 +90,10 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
     throw new GamewireError('invalid-argument', `token must be the ${CONNECT_TOKEN_BYTES}-byte connect token`);
   }
   if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
-  const { url: _u, token: _t, onEvent: _e, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions } = options;
+  const {
+    url: _u, token: _t, onEvent: _e, onError, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions
+  } = options;
+  if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
   const client = new Client(clientOptions, WEBRTC_UNDERLAY);
   const Peer = Rtc ?? globalThis.RTCPeerConnection;
   const post = doFetch ?? globalThis.fetch.bind(globalThis);
@@ -144,7 +156,7 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
     defer: (task) => void setTimeout(task, 0),
-  }, { onEvent, maxDatagramBytes: scratch.length });
+  }, { onEvent, onError: onError ?? reportHandlerError, maxDatagramBytes: scratch.length });
   dc.onbufferedamountlow = () => loop.wake();
   dc.onmessage = (e: MessageEvent) => {
     if (e.data instanceof ArrayBuffer) down.send(new Uint8Array(e.data));

@@ -99,7 +99,7 @@ export interface UdpDriverCloseOptions {
  * Names of the driver's own counters (the endpoint keeps its own). `sendsQueued`: datagrams sent
  * without a completion callback that libuv had to queue (socket send buffer backed up); their
  * buffers are held until the queue drains. `unsendable`: datagrams whose destination was not a
- * `host:port` address (dropped).
+ * `host:port` address (dropped). `handlerErrors`: exceptions thrown by `'event'` listeners.
  */
 export type UdpDriverCounter =
   | 'datagramsIn'
@@ -112,7 +112,8 @@ export type UdpDriverCounter =
   | 'sendPoolExhausted'
   | 'sendsQueued'
   | 'unsendable'
-  | 'timerWakeups';
+  | 'timerWakeups'
+  | 'handlerErrors';
 
 const COUNTER_NAMES: readonly UdpDriverCounter[] = [
   'datagramsIn',
@@ -126,6 +127,7 @@ const COUNTER_NAMES: readonly UdpDriverCounter[] = [
   'sendsQueued',
   'unsendable',
   'timerWakeups',
+  'handlerErrors',
 ];
 
 /** Socket buffer sizes in bytes: what was asked and what the OS reports it granted (Linux reports double). */
@@ -140,6 +142,13 @@ export interface SocketBufferSizes {
 export interface UdpDriverEvents<E> {
   /** An event polled from the endpoint. */
   event: [event: E];
+  /**
+   * An `'event'` listener threw `error` while handling `event`. The driver caught it and keeps
+   * serving (the next events, other remotes, the timer). Without an `'error'` listener the error is
+   * printed with `console.error` instead (an `'error'` emitted to nobody would end the process). An
+   * `'error'` listener that throws is not caught. Rejections of `async` listeners are not seen here.
+   */
+  error: [error: unknown, event: E];
   /** The remote was latched from the first accepted datagram (one-remote mode, unconnected). */
   remote: [remote: UdpAddress];
   /**
@@ -168,6 +177,10 @@ const DEFAULT_BUFFER_BYTES = 4 * 1024 * 1024;
  *
  * Commands on an object with a `setWaker` hook (`sendBlock`, `send`, `close`…) wake the driver by
  * themselves; `kick()` does the same for objects without one.
+ *
+ * An exception thrown by an `'event'` listener never stops the driver: it is counted
+ * (`handlerErrors`) and emitted as `'error'` (error, event) when someone listens for `'error'`,
+ * otherwise printed with `console.error`; the next events, other remotes and the timer go on.
  */
 export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   /** The driven object (a `PeerEndpoint` around the peer in one-remote mode). */
@@ -259,6 +272,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     };
     this.loop = new DriveLoop<E, NodeJS.Timeout>(endpoint, platform, {
       onEvent: (ev) => this.emit('event', ev),
+      onError: (err, ev) => this.handlerFailed(err, ev),
       maxDatagramBytes: size,
       maxTransmitsPerTurn: slots,
     });
@@ -372,6 +386,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       datagramsOut: this.nOut,
       bytesOut: this.bOut,
       timerWakeups: this.loop.counters().timerWakeups,
+      handlerErrors: this.loop.counters().handlerErrors,
     };
   }
 
@@ -413,6 +428,11 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
         }),
     );
     return this.closing;
+  }
+
+  private handlerFailed(err: unknown, ev: E): void {
+    if (this.listenerCount('error') > 0) this.emit('error', err, ev);
+    else console.error('gamewire: an \'event\' listener threw; the driver goes on (listen for \'error\' to handle it):', err);
   }
 
   private onMessageSingle(msg: Buffer, rinfo: RemoteInfo): void {
