@@ -66,10 +66,12 @@ export interface ClientOptions extends NetcodeCarryOptions {
 }
 
 /**
- * Counter names of a `Client`: packets dropped, by why; `sendsAfterClose`: `send`/`sendRaw` calls
+ * Counter names of a `Client`: packets dropped, by why (`wrongAddress`: not from the server being
+ * tried; `replayed`: refused by the replay window; `dropped`: failed any other check; `unexpected`:
+ * a valid packet of a type this state does not take); `sendsAfterClose`: `send`/`sendRaw` calls
  * after the connection had ended (nothing sent).
  */
-export type ClientCounter = 'wrongAddress' | 'dropped' | 'unexpected' | 'sendsAfterClose';
+export type ClientCounter = 'wrongAddress' | 'replayed' | 'dropped' | 'unexpected' | 'sendsAfterClose';
 
 /** Requests, responses and keep-alives go out this often (the standard's 10 Hz). */
 const SEND_INTERVAL_MS = 100;
@@ -86,7 +88,7 @@ const CHALLENGE_BODY_BYTES = 308;
 export class Client implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly carry: ResolvedCarry;
-  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'dropped', 'unexpected', 'sendsAfterClose']);
+  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
@@ -247,7 +249,7 @@ export class Client implements Endpoint<ClientEvent> {
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
     const p = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto);
     if ('drop' in p) {
-      this.ctr.add('dropped');
+      this.ctr.add(p.drop === 'replay' ? 'replayed' : 'dropped');
       return;
     }
     switch (p.type) {

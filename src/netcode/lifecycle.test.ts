@@ -478,3 +478,32 @@ describe('netcode: sending to a client that has just closed (issue 19, item 1)',
     expect(client.counters().sendsAfterClose).toBe(1);
   });
 });
+
+describe('netcode: the replay window, in raw mode where no lane hides a duplicate', () => {
+  it('a replayed raw payload is delivered once, either way, and counted as replayed', () => {
+    const r = rig(24, { latencyMs: 10 }, {}, true);
+    const { client, events } = r.client('10.0.0.2:5000');
+    const captured = new Map<string, Uint8Array>();
+    r.world.onTransmit = (from, _to, bytes) => {
+      if ((bytes[0]! & 0x0f) === NetcodePacketType.Payload && !captured.has(from)) captured.set(from, bytes.slice());
+    };
+    client.connect(0, token());
+    r.world.runFor(300);
+    client.sendRaw(Uint8Array.of(1, 2, 3));
+    r.world.runFor(100);
+    r.pump();
+    r.serverEvents.find((e) => e.type === 'payload')!.client.sendRaw(Uint8Array.of(4, 5));
+    r.world.runFor(100);
+    r.pump();
+    const payloads = (): number => r.serverEvents.filter((e) => e.type === 'payload').length;
+    expect(payloads()).toBe(1);
+    expect(events.filter((e) => e.type === 'payload')).toHaveLength(1);
+    for (let i = 0; i < 3; i++) r.world.inject('10.0.0.2:5000', SERVER, captured.get('10.0.0.2:5000')!);
+    for (let i = 0; i < 3; i++) r.world.inject(SERVER, '10.0.0.2:5000', captured.get(SERVER)!);
+    r.pump();
+    expect(payloads()).toBe(1);
+    expect(events.filter((e) => e.type === 'payload')).toHaveLength(1);
+    expect(r.server.counters().replayed).toBe(3);
+    expect(client.counters().replayed).toBe(3);
+  });
+});

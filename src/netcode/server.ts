@@ -14,7 +14,7 @@ import {
 } from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
-  NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES,
+  type NetcodeDropReason, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES,
   writePacket,
 } from './wire.js';
 import { TAG_BYTES } from '../crypto/provider.js';
@@ -61,17 +61,20 @@ export type ServerEvent =
   | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason };
 
 /**
- * Counter names of a `Server` (every dropped input, and what the handshake did). `sendsAfterClose`:
- * `send`/`sendRaw` calls on a client that had closed (nothing sent).
+ * Counter names of a `Server` (every dropped input, and what the handshake did). From connected
+ * clients' addresses: `replayed` (packets refused by the replay window), `packetsDropped` (packets
+ * that failed any other check: size, type, sequence bytes, decryption, body size).
+ * `sendsAfterClose`: `send`/`sendRaw` calls on a client that had closed (nothing sent).
  */
 export type ServerCounter =
   | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
   | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed'
-  | 'sendsAfterClose';
+  | 'replayed' | 'packetsDropped' | 'sendsAfterClose';
 
 const COUNTERS: readonly ServerCounter[] = [
   'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
-  'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed', 'sendsAfterClose',
+  'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
+  'replayed', 'packetsDropped', 'sendsAfterClose',
 ];
 
 /** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
@@ -250,6 +253,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   /** @internal a client that had closed was sent to. */
   sentAfterClose(): void {
     this.ctr.add('sendsAfterClose');
+  }
+
+  /** @internal a connected client's packet was dropped for `reason`. */
+  packetDropped(reason: NetcodeDropReason): void {
+    this.ctr.add(reason === 'replay' ? 'replayed' : 'packetsDropped');
   }
 
   /** @internal a client slot ended: free its index and id. */
@@ -517,7 +525,10 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     if (this.closed) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
     const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
-    if ('drop' in p) return;
+    if ('drop' in p) {
+      this.server.packetDropped(p.drop);
+      return;
+    }
     this.heardAt = now;
     if (p.type === T.Disconnect) {
       this.end('peer', false);
