@@ -103,6 +103,8 @@ export class Client implements Endpoint<ClientEvent> {
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly transmit: Transmit = { length: 0, to: '' };
   private sequence = 0n;
+  // The client-to-server key `sequence` counts under: every server of a token shares it.
+  private sequenceKey = '';
   private now = 0;
   private startedAt = 0;
   private stateAt = 0;
@@ -144,7 +146,9 @@ export class Client implements Endpoint<ClientEvent> {
 
   /**
    * Start connecting at `now` (ms) with a 2048-byte connect token. An invalid token ends at once in
-   * `invalid-token` (a `'disconnected'` event). Throws `invalid-state` unless disconnected (or failed).
+   * `invalid-token` (a `'disconnected'` event). The packet sequence starts at 0 for a new token and
+   * goes on from the last `connect` for the same token (its key), so no nonce is used twice. Throws
+   * `invalid-state` unless disconnected (or failed).
    */
   connect(now: number, token: Uint8Array): void {
     checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
@@ -158,6 +162,11 @@ export class Client implements Endpoint<ClientEvent> {
       return;
     }
     this.token = t;
+    const key = String.fromCharCode(...t.clientToServerKey);
+    if (key !== this.sequenceKey) {
+      this.sequenceKey = key;
+      this.sequence = 0n;
+    }
     this.timeoutMs = t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
     this.expiresAt = now + Number(t.expireTimestamp - t.createTimestamp) * 1000;
     this.serverIndex = 0;
@@ -365,11 +374,14 @@ export class Client implements Endpoint<ClientEvent> {
     return writePacket(out, type, this.sequence++, body, t.protocolId, t.clientToServerKey, this.crypto);
   }
 
-  /** Try server address `serverIndex` of the token: a fresh request state (sequence, replay window). */
+  /**
+   * Try server address `serverIndex` of the token: a fresh request state and replay window. The
+   * sequence goes on: every server of the token shares its client-to-server key, so restarting it
+   * would seal two packets under one nonce (the reference keeps it too).
+   */
   private tryServer(now: number): void {
     const a = this.token!.serverAddresses[this.serverIndex]!;
     this.server = addressToKey(a);
-    this.sequence = 0n;
     this.replay = new ReplayProtection();
     this.sentAt = -Infinity;
     this.heardAt = now;

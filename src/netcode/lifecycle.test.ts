@@ -10,6 +10,13 @@ import { Client, type ClientEvent, type ClientState } from './client.js';
 import { Server, type ServerEvent } from './server.js';
 import { generateConnectToken, NetcodePacketType, readConnectToken, writeRequestPacket } from './wire.js';
 
+/** The sequence of an encrypted packet (types 1..6): its 1..8 little-endian bytes after the prefix. */
+function packetSequence(b: Uint8Array): bigint {
+  let seq = 0n;
+  for (let i = (b[0]! >> 4) - 1; i >= 0; i--) seq = (seq << 8n) | BigInt(b[1 + i]!);
+  return seq;
+}
+
 const PROTOCOL = 0x1122334455667788n;
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 7 + 1);
 const SERVER = '10.0.0.1:40000';
@@ -505,5 +512,60 @@ describe('netcode: the replay window, in raw mode where no lane hides a duplicat
     expect(events.filter((e) => e.type === 'payload')).toHaveLength(1);
     expect(r.server.counters().replayed).toBe(3);
     expect(client.counters().replayed).toBe(3);
+  });
+});
+
+describe('netcode: one key, one nonce (issue 19, item 2)', () => {
+  const SECOND = '10.0.0.3:40000';
+
+  it('failing over to the second server of a token keeps the client\'s sequence: no sequence is sealed twice under the token\'s key', () => {
+    const world = new World({ seed: 25, link: { latencyMs: 10 } });
+    for (const [address, seed] of [[SERVER, 1], [SECOND, 2]] as const) {
+      world.add(address, new Server({
+        protocolId: PROTOCOL, privateKey: KEY, addresses: [address], unixTime, random: seeded(seed), lanes: LANES,
+      }));
+    }
+    const client = new Client({ lanes: LANES });
+    world.add('10.0.0.2:5000', client);
+    const sealed: bigint[] = [];
+    world.onTransmit = (from, _to, bytes) => {
+      if (from === '10.0.0.2:5000' && (bytes[0]! & 0x0f) !== NetcodePacketType.Request) sealed.push(packetSequence(bytes));
+    };
+    // The first server challenges, but never hears the responses: the client moves on to the second.
+    world.onDeliver = (_from, to, bytes) => (to === SERVER && (bytes[0]! & 0x0f) === NetcodePacketType.Response ? null : undefined);
+    client.connect(0, token({ servers: [SERVER, SECOND], timeoutSeconds: 1 }));
+    world.runUntil(() => client.state === 'connected', { maxTimeMs: 5000 });
+    expect(client.serverAddress).toBe(SECOND);
+    for (let i = 0; i < 5; i++) client.send(0, Uint8Array.of(i));
+    world.runFor(1000);
+    expect(sealed.length).toBeGreaterThan(20);
+    expect(new Set(sealed).size).toBe(sealed.length);
+  });
+
+  it('connecting again with the same token continues the sequence; a new token starts at 0', () => {
+    const r = rig(26, { latencyMs: 10 });
+    const { client } = r.client('10.0.0.2:5000');
+    const sealed: bigint[] = [];
+    r.world.onTransmit = (from, _to, bytes) => {
+      if (from === '10.0.0.2:5000' && (bytes[0]! & 0x0f) !== NetcodePacketType.Request) sealed.push(packetSequence(bytes));
+    };
+    r.world.onDeliver = (_from, to, bytes) => (to === SERVER && (bytes[0]! & 0x0f) === NetcodePacketType.Response ? null : undefined);
+    const t = token({ timeoutSeconds: 1 });
+    client.connect(0, t);
+    r.world.runFor(2000);
+    expect(client.state).toBe('response-timed-out');
+    r.world.onDeliver = undefined;
+    client.connect(r.world.now, t);
+    r.world.runFor(500);
+    expect(client.state).toBe('connected');
+    expect(sealed.length).toBeGreaterThan(10);
+    expect(new Set(sealed).size).toBe(sealed.length);
+    client.close();
+    r.world.runFor(100);
+    sealed.length = 0;
+    client.connect(r.world.now, token({ now: r.world.now, seed: 5 }));
+    r.world.runFor(500);
+    expect(client.state).toBe('connected');
+    expect(sealed[0]).toBe(0n);
   });
 });
