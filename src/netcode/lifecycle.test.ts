@@ -542,6 +542,30 @@ describe('netcode: one key, one nonce (issue 19, item 2)', () => {
     expect(new Set(sealed).size).toBe(sealed.length);
   });
 
+  it('two servers of one token challenge under its server-to-client key without repeating a sequence', () => {
+    const world = new World({ seed: 27, link: { latencyMs: 10 } });
+    for (const [address, seed] of [[SERVER, 1], [SECOND, 2]] as const) {
+      world.add(address, new Server({
+        protocolId: PROTOCOL, privateKey: KEY, addresses: [address], unixTime, random: seeded(seed), lanes: LANES,
+      }));
+    }
+    const client = new Client({ lanes: LANES });
+    world.add('10.0.0.2:5000', client);
+    const sealed: bigint[] = [];
+    const challenges: string[] = [];
+    world.onTransmit = (from, to, bytes) => {
+      if (to !== '10.0.0.2:5000') return;
+      sealed.push(packetSequence(bytes));
+      if ((bytes[0]! & 0x0f) === NetcodePacketType.Challenge) challenges.push(from);
+    };
+    world.onDeliver = (_from, to, bytes) => (to === SERVER && (bytes[0]! & 0x0f) === NetcodePacketType.Response ? null : undefined);
+    client.connect(0, token({ servers: [SERVER, SECOND], timeoutSeconds: 1 }));
+    world.runUntil(() => client.state === 'connected', { maxTimeMs: 5000 });
+    world.runFor(500);
+    expect(challenges).toEqual([SERVER, SECOND]);
+    expect(new Set(sealed).size).toBe(sealed.length);
+  });
+
   it('connecting again with the same token continues the sequence; a new token starts at 0', () => {
     const r = rig(26, { latencyMs: 10 });
     const { client } = r.client('10.0.0.2:5000');

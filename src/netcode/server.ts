@@ -44,7 +44,7 @@ export interface ServerOptions extends NetcodeCarryOptions {
   maxClients?: number;
   /** AEAD provider. Default `nobleCrypto` (`nodeCrypto` from `gamewire/node` is faster on Node). */
   crypto?: CryptoProvider;
-  /** CSPRNG for the challenge key made at construction. Default `cryptoRandom`. */
+  /** CSPRNG for the challenge key and the first sequence of unconnected packets, drawn at construction. Default `cryptoRandom`. */
   random?: RandomSource;
 }
 
@@ -128,7 +128,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
   private challengeSequence = 0n;
-  private globalSequence = 1n << 63n;
+  private globalSequence: bigint;
   private readonly mappings = new Map<Address, Mapping>();
   private readonly history = new Map<string, HistoryEntry>();
   private readonly clientIds = new Map<bigint, ServerClient>();
@@ -164,7 +164,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o);
     this.carryOptions = o;
-    (o.random ?? cryptoRandom)(this.challengeKey);
+    const random = o.random ?? cryptoRandom;
+    random(this.challengeKey);
+    // Every server of a token (and a restarted server) seals its challenges under the token's one
+    // server-to-client key: a random start in 2^63..2^63 + 2^62 keeps their sequences apart.
+    const start = new Uint8Array(8);
+    random(start);
+    this.globalSequence = (1n << 63n) | (readU64(start, 0) & ((1n << 62n) - 1n));
     for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
     this.host = new Host<ServerClient, ServerEvent>({
       maxPeers: max,
@@ -245,7 +251,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     return this.host.pollPeerEvent();
   }
 
-  /** @internal the next sequence of a packet sent outside any connection (challenge, denied): from 2^63 up. */
+  /** @internal the next sequence of a packet sent outside any connection (challenge, denied): from a random start ≥ 2^63 up. */
   nextGlobalSequence(): bigint {
     return this.globalSequence++;
   }
