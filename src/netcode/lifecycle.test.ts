@@ -8,7 +8,10 @@ import { NonCryptoRng } from '../core/rng.js';
 import { World } from '../sim/world.js';
 import { Client, type ClientEvent, type ClientState } from './client.js';
 import { Server, type ServerEvent } from './server.js';
-import { generateConnectToken, NetcodePacketType, readConnectToken, writeRequestPacket } from './wire.js';
+import { nobleCrypto } from '../crypto/noble.js';
+import {
+  generateConnectToken, NetcodePacketType, readConnectToken, readPacket, writePacket, writeRequestPacket,
+} from './wire.js';
 
 /** The sequence of an encrypted packet (types 1..6): its 1..8 little-endian bytes after the prefix. */
 function packetSequence(b: Uint8Array): bigint {
@@ -591,5 +594,48 @@ describe('netcode: one key, one nonce (issue 19, item 2)', () => {
     r.world.runFor(500);
     expect(client.state).toBe('connected');
     expect(sealed[0]).toBe(0n);
+  });
+});
+
+describe('netcode: a challenge token is bound to the connect token that earned it (issue 19, item 8)', () => {
+  it('a challenge kept from token A, answered under token B\'s mapping, does not connect as A', () => {
+    const r = rig(28, { latencyMs: 10 });
+    const X = '10.0.0.66:7000';
+    const a = readConnectToken(token({ clientId: 1n, seed: 101 }))!;
+    const userDataB = new Uint8Array(256).fill(0xbb);
+    const b = readConnectToken(generateConnectToken({
+      protocolId: PROTOCOL, privateKey: KEY, clientId: 2n, serverAddresses: [SERVER], nowUnixSeconds: Math.floor(unixTime(0)),
+      expireSeconds: 30, timeoutSeconds: 5, userData: userDataB, random: seeded(102),
+    }))!;
+    const challenges: Uint8Array[] = [];
+    r.world.onTransmit = (_from, to, bytes) => {
+      if (to === X && (bytes[0]! & 0x0f) === NetcodePacketType.Challenge) challenges.push(bytes.slice());
+    };
+    const request = (t: typeof a): void => {
+      const req = new Uint8Array(1078);
+      writeRequestPacket(req, t);
+      r.world.inject(X, SERVER, req);
+    };
+    const challengeBody = (packet: Uint8Array, t: typeof a): Uint8Array => {
+      const p = readPacket(packet, PROTOCOL, t.serverToClientKey, 1 << NetcodePacketType.Challenge, undefined, nobleCrypto);
+      if ('drop' in p) throw new Error(`challenge did not open: ${p.drop}`);
+      return p.body.slice();
+    };
+    const respond = (body: Uint8Array, t: typeof a, seq: bigint): void => {
+      const out = new Uint8Array(400);
+      const n = writePacket(out, NetcodePacketType.Response, seq, body, PROTOCOL, t.clientToServerKey, nobleCrypto);
+      r.world.inject(X, SERVER, out.subarray(0, n));
+    };
+    request(a);
+    const keptFromA = challengeBody(challenges[0]!, a);
+    request(b); // same address: the mapping now holds B's keys
+    const fromB = challengeBody(challenges[1]!, b);
+    const dropped = r.server.counters().responsesDropped;
+    respond(keptFromA, b, 0n);
+    expect(r.server.client(1n)).toBeUndefined();
+    expect(r.server.size).toBe(0);
+    expect(r.server.counters().responsesDropped).toBe(dropped + 1);
+    respond(fromB, b, 1n); // the challenge B earned still connects B
+    expect(r.server.client(2n)?.userData).toEqual(userDataB);
   });
 });

@@ -97,6 +97,8 @@ interface Mapping {
   timeoutMs: number;
   /** The token-history key of the token that made this mapping. */
   token: string;
+  /** That token's MAC: the associated data its challenge token is sealed with, so it answers no other mapping. */
+  mac: Uint8Array;
 }
 
 interface HistoryEntry {
@@ -314,14 +316,14 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('deniedSent');
       return;
     }
-    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, tokenKey)) {
+    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, tokenKey, r.tokenMac)) {
       this.ctr.add('requestsMappingFull');
       return;
     }
     const seq = this.challengeSequence++;
     const body = this.body;
     writeU64(body, 0, seq);
-    body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto), 8);
+    body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto, r.tokenMac), 8);
     this.sendGlobal(from, T.Challenge, body, t.serverToClientKey);
     this.ctr.add('challengesSent');
   }
@@ -339,7 +341,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       return;
     }
     const seq = readU64(p.body, 0);
-    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto);
+    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, m.mac);
     if (token === undefined) {
       this.ctr.add('responsesDropped');
       return;
@@ -384,14 +386,16 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     return true;
   }
 
-  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, token: string): boolean {
+  private addMapping(
+    now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, token: string, mac: Uint8Array,
+  ): boolean {
     const timeoutMs = timeoutSeconds < 0 ? Infinity : timeoutSeconds * 1000;
     const existing = this.mappings.get(from);
     if (existing === undefined && this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) {
       for (const [a, m] of this.mappings) if (now > m.expiresAt) this.mappings.delete(a);
       if (this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) return false;
     }
-    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, token });
+    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, token, mac: mac.slice() });
     return true;
   }
 }

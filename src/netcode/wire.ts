@@ -398,25 +398,29 @@ function sequenceNonce(seq: bigint): Uint8Array {
 
 const NO_AD = new Uint8Array(0);
 
-/** Encrypt a challenge token (client id, user data) under the server's challenge key and `sequence`; 300 bytes. */
+/**
+ * Encrypt a challenge token (client id, user data) under the server's challenge key and `sequence`;
+ * 300 bytes. `ad`: associated data (the standard's is none; gamewire's server binds the token to the
+ * connect token that earned it by passing that token's 16-byte MAC, which only it checks).
+ */
 export function encryptChallengeToken(
-  clientId: bigint, userData: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+  clientId: bigint, userData: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto, ad: Uint8Array = NO_AD,
 ): Uint8Array {
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
   writeU64(plain, 0, clientId);
   plain.set(userData.subarray(0, USER_DATA_BYTES), 8);
   const out = new Uint8Array(CHALLENGE_TOKEN_BYTES);
-  crypto.seal(key, sequenceNonce(sequence), NO_AD, plain, out, 0);
+  crypto.seal(key, sequenceNonce(sequence), ad, plain, out, 0);
   return out;
 }
 
-/** Decrypt a challenge token, or `undefined`. */
+/** Decrypt a challenge token sealed with associated data `ad` (default none), or `undefined`. */
 export function decryptChallengeToken(
-  b: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
+  b: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto, ad: Uint8Array = NO_AD,
 ): { clientId: bigint; userData: Uint8Array } | undefined {
   if (b.length !== CHALLENGE_TOKEN_BYTES) return undefined;
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
-  if (crypto.open(key, sequenceNonce(sequence), NO_AD, b, plain, 0) < 0) return undefined;
+  if (crypto.open(key, sequenceNonce(sequence), ad, b, plain, 0) < 0) return undefined;
   return { clientId: readU64(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) };
 }
 
