@@ -639,3 +639,38 @@ describe('netcode: a challenge token is bound to the connect token that earned i
     expect(r.server.client(2n)?.userData).toEqual(userDataB);
   });
 });
+
+describe('netcode: the token history replaces its oldest entry when full (issue 19, item 9)', () => {
+  it('maxClients 1: eight requested-but-unused tokens do not lock a new player out until they expire', () => {
+    const r = rig(29, { latencyMs: 10 }, { maxClients: 1 });
+    for (let i = 0; i < 8; i++) {
+      const req = new Uint8Array(1078);
+      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(100 + i), seed: 100 + i, timeoutSeconds: 1, expireSeconds: 60 }))!);
+      r.world.inject(`10.0.9.${i + 1}:7000`, SERVER, req);
+    }
+    expect(r.server.tableSizes().history).toBe(8);
+    r.world.runFor(2000); // their mappings have expired (1 s); the tokens have not (60 s)
+    const { client } = r.client('10.0.0.2:5000');
+    client.connect(r.world.now, token({ clientId: 1n, now: r.world.now }));
+    r.world.runFor(1000);
+    expect(client.state).toBe('connected');
+    expect(r.server.tableSizes().history).toBe(8);
+  });
+
+  it('the history stays bounded by 8 x maxClients under a stream of fresh tokens, and a replaced token counts as new', () => {
+    const r = rig(30, { latencyMs: 10 }, { maxClients: 2 });
+    const reqs: Uint8Array[] = [];
+    for (let i = 0; i < 40; i++) {
+      const req = new Uint8Array(1078);
+      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(200 + i), seed: 200 + i, expireSeconds: 60 }))!);
+      reqs.push(req);
+      r.world.inject('10.0.8.1:7000', SERVER, req);
+      expect(r.server.tableSizes().history).toBeLessThanOrEqual(16);
+    }
+    const reused = r.server.counters().requestsTokenReused;
+    r.world.inject('10.0.8.2:7000', SERVER, reqs[39]!); // still remembered: refused from another address
+    expect(r.server.counters().requestsTokenReused).toBe(reused + 1);
+    r.world.inject('10.0.8.2:7000', SERVER, reqs[0]!); // replaced long ago: seen as new
+    expect(r.server.counters().requestsTokenReused).toBe(reused + 1);
+  });
+});

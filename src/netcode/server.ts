@@ -103,7 +103,6 @@ interface Mapping {
 
 interface HistoryEntry {
   address: Address;
-  expireUnix: number;
   /** A connection was made with it: the token is spent (one token, one session). */
   consumed: boolean;
 }
@@ -307,7 +306,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       return;
     }
     const tokenKey = macKey(r.tokenMac);
-    if (!this.recordToken(tokenKey, from, Number(r.expireTimestamp), unix)) {
+    if (!this.recordToken(tokenKey, from)) {
       this.ctr.add('requestsTokenReused');
       return;
     }
@@ -372,17 +371,16 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   }
 
   /**
-   * Remember a token (by its MAC) with the address that used it; false if another address used it,
-   * if a connection was already made with it, or if the history is full of live entries.
+   * Remember a token (by its MAC) with the address that used it; false if another address used it or
+   * a connection was already made with it. When the history is full, the entry first seen longest
+   * ago makes room (the map keeps insertion order), as the reference does: unused tokens cannot lock
+   * new players out, and a token whose entry went counts as new again.
    */
-  private recordToken(key: string, from: Address, expireUnix: number, unix: number): boolean {
+  private recordToken(key: string, from: Address): boolean {
     const seen = this.history.get(key);
     if (seen !== undefined) return seen.address === from && !seen.consumed;
-    if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) {
-      for (const [k, e] of this.history) if (e.expireUnix <= unix) this.history.delete(k);
-      if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) return false;
-    }
-    this.history.set(key, { address: from, expireUnix, consumed: false });
+    if (this.history.size >= this.maxClients * HISTORY_PER_SLOT) this.history.delete(this.history.keys().next().value!);
+    this.history.set(key, { address: from, consumed: false });
     return true;
   }
 
