@@ -89,17 +89,22 @@ const CHALLENGE_BODY_BYTES = 8 + CHALLENGE_TOKEN_BYTES;
 const MAPPINGS_PER_SLOT = 4;
 const HISTORY_PER_SLOT = 8;
 
+/**
+ * An address between its request and its response. `keys` is one buffer (each separate one costs
+ * about 200 bytes of its own): client-to-server key, server-to-client key, and the MAC of the connect
+ * token that made the mapping (its history key, and the associated data its challenge token is
+ * sealed with, so that challenge answers no other mapping).
+ */
 interface Mapping {
-  c2s: Uint8Array;
-  s2c: Uint8Array;
+  keys: Uint8Array;
   /** Driver time (ms) after which an unused mapping is forgotten; Infinity for tokens without timeout. */
   expiresAt: number;
   timeoutMs: number;
-  /** The token-history key of the token that made this mapping. */
-  token: string;
-  /** That token's MAC: the associated data its challenge token is sealed with, so it answers no other mapping. */
-  mac: Uint8Array;
 }
+
+const c2sOf = (m: Mapping): Uint8Array => m.keys.subarray(0, KEY_BYTES);
+const s2cOf = (m: Mapping): Uint8Array => m.keys.subarray(KEY_BYTES, 2 * KEY_BYTES);
+const macOf = (m: Mapping): Uint8Array => m.keys.subarray(2 * KEY_BYTES);
 
 interface HistoryEntry {
   address: Address;
@@ -315,7 +320,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('deniedSent');
       return;
     }
-    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, tokenKey, r.tokenMac)) {
+    if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, r.tokenMac)) {
       this.ctr.add('requestsMappingFull');
       return;
     }
@@ -334,13 +339,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('responsesDropped');
       return;
     }
-    const p = readPacket(b, this.protocolId, m.c2s, 1 << T.Response, undefined, this.crypto);
+    const p = readPacket(b, this.protocolId, c2sOf(m), 1 << T.Response, undefined, this.crypto);
     if ('drop' in p || p.body.length !== CHALLENGE_BODY_BYTES) {
       this.ctr.add('responsesDropped');
       return;
     }
     const seq = readU64(p.body, 0);
-    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, m.mac);
+    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, macOf(m));
     if (token === undefined) {
       this.ctr.add('responsesDropped');
       return;
@@ -351,14 +356,14 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     }
     // A slot still sending its DISCONNECTs counts against the host until it is done.
     if (this.clientIds.size >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
-      this.sendGlobal(from, T.Denied, new Uint8Array(0), m.s2c);
+      this.sendGlobal(from, T.Denied, new Uint8Array(0), s2cOf(m));
       this.ctr.add('deniedSent');
       return;
     }
     const index = this.freeIndexes.pop()!;
     const c = new ServerClient(this, now, from, index, token.clientId, token.userData, m);
     this.mappings.delete(from);
-    const spent = this.history.get(m.token);
+    const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
     this.clientIds.set(c.clientId, c);
     this.byAddress.set(from, this.host.add(from, c));
@@ -384,16 +389,18 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     return true;
   }
 
-  private addMapping(
-    now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, token: string, mac: Uint8Array,
-  ): boolean {
+  private addMapping(now: number, from: Address, c2s: Uint8Array, s2c: Uint8Array, timeoutSeconds: number, mac: Uint8Array): boolean {
     const timeoutMs = timeoutSeconds < 0 ? Infinity : timeoutSeconds * 1000;
     const existing = this.mappings.get(from);
     if (existing === undefined && this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) {
       for (const [a, m] of this.mappings) if (now > m.expiresAt) this.mappings.delete(a);
       if (this.mappings.size >= this.maxClients * MAPPINGS_PER_SLOT) return false;
     }
-    this.mappings.set(from, { c2s: c2s.slice(), s2c: s2c.slice(), expiresAt: now + timeoutMs, timeoutMs, token, mac: mac.slice() });
+    const keys = new Uint8Array(2 * KEY_BYTES + TAG_BYTES);
+    keys.set(c2s, 0);
+    keys.set(s2c, KEY_BYTES);
+    keys.set(mac, 2 * KEY_BYTES);
+    this.mappings.set(from, { keys, expiresAt: now + timeoutMs, timeoutMs });
     return true;
   }
 }
@@ -439,8 +446,8 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     this.clientId = clientId;
     // One buffer per client for its keys and user data (each separate buffer costs ~200 bytes of its own).
     const b = new Uint8Array(2 * KEY_BYTES + USER_DATA_BYTES);
-    b.set(m.c2s, 0);
-    b.set(m.s2c, KEY_BYTES);
+    b.set(c2sOf(m), 0);
+    b.set(s2cOf(m), KEY_BYTES);
     b.set(userData.subarray(0, USER_DATA_BYTES), 2 * KEY_BYTES);
     this.c2s = b.subarray(0, KEY_BYTES);
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
