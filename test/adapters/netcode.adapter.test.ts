@@ -52,6 +52,35 @@ describe('gamewire token / serve / connect (spawned, real loopback UDP, netcode 
     expect(c.stderr()).toMatch(/FAILED: disconnected \(request-timed-out\)/);
   }, 30_000);
 
+  it('serve outlives a client whose last message and DISCONNECT arrive in one batch, and echoes the next client', async () => {
+    const port = await serve('--key', KEY, '--protocol-id', 'abcdef');
+    const key = Uint8Array.from(KEY.match(/../g)!.map((h) => Number.parseInt(h, 16)));
+    const open = async (clientId: bigint): Promise<{ client: Client; driver: UdpDriver<ClientEvent>; events: ClientEvent[] }> => {
+      const client = new Client();
+      const driver = await UdpDriver.openEndpoint(client, { host: '127.0.0.1', port: 0 });
+      const events: ClientEvent[] = [];
+      driver.on('event', (e) => void events.push(e));
+      client.connect(driver.now(), generateConnectToken({
+        protocolId: 0xabcdefn, privateKey: key, clientId, serverAddresses: [`127.0.0.1:${port}`],
+        nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+      }));
+      await until(() => client.state === 'connected', `client ${clientId} connected`);
+      return { client, driver, events };
+    };
+    const a = await open(1n);
+    a.client.send(0, Uint8Array.of(1));
+    a.driver.flush();
+    a.client.close();
+    a.driver.flush();
+    await a.driver.close({ linger: { quietMs: 200, maxMs: 1000 } });
+    const b = await open(2n);
+    b.client.send(0, Uint8Array.of(2));
+    await until(() => b.events.some((e) => e.type === 'message'), 'the echo to the next client');
+    b.client.close();
+    await b.driver.close({ linger: { quietMs: 100, maxMs: 500 } });
+    expect(servers.at(-1)!.child.exitCode).toBe(null);
+  }, 30_000);
+
   it('bad arguments exit 2', async () => {
     expect(await gamewire('token', '--key', 'zz', '--protocol-id', '1', '--client-id', '1', '--server', '127.0.0.1:1', '--out', join(dir, 'x')).exit).toBe(2);
     expect(await gamewire('connect', '--count', '1').exit).toBe(2);
