@@ -14,8 +14,8 @@ import {
 } from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
-  type NetcodeDropReason, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket, ReplayProtection, USER_DATA_BYTES,
-  writePacket,
+  type NetcodeDropReason, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket,
+  ReplayProtection, USER_DATA_BYTES, writePacket,
 } from './wire.js';
 import { TAG_BYTES } from '../crypto/provider.js';
 
