@@ -5,8 +5,8 @@ import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
 import { Session, type ConnectionStats, type SessionCounters } from './session.js';
 import {
-  ACCEPT_BYTES, DATA_PREFIX_BYTES, decodeConnect, DISCONNECT_BYTES, DisconnectCode, encodeAccept, encodeConnect,
-  encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+  ACCEPT_BYTES, COOKIE_BYTES, DATA_PREFIX_BYTES, decodeConnect, decodeCookie, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
+  encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
 } from './wire.js';
 
 export type { ConnectionStats } from './session.js';
@@ -31,7 +31,7 @@ export type DisconnectReason =
   | 'refused-full' // client: the server holds maxConnections
   | 'refused-lanes' // client: the server's lane list differs
   | 'refused-version' // client: the server speaks another framing version
-  | 'superseded'; // server: a new CONNECT from the same address with another client id replaced it
+  | 'superseded'; // server: a proven CONNECT from the same address with another client id replaced it
 
 /** Events polled from a `ConnectionHost`. Every one names its connection. */
 export type ConnectionEvent =
@@ -80,6 +80,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   private readonly startedAt: number;
   private heardAt: number;
   private nextHandshakeAt: number;
+  private cookie: Uint8Array | undefined;
   private announce = false;
   private acceptsOwed = 0;
   private disconnectsLeft = 0;
@@ -110,7 +111,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     return this.remoteId;
   }
 
-  /** @internal a new CONNECT from this address with another client id replaced this connection. */
+  /** @internal a proven CONNECT from this address with another client id replaced this connection. */
   supersede(): void {
     if (this.state_ === 'closed') return;
     this.end('superseded', DisconnectCode.Local, false);
@@ -206,6 +207,16 @@ export class Connection implements HostedPeer<ConnectionEvent> {
         }
         return;
       }
+      case FrameKind.Cookie: {
+        const c = decodeCookie(b);
+        if (this.isClient && this.state_ === 'connecting' && c !== undefined && c.clientId === this.localId) {
+          if (this.cookie === undefined) this.cookie = new Uint8Array(COOKIE_BYTES);
+          else if (this.cookie.every((x, i) => x === c.cookie[i])) return;
+          this.cookie.set(c.cookie);
+          this.nextHandshakeAt = now; // echo it at once
+        }
+        return;
+      }
       case FrameKind.Accept:
         if (this.isClient && this.state_ === 'connecting' && b.length === ACCEPT_BYTES && readU32LE(b, 1) === this.localId) {
           this.remoteId = readU32LE(b, 5);
@@ -277,7 +288,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     if (this.state_ === 'connecting') {
       if (!this.isClient || now < this.nextHandshakeAt) return undefined;
       this.nextHandshakeAt = now + this.opt.handshakeResendMs;
-      return encodeConnect(out, this.localId, this.opt.lanesHash);
+      return encodeConnect(out, this.localId, this.opt.lanesHash, this.cookie);
     }
     const n = this.session.write(now, out, this.announce);
     if (n === undefined) return undefined;

@@ -3,13 +3,16 @@ import { Channels } from '../channels/index.js';
 import { Path } from '../congestion/path.js';
 import { Counters } from '../core/counters.js';
 import type { Address } from '../core/endpoint.js';
+import { readU32LE } from '../core/bytes.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { Host, HostEndpoint, type PeerId } from '../core/host.js';
 import { randomU32 } from '../core/random.js';
+import { sipHashKey, type SipHashKey } from '../core/siphash.js';
 import { Connection, type ConnectionEvent, type ConnectionOwner } from './connection.js';
 import { resolveConnectionOptions, type ConnectionOptions, type ResolvedConnectionOptions } from './options.js';
 import {
-  CONNECTION_PROTOCOL_VERSION, DATA_PREFIX_BYTES, decodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
+  CONNECTION_PROTOCOL_VERSION, COOKIE_BYTES, COOKIE_FRAME_BYTES, DATA_PREFIX_BYTES, decodeConnect, encodeCookie, encodeIdReason,
+  FrameKind, makeCookie, RefuseCode,
 } from './wire.js';
 
 /** Counter names of a `ConnectionHost` (each connection has its own: `connection.counters()`). */
@@ -21,12 +24,15 @@ export type ConnectionHostCounter =
   | 'refusedFull'
   | 'refusedLanes'
   | 'refusedVersion'
+  | 'cookiesSent'
+  | 'cookieInvalid'
+  | 'cookieExpired'
   | 'superseded'
   | 'connectionsOpened';
 
 const COUNTERS: readonly ConnectionHostCounter[] = [
   'datagramsIn', 'malformed', 'unknownAddress', 'unexpectedConnect', 'refusedFull', 'refusedLanes', 'refusedVersion',
-  'superseded', 'connectionsOpened',
+  'cookiesSent', 'cookieInvalid', 'cookieExpired', 'superseded', 'connectionsOpened',
 ];
 
 /**
@@ -42,7 +48,10 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
   private readonly byAddress = new Map<Address, PeerId>();
   private readonly idOf = new Map<Connection, PeerId>();
   private readonly ctr = new Counters<ConnectionHostCounter>(COUNTERS);
-  private readonly scratch = new Uint8Array(REFUSE_BYTES);
+  private readonly scratch = new Uint8Array(COOKIE_FRAME_BYTES);
+  private readonly tag = new Uint8Array(COOKIE_BYTES);
+  // Secret of the cookies this host grants when it listens (drawn from `random`, never sent).
+  private readonly cookieKey: SipHashKey | undefined;
 
   /** @param options see `ConnectionOptions`; throws `invalid-config` on bad values (lanes included). */
   constructor(options: ConnectionOptions = {}) {
@@ -54,6 +63,11 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
       maxPeers: this.opt.maxConnections,
       route: (now, from, bytes) => this.route(now, from, bytes),
     });
+    if (this.opt.listen) {
+      const k = new Uint8Array(16);
+      this.opt.random(k);
+      this.cookieKey = sipHashKey(k);
+    }
   }
 
   /** Connections held (live and closing). */
@@ -134,8 +148,14 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
     return undefined;
   }
 
+  /**
+   * A CONNECT from an address proves nothing until it echoes a cookie made for that address, so
+   * until then the answer is stateless and smaller than the CONNECT (a COOKIE, or REFUSE for a version
+   * that cannot echo one). A proven CONNECT is checked in full before anything changes: only then may
+   * it replace the connection at its address (a restarted client) or take a slot.
+   */
   private route(now: number, from: Address, b: Uint8Array): PeerId | undefined {
-    if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Block) {
+    if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Cookie) {
       this.ctr.add('malformed');
       return undefined;
     }
@@ -149,19 +169,44 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
       this.ctr.add('malformed');
       return undefined;
     }
-    if (existing !== undefined) {
-      const conn = this.host.get(existing)!;
-      if (conn.isClient || c.clientId === conn.peerId) return existing;
-      this.ctr.add('superseded');
-      conn.supersede();
-    }
+    const conn = existing === undefined ? undefined : this.host.get(existing)!;
+    if (conn !== undefined && (conn.isClient || c.clientId === conn.peerId)) return existing;
     if (!this.opt.listen) {
       this.ctr.add('unexpectedConnect');
       return undefined;
     }
     if (c.version !== CONNECTION_PROTOCOL_VERSION) return this.refuse(from, c.clientId, RefuseCode.Version, 'refusedVersion');
+    if (!this.proven(now, from, c.clientId, c.cookie)) {
+      this.ctr.add('cookiesSent');
+      const n = makeCookie(this.cookieKey!, from, c.clientId, Math.floor(now), this.tag, 0);
+      this.host.sendTo(from, this.scratch.subarray(0, encodeCookie(this.scratch, c.clientId, this.tag.subarray(0, n))));
+      return undefined;
+    }
     if (c.lanesHash !== this.opt.lanesHash) return this.refuse(from, c.clientId, RefuseCode.Lanes, 'refusedLanes');
     if (this.host.full) return this.refuse(from, c.clientId, RefuseCode.Full, 'refusedFull');
+    if (conn !== undefined) {
+      this.ctr.add('superseded');
+      conn.supersede();
+    }
     return this.adopt(from, new Connection(this.opt, this, from, this.newId(), c.clientId, now));
+  }
+
+  /** True when `cookie` was made by this host for (`from`, `clientId`) at most `handshakeTimeoutMs` ago. */
+  private proven(now: number, from: Address, clientId: number, cookie: Uint8Array | undefined): boolean {
+    if (cookie === undefined) return false;
+    const issuedAt = readU32LE(cookie, 0);
+    makeCookie(this.cookieKey!, from, clientId, issuedAt, this.tag, 0);
+    // Compared in full whatever differs, so timing does not tell a forger how many bytes were right.
+    let diff = 0;
+    for (let i = 4; i < COOKIE_BYTES; i++) diff |= this.tag[i]! ^ cookie[i]!;
+    if (diff !== 0) {
+      this.ctr.add('cookieInvalid');
+      return false;
+    }
+    if (((Math.floor(now) - issuedAt) >>> 0) > this.opt.handshakeTimeoutMs) {
+      this.ctr.add('cookieExpired');
+      return false;
+    }
+    return true;
   }
 }

@@ -52,7 +52,7 @@ export interface ConnectionOptions {
   lanes?: readonly ConnectionLaneConfig[];
   /** Accept connections from peers (a server). Default false: only `connect` makes connections. */
   listen?: boolean;
-  /** Most connections held at once, live or closing (1..2^21, default 1024); a CONNECT beyond is refused (`'refused-full'`). */
+  /** Most connections held at once, live or closing (1..2^21, default 1024); a proven CONNECT beyond is refused (`'refused-full'`). */
   maxConnections?: number;
   /** Largest datagram sent, bytes (256..65 507; default 1200, safe on every path). */
   maxDatagramBytes?: number;
@@ -64,11 +64,14 @@ export interface ConnectionOptions {
   path?: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'>;
   /** Disconnect with `'timeout'` after this long with nothing valid received (100..3 600 000; default 10 000). */
   timeoutMs?: number;
-  /** Give up connecting after this long (100..600 000; default 5000). */
+  /**
+   * Give up connecting after this long (100..600 000; default 5000). On a server, also how long a cookie
+   * it granted stays valid (an older one is answered with a fresh cookie).
+   */
   handshakeTimeoutMs?: number;
   /** Resend CONNECT this often while connecting (10..10 000; default 250). */
   handshakeResendMs?: number;
-  /** CSPRNG for connection ids. Default `cryptoRandom`. */
+  /** CSPRNG for connection ids and, on a listening host, the 16-byte secret key of its cookies. Default `cryptoRandom`. */
   random?: RandomSource;
 }
 

@@ -1,15 +1,22 @@
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
+import siphash from 'siphash';
 import { describe, expect, it } from 'vitest';
 import {
-  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, CONNECT_BYTES, CONNECTION_PROTOCOL_VERSION, decodeConnect, encodeAccept, encodeBlockPrefix,
-  encodeConnect, encodeIdReason, FrameKind,
+  ACCEPT_BYTES, BLOCK_PREFIX_BYTES, CONNECT_BYTES, CONNECTION_PROTOCOL_VERSION, COOKIE_BYTES, COOKIE_FRAME_BYTES, decodeConnect,
+  decodeCookie, encodeAccept, encodeBlockPrefix, encodeConnect, encodeCookie, encodeIdReason, FrameKind, makeCookie,
+  REFUSE_BYTES,
 } from './wire.js';
 import { decodeChunkPacket, encodeCancel } from '../chunk/wire.js';
+import { sipHashKey } from '../core/siphash.js';
 import { resolveConnectionOptions, type ConnectionLaneConfig } from './options.js';
 
 interface Vector {
-  frame: 'connect' | 'accept' | 'refuse' | 'disconnect' | 'block' | 'lanes-hash';
+  frame: 'connect' | 'cookie' | 'cookie-value' | 'accept' | 'refuse' | 'disconnect' | 'block' | 'lanes-hash';
+  cookie?: string;
+  key?: string;
+  address?: string;
+  issuedAt?: number;
   session?: string;
   chunkId?: number;
   lanes?: ConnectionLaneConfig[];
@@ -35,12 +42,28 @@ const unhex = (h: string): Uint8Array => Uint8Array.from(h.match(/../g)!.map((x)
 describe('connection framing', () => {
   it('docs vectors encode to their hex and decode back', () => {
     const vs = docVectors();
-    expect(vs.map((v) => v.frame)).toEqual(['connect', 'accept', 'refuse', 'disconnect', 'block', 'lanes-hash', 'lanes-hash']);
+    expect(vs.map((v) => v.frame)).toEqual([
+      'connect', 'cookie', 'connect', 'cookie-value', 'accept', 'refuse', 'disconnect', 'block', 'lanes-hash', 'lanes-hash',
+    ]);
     const out = new Uint8Array(64);
     for (const v of vs) {
       let n: number;
       if (v.frame === 'lanes-hash') {
         expect(resolveConnectionOptions({ lanes: v.lanes! }).lanesHash.toString(16).padStart(8, '0')).toBe(v.hex);
+        continue;
+      }
+      if (v.frame === 'cookie-value') {
+        const key = unhex(v.key!);
+        n = makeCookie(sipHashKey(key), v.address!, u32(v.clientId), v.issuedAt!, out, 0);
+        // The tag is SipHash-2-4 as an independent implementation computes it.
+        const m = new Uint8Array([...new TextEncoder().encode(v.address!), 0, 0, 0, 0, 0, 0, 0, 0]);
+        new DataView(m.buffer).setUint32(m.length - 8, u32(v.clientId), true);
+        new DataView(m.buffer).setUint32(m.length - 4, v.issuedAt!, true);
+        const { h, l } = siphash.hash(sipHashKey(key), m);
+        const b = unhex(v.hex);
+        expect([new DataView(b.buffer).getUint32(0, true), new DataView(b.buffer).getUint32(4, true),
+          new DataView(b.buffer).getUint32(8, true)]).toEqual([v.issuedAt, l >>> 0, h >>> 0]);
+        expect(hex(out.subarray(0, n))).toBe(v.hex);
         continue;
       }
       if (v.frame === 'block') {
@@ -52,8 +75,14 @@ describe('connection framing', () => {
           ok: true, value: { type: 'cancel', session: u32(v.session), chunkId: v.chunkId, pipelined: false },
         });
       } else if (v.frame === 'connect') {
-        n = encodeConnect(out, u32(v.clientId), u32(v.lanesHash));
-        expect(decodeConnect(unhex(v.hex))).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: u32(v.clientId), lanesHash: u32(v.lanesHash) });
+        const cookie = v.cookie === undefined ? undefined : unhex(v.cookie);
+        n = encodeConnect(out, u32(v.clientId), u32(v.lanesHash), cookie);
+        expect(decodeConnect(unhex(v.hex))).toEqual({
+          version: CONNECTION_PROTOCOL_VERSION, clientId: u32(v.clientId), lanesHash: u32(v.lanesHash), cookie,
+        });
+      } else if (v.frame === 'cookie') {
+        n = encodeCookie(out, u32(v.clientId), unhex(v.cookie!));
+        expect(decodeCookie(unhex(v.hex))).toEqual({ clientId: u32(v.clientId), cookie: unhex(v.cookie!) });
       } else if (v.frame === 'accept') {
         n = encodeAccept(out, u32(v.clientId), u32(v.serverId));
         const b = unhex(v.hex);
@@ -70,24 +99,62 @@ describe('connection framing', () => {
     }
   });
 
-  it('CONNECT round-trips and every other length, magic or non-zero padding is rejected', () => {
-    fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 0xffffffff }), fc.nat(CONNECT_BYTES - 1), (id, hash, at) => {
-      const b = new Uint8Array(CONNECT_BYTES);
-      expect(encodeConnect(b, id, hash)).toBe(CONNECT_BYTES);
-      expect(decodeConnect(b)).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: id, lanesHash: hash });
-      expect(decodeConnect(b.subarray(0, at))).toBeUndefined();
-      const longer = new Uint8Array(CONNECT_BYTES + 1);
-      longer.set(b);
-      expect(decodeConnect(longer)).toBeUndefined();
-      if (at < 5 || at >= 14) {
-        const bad = b.slice();
-        bad[at]! ^= 0x40;
-        expect(decodeConnect(bad)).toBeUndefined();
-      }
-    }));
+  it('CONNECT round-trips with and without a cookie; every other length, magic or non-zero padding is rejected', () => {
+    const someCookie = fc.option(fc.uint8Array({ minLength: COOKIE_BYTES, maxLength: COOKIE_BYTES }).filter((c) => c.some((x) => x !== 0)), { nil: undefined });
+    fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.integer({ min: 0, max: 0xffffffff }), someCookie, fc.nat(CONNECT_BYTES - 1),
+      (id, hash, cookie, at) => {
+        const b = new Uint8Array(CONNECT_BYTES).fill(0xee);
+        expect(encodeConnect(b, id, hash, cookie)).toBe(CONNECT_BYTES);
+        expect(decodeConnect(b)).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: id, lanesHash: hash, cookie });
+        expect(decodeConnect(b.subarray(0, at))).toBeUndefined();
+        const longer = new Uint8Array(CONNECT_BYTES + 1);
+        longer.set(b);
+        expect(decodeConnect(longer)).toBeUndefined();
+        if (at < 5 || at >= 14 + COOKIE_BYTES) {
+          const bad = b.slice();
+          bad[at]! ^= 0x40;
+          expect(decodeConnect(bad)).toBeUndefined();
+        }
+      }));
   });
 
-  it('ACCEPT is smaller than CONNECT (no amplification)', () => {
+  it('a CONNECT of another version decodes whatever follows its client id (so it can be refused)', () => {
+    const b = new Uint8Array(CONNECT_BYTES);
+    encodeConnect(b, 7, 9);
+    b[5] = 1;
+    b.fill(0xab, 14);
+    expect(decodeConnect(b)).toMatchObject({ version: 1, clientId: 7 });
+  });
+
+  it('COOKIE round-trips; every other length or kind is rejected', () => {
+    fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), fc.uint8Array({ minLength: COOKIE_BYTES, maxLength: COOKIE_BYTES }),
+      fc.nat(COOKIE_FRAME_BYTES + 1), (id, cookie, len) => {
+        const b = new Uint8Array(COOKIE_FRAME_BYTES + 2);
+        expect(encodeCookie(b, id, cookie)).toBe(COOKIE_FRAME_BYTES);
+        expect(decodeCookie(b.subarray(0, COOKIE_FRAME_BYTES))).toEqual({ clientId: id, cookie });
+        if (len !== COOKIE_FRAME_BYTES) expect(decodeCookie(b.subarray(0, len))).toBeUndefined();
+        const other = b.slice(0, COOKIE_FRAME_BYTES);
+        other[0] = FrameKind.Connect;
+        expect(decodeCookie(other)).toBeUndefined();
+      }));
+  });
+
+  it('a cookie binds the address, the client id and the time it was made', () => {
+    const key = sipHashKey(Uint8Array.from({ length: 16 }, (_, i) => i * 7));
+    const make = (address: string, id: number, at: number): string => {
+      const out = new Uint8Array(COOKIE_BYTES);
+      makeCookie(key, address, id, at, out, 0);
+      return hex(out);
+    };
+    const base = make('10.0.0.1:5000', 1, 1000);
+    expect(new Set([base, make('10.0.0.1:5001', 1, 1000), make('10.0.0.1:5000', 2, 1000), make('10.0.0.1:5000', 1, 1001)]).size).toBe(4);
+    expect(make('10.0.0.1:5000', 1, 1000)).toBe(base);
+    expect(make('a', 1, 2 ** 32 + 5)).toBe(make('a', 1, 5));
+  });
+
+  it('no answer to an unproven address is larger than the CONNECT it answers (no amplification)', () => {
+    expect(COOKIE_FRAME_BYTES).toBeLessThan(CONNECT_BYTES);
+    expect(REFUSE_BYTES).toBeLessThan(CONNECT_BYTES);
     expect(ACCEPT_BYTES).toBeLessThan(CONNECT_BYTES);
   });
 });

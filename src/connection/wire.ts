@@ -1,4 +1,5 @@
 import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { sipHash24, type SipHashKey } from '../core/siphash.js';
 
 /**
  * The unsecured connection framing (docs/connection.md). Every datagram starts with a kind byte;
@@ -13,14 +14,22 @@ export const FrameKind = {
   Disconnect: 0x05,
   /** Kind, receiver id, then one chunk protocol datagram of the block lane (docs/chunk.md). */
   Block: 0x06,
+  /** Server → client, stateless: kind, client id, the cookie to echo in the next CONNECT. */
+  Cookie: 0x07,
 } as const;
 
 /** ASCII "GWCN": first bytes after the kind of a CONNECT, so stray traffic is not mistaken for one. */
 export const CONNECT_MAGIC = 0x4e435747;
-/** Version of this framing; a server refuses any other with `'version'`. */
-export const CONNECTION_PROTOCOL_VERSION = 1;
+/** Version of this framing (2: the cookie round trip); a server refuses any other with `'version'`. */
+export const CONNECTION_PROTOCOL_VERSION = 2;
 /** CONNECT is padded to this many bytes, more than any answer, so the server never amplifies. */
 export const CONNECT_BYTES = 32;
+/** Bytes of a cookie: the server's time when it made it (u32 ms) and an 8-byte SipHash-2-4 tag. */
+export const COOKIE_BYTES = 12;
+/** Bytes of a COOKIE frame: kind, client id, cookie. */
+export const COOKIE_FRAME_BYTES = 5 + COOKIE_BYTES;
+/** Offset of the cookie in a CONNECT (all zero: no cookie). */
+const CONNECT_COOKIE_AT = 14;
 /** Bytes of ACCEPT: kind, client id, server id. */
 export const ACCEPT_BYTES = 9;
 /** Bytes of REFUSE: kind, client id, reason. */
@@ -41,25 +50,76 @@ export const DisconnectCode = { Local: 1, Timeout: 2, Protocol: 3 } as const;
 export interface ConnectFrame {
   version: number;
   clientId: number;
+  /** Meaningful only when `version` is `CONNECTION_PROTOCOL_VERSION` (other versions are refused on it alone). */
   lanesHash: number;
+  /** The cookie echoed from a COOKIE (a view into the decoded bytes), or `undefined` when all zero. */
+  cookie: Uint8Array | undefined;
 }
 
-/** Write a CONNECT into `out` (≥ 32 bytes); returns 32. */
-export function encodeConnect(out: Uint8Array, clientId: number, lanesHash: number): number {
+/** Write a CONNECT into `out` (≥ 32 bytes), with `cookie` (12 bytes) if the client has one; returns 32. */
+export function encodeConnect(out: Uint8Array, clientId: number, lanesHash: number, cookie?: Uint8Array): number {
   out.fill(0, 0, CONNECT_BYTES);
   out[0] = FrameKind.Connect;
   writeU32LE(out, 1, CONNECT_MAGIC);
   out[5] = CONNECTION_PROTOCOL_VERSION;
   writeU32LE(out, 6, clientId);
   writeU32LE(out, 10, lanesHash);
+  if (cookie !== undefined) out.set(cookie.subarray(0, COOKIE_BYTES), CONNECT_COOKIE_AT);
   return CONNECT_BYTES;
 }
 
-/** Decode a CONNECT: exact length, magic and zero padding checked; `undefined` when invalid. */
+/**
+ * Decode a CONNECT: exact length and magic; for this version also zero padding after the cookie.
+ * Another version is decoded as far as its client id (to refuse it), whatever follows. `undefined`
+ * when invalid.
+ */
 export function decodeConnect(b: Uint8Array): ConnectFrame | undefined {
   if (b.length !== CONNECT_BYTES || b[0] !== FrameKind.Connect || readU32LE(b, 1) !== CONNECT_MAGIC) return undefined;
-  for (let i = 14; i < CONNECT_BYTES; i++) if (b[i] !== 0) return undefined;
-  return { version: b[5]!, clientId: readU32LE(b, 6), lanesHash: readU32LE(b, 10) };
+  const version = b[5]!;
+  let cookie: Uint8Array | undefined;
+  if (version === CONNECTION_PROTOCOL_VERSION) {
+    for (let i = CONNECT_COOKIE_AT + COOKIE_BYTES; i < CONNECT_BYTES; i++) if (b[i] !== 0) return undefined;
+    for (let i = CONNECT_COOKIE_AT; i < CONNECT_COOKIE_AT + COOKIE_BYTES; i++) {
+      if (b[i] !== 0) {
+        cookie = b.subarray(CONNECT_COOKIE_AT, CONNECT_COOKIE_AT + COOKIE_BYTES);
+        break;
+      }
+    }
+  }
+  return { version, clientId: readU32LE(b, 6), lanesHash: readU32LE(b, 10), cookie };
+}
+
+/** Write a COOKIE (kind, client id, the 12-byte `cookie`); returns 17. */
+export function encodeCookie(out: Uint8Array, clientId: number, cookie: Uint8Array): number {
+  out[0] = FrameKind.Cookie;
+  writeU32LE(out, 1, clientId);
+  out.set(cookie.subarray(0, COOKIE_BYTES), 5);
+  return COOKIE_FRAME_BYTES;
+}
+
+/** Decode a COOKIE (exact length); the cookie is a view into `b`. `undefined` when invalid. */
+export function decodeCookie(b: Uint8Array): { clientId: number; cookie: Uint8Array } | undefined {
+  if (b.length !== COOKIE_FRAME_BYTES || b[0] !== FrameKind.Cookie) return undefined;
+  return { clientId: readU32LE(b, 1), cookie: b.subarray(5) };
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Write the cookie a server grants `address` for `clientId` at `issuedAt` (ms, taken mod 2^32) into
+ * `out[offset..offset+12)`: `issuedAt` u32 LE, then the 8 bytes of SipHash-2-4(`key`, UTF-8(address) ‖
+ * clientId u32 LE ‖ issuedAt u32 LE). Returns 12. Only the server that holds `key` can make one, so a
+ * CONNECT echoing it shows its sender receives at `address`.
+ */
+export function makeCookie(key: SipHashKey, address: string, clientId: number, issuedAt: number, out: Uint8Array, offset: number): number {
+  const a = encoder.encode(address);
+  const m = new Uint8Array(a.length + 8);
+  m.set(a);
+  writeU32LE(m, a.length, clientId);
+  writeU32LE(m, a.length + 4, issuedAt >>> 0);
+  writeU32LE(out, offset, issuedAt >>> 0);
+  sipHash24(key, m, out, offset + 4);
+  return COOKIE_BYTES;
 }
 
 /** Write an ACCEPT; returns 9. */

@@ -1,8 +1,9 @@
 // Fuzz of real connection traffic: a listening ConnectionHost and clients on the simulator world. The
 // datagrams of some clients are bit-flipped, truncated, extended, duplicated or replaced on the way;
-// mutated copies of all traffic are sprayed at every endpoint from other addresses; random datagrams
+// mutated and exact copies of all traffic are sprayed at every endpoint from other addresses; random datagrams
 // arrive from anywhere. Every datagram reaches some `handleDatagram`. Checked: nothing throws, the
-// host never holds more than maxConnections, drops are counted, and the honest clients (whose traffic
+// host never holds more than maxConnections, the attackers (who never receive) never get a connection,
+// drops are counted, and the honest clients (whose traffic
 // is only lost, duplicated or reordered, as UDP's checksum allows: the unsecured framing does not
 // authenticate payloads) get every reliable echo intact and in order.
 import fc from 'fast-check';
@@ -37,7 +38,9 @@ interface Client {
   blocksGot: Uint8Array[];
 }
 
-function run(seed: number): { clients: Client[]; server: ConnectionHost; done: boolean; mutated: number; sprayed: number } {
+function run(seed: number): {
+  clients: Client[]; server: ConnectionHost; done: boolean; mutated: number; sprayed: number; attackerConnections: number;
+} {
   const rng = new NonCryptoRng(seed);
   const world = new World({ seed, link: { latencyMs: 15, jitterMs: 10, loss: 0.02 } });
   const server = new ConnectionHost({ lanes: LANES, listen: true, maxConnections: MAX_CONNECTIONS, random: seeded(seed + 1), timeoutMs: 3000 });
@@ -76,7 +79,7 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
       // server's address, and an unauthenticated copy from there would be indistinguishable from it.
       const target = pick(['server', ...clients.filter((c) => !c.honest).map((c) => c.addr)]);
       const source = pick(ATTACKERS);
-      world.send(source, target, mutate(bytes));
+      world.send(source, target, rng.nextFloat() < 0.2 ? bytes.slice() : mutate(bytes));
       sprayed++;
     }
     if (fuzzedTraffic) {
@@ -113,7 +116,9 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
   world.at(50, talk);
 
   const honest = clients.filter((c) => c.honest);
+  let attackerConnections = 0;
   const r = world.runUntil(() => {
+    for (const a of ATTACKERS) if (server.connectionAt(a) !== undefined) attackerConnections++;
     for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) {
       if (e.type === 'message' && (e.lane === 0 || e.lane === BLOCK_LANE) && e.connection.state === 'connected') {
         e.connection.send(e.lane, e.bytes);
@@ -128,7 +133,7 @@ function run(seed: number): { clients: Client[]; server: ConnectionHost; done: b
     if (server.size > MAX_CONNECTIONS) expect(server.size).toBeLessThanOrEqual(MAX_CONNECTIONS);
     return world.now > sendUntil && honest.every((c) => c.got.length >= c.sent.length && c.blocksGot.length >= c.blocksSent.length);
   }, { maxTimeMs: 20_000 });
-  return { clients, server, done: r.ok, mutated, sprayed };
+  return { clients, server, done: r.ok, mutated, sprayed, attackerConnections };
 }
 
 describe('fuzz: connection traffic into every handleDatagram', () => {
@@ -137,6 +142,7 @@ describe('fuzz: connection traffic into every handleDatagram', () => {
       const o = run(seed);
       expect(o.mutated).toBeGreaterThan(50);
       expect(o.sprayed).toBeGreaterThan(100);
+      expect(o.attackerConnections).toBe(0);
       for (const c of o.clients.filter((x) => x.honest)) {
         expect(c.sent.length).toBeGreaterThan(100);
         expect(c.got.map((b) => Array.from(b).join(','))).toEqual(c.sent.map((b) => Array.from(b).join(',')));
