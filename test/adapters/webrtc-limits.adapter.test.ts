@@ -242,6 +242,21 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
     }
   });
 
+  it('malformed HTTP is answered as Node would (400; 431 for headers over 16 KiB), counted, and closed', async () => {
+    const u = new URL(anchor.signalling.url);
+    const raw = (text: string): Promise<string> => new Promise((resolve) => {
+      let got = '';
+      const s = tcpConnect({ host: u.hostname, port: Number(u.port) }, () => s.write(text));
+      s.on('data', (d: Buffer) => (got += d.toString('latin1')));
+      s.on('error', () => undefined);
+      s.on('close', () => resolve(got));
+    });
+    const before = anchor.signalling.counters().badRequests;
+    expect(await raw('NOT HTTP AT ALL\r\n\r\n')).toMatch(/^HTTP\/1\.1 400 /);
+    expect(await raw(`POST ${u.pathname} HTTP/1.1\r\nHost: a\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 431 /);
+    expect(anchor.signalling.counters().badRequests - before).toBe(2);
+  });
+
   it('rejects bad limit options with invalid-config', async () => {
     for (const bad of [
       { handshakeTimeoutMs: 0 }, { maxPendingPerAddress: 0 }, { maxConnections: 1.5 }, { maxConnectionsPerAddress: -1 },

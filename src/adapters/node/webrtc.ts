@@ -346,13 +346,15 @@ export class WebRtcSignalling {
     return false;
   }
 
-  /** Node's default answer to a client error (408 for a timeout, 400 for bad HTTP), counted. */
+  /** Node's default answer to a client error (408 a timeout, 431 headers too large, 400 other bad HTTP), counted. */
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
     if (timeout) this.ctr.add('httpTimeouts');
     else if (err.code?.startsWith('HPE_') === true) this.ctr.add('badRequests');
     if (socket.writable && socket.bytesWritten === 0 && err.code !== 'ECONNRESET') {
-      socket.write(`HTTP/1.1 ${timeout ? '408 Request Timeout' : '400 Bad Request'}\r\nConnection: close\r\n\r\n`);
+      const status = timeout ? '408 Request Timeout'
+        : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
     }
     socket.destroy();
   }
