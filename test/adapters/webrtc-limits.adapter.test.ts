@@ -143,7 +143,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
   }, 10_000);
 
   it('a channel that opens but never completes a netcode handshake is closed after handshakeTimeoutMs, and its slot is free', async () => {
-    const r = await rig({ maxPeers: 1, handshakeTimeoutMs: 300 });
+    const r = await rig({ maxPeers: 1, handshakeTimeoutMs: 800 });
     const rogue = await offerer();
     try {
       const res = await fetch(r.signalling.url, { method: 'POST', body: offerBody(r.token(), rogue.sdp) });
@@ -158,7 +158,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
       await until(() => rogue.dc.readyState === 'closed', 'the rogue to see its channel closed', 3000);
       // The slot is free again; a player who completes the handshake is kept past the bound.
       const { conn, events } = await player(r.signalling.url, r.token());
-      await new Promise((resolve) => setTimeout(resolve, 700));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       conn.client.send(0, Uint8Array.of(42));
       await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 42), 'the echo after the bound');
       expect(r.signalling.size).toBe(1);
@@ -171,7 +171,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
   }, 10_000);
 
   it('offers pending from one address are capped (429 busy), another address is answered, and the cap frees as they end', async () => {
-    const r = await rig({ maxPending: 16, maxPendingPerAddress: 2, openTimeoutMs: 400 });
+    const r = await rig({ maxPending: 16, maxPendingPerAddress: 2, openTimeoutMs: 1000 });
     const { pc, sdp } = await offerer();
     try {
       const tokens = Array.from({ length: 4 }, () => r.token());
