@@ -1,12 +1,13 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
 import { Counters } from '../../core/counters.js';
 import type { Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
-import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
+import { CONNECT_TOKEN_BYTES, readConnectToken } from '../../netcode/wire.js';
+import { TAG_BYTES } from '../../crypto/provider.js';
 import type { UdpDriver } from './udp-driver.js';
 
 /** Options of {@link WebRtcSignalling.open}. Times in ms. */
@@ -21,12 +22,44 @@ export interface WebRtcSignallingOptions {
   bindAddress?: string;
   /** STUN/TURN servers for the server's peer connections (`'stun:host:port'`). Default none: the server must be reachable. */
   iceServers?: string[];
-  /** Peer connections being set up at once (answered, channel not open yet); more are answered 503 `busy`. Default 64. */
+  /**
+   * Peer connections being set up at once (from the offer until the netcode handshake completed: ICE
+   * gathering, channel not open, or open without a handshake); more are answered 503 `busy`. Default 64.
+   */
   maxPending?: number;
+  /**
+   * Peer connections being set up at once for one source address (an IPv4 address, or an IPv6 /64,
+   * as the HTTP request came from); more are answered 429 `busy`. Behind a reverse proxy every
+   * request comes from the proxy: raise it to `maxPending` there. Default 4.
+   */
+  maxPendingPerAddress?: number;
   /** Open data channels at once; more are answered 503 `busy`. Default the server's `maxClients`. */
   maxPeers?: number;
   /** A peer connection whose channel is not open this long after its answer is closed. Default 10 000. */
   openTimeoutMs?: number;
+  /**
+   * A channel whose netcode handshake has not completed (the server's `connected` for its client)
+   * this long after it opened is closed, and its slot freed. Default 5 000.
+   */
+  handshakeTimeoutMs?: number;
+  /**
+   * An HTTP connection whose request headers have not all arrived this long after it opened (or
+   * after its previous response) is answered 408 and closed; checked every quarter of it, so it
+   * closes within 1.25× of it. Default 2 000 (Node's own: 60 000).
+   */
+  headersTimeoutMs?: number;
+  /** The same for the whole request, body included (≥ `headersTimeoutMs`). Default 5 000 (Node's own: 300 000). */
+  requestTimeoutMs?: number;
+  /**
+   * Open HTTP connections at once. A connection beyond closes the oldest one whose offer is not
+   * being answered (one still sending its request, or idle after its answer), so slow clients cannot
+   * keep a player out; only when every one is being answered is the new one closed. Default 256.
+   */
+  maxConnections?: number;
+  /** Open HTTP connections at once from one source address (IPv4, or IPv6 /64); more are closed as they are accepted. Default 16. */
+  maxConnectionsPerAddress?: number;
+  /** Largest request body, bytes; a larger one is answered 413 and its connection closed. Default 16 384. */
+  maxBodyBytes?: number;
   /** How long ICE may gather the answer's candidates before the request fails (504 `ice-timeout`). Default 5 000. */
   gatherTimeoutMs?: number;
   /** `Access-Control-Allow-Origin` of the answers (a page on another origin may post offers). Default `'*'`. */
@@ -34,23 +67,28 @@ export interface WebRtcSignallingOptions {
 }
 
 /**
- * Counters of a {@link WebRtcSignalling}: `offers` (well-formed requests), `badRequests` (malformed,
- * oversized, wrong method or path), `tokensRefused`, `busy` (503), `iceTimeouts`, `opened` (data
- * channels), `openTimeouts`, `closed` (peer connections ended), `badMessages` (text or oversized
- * channel messages, dropped), `sendDropped` (datagrams dropped because the channel's buffer was full).
+ * Counters of a {@link WebRtcSignalling}: `offers` (well-formed requests), `badRequests` (malformed
+ * HTTP or JSON, oversized, wrong method or path), `tokensRefused`, `tokensInUse` (409: the token
+ * already has a peer connection), `busy` (503), `addressBusy` (429: `maxPendingPerAddress`),
+ * `iceTimeouts`, `opened` (data channels), `openTimeouts`, `handshakeTimeouts`, `closed` (peer
+ * connections ended), `badMessages` (text or oversized channel messages, dropped), `sendDropped`
+ * (datagrams dropped because the channel's buffer was full), `connectionsRefused` (HTTP connections
+ * closed as accepted: `maxConnectionsPerAddress`, or `maxConnections` with every connection being
+ * answered), `connectionsEvicted` (HTTP connections closed to make room under `maxConnections`),
+ * `httpTimeouts` (HTTP connections closed by `headersTimeoutMs` or `requestTimeoutMs`).
  */
 export type WebRtcCounter =
-  | 'offers' | 'badRequests' | 'tokensRefused' | 'busy' | 'iceTimeouts' | 'opened' | 'openTimeouts' | 'closed' | 'badMessages'
-  | 'sendDropped';
+  | 'offers' | 'badRequests' | 'tokensRefused' | 'tokensInUse' | 'busy' | 'addressBusy' | 'iceTimeouts' | 'opened'
+  | 'openTimeouts' | 'handshakeTimeouts' | 'closed' | 'badMessages' | 'sendDropped' | 'connectionsRefused' | 'connectionsEvicted'
+  | 'httpTimeouts';
 
 const COUNTERS: readonly WebRtcCounter[] = [
-  'offers', 'badRequests', 'tokensRefused', 'busy', 'iceTimeouts', 'opened', 'openTimeouts', 'closed', 'badMessages', 'sendDropped',
+  'offers', 'badRequests', 'tokensRefused', 'tokensInUse', 'busy', 'addressBusy', 'iceTimeouts', 'opened', 'openTimeouts',
+  'handshakeTimeouts', 'closed', 'badMessages', 'sendDropped', 'connectionsRefused', 'connectionsEvicted', 'httpTimeouts',
 ];
 
 /** Address prefix of the remotes this adapter carries (`"webrtc:17"`). */
 export const WEBRTC_ADDRESS_PREFIX = 'webrtc:';
-/** Largest signalling request body, bytes (a token in base64 and an SDP offer fit many times over). */
-const MAX_BODY_BYTES = 64 * 1024;
 /** Largest datagram taken from a channel, bytes (netcode's largest packet is 1,225). */
 const MAX_MESSAGE_BYTES = 1500;
 /**
@@ -73,6 +111,13 @@ interface Peer {
   pc: PeerConnection;
   dc: DataChannel;
   open: boolean;
+  /** Its netcode client connected: no longer pending. */
+  joined: boolean;
+  /** The token's key in `tokens` (its authentication tag). */
+  token: string;
+  /** The source address key (`sourceKey`) the offer came from. */
+  source: string;
+  /** The open timeout, then the handshake timeout. */
   timer: NodeJS.Timeout | undefined;
 }
 
@@ -89,6 +134,28 @@ let liveInstances = 0;
  */
 function withoutCandidates(sdp: string): string {
   return sdp.split(/\r?\n/).filter((l) => !l.startsWith('a=candidate:')).join('\r\n');
+}
+
+/**
+ * @internal The key per-address limits count by: an IPv4 address (also when IPv4-mapped), or the
+ * /64 an IPv6 address is in (one host is often given a whole /64).
+ */
+export function sourceKey(ip: string | undefined): string {
+  if (ip === undefined) return '';
+  if (!ip.includes(':')) return ip;
+  if (/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip)) return ip.slice(7);
+  const [head = '', tail] = ip.split('%')[0]!.split('::');
+  const h = head === '' ? [] : head.split(':');
+  const t = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
+  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(':')}::/64`;
+}
+
+/** Add `d` to `key`'s count in `m`, forgetting keys that reach 0 (so the map holds only live counts). */
+function bump(m: Map<string, number>, key: string, d: number): void {
+  const n = (m.get(key) ?? 0) + d;
+  if (n > 0) m.set(key, n);
+  else m.delete(key);
 }
 
 /**
@@ -111,6 +178,13 @@ export class WebRtcSignalling {
   private readonly feed: (from: Address, bytes: Uint8Array) => void;
   private readonly opts: Required<Omit<WebRtcSignallingOptions, 'bindAddress' | 'maxPeers'>> & { bindAddress: string | undefined; maxPeers: number };
   private readonly peers = new Map<Address, Peer>();
+  // Tokens (by authentication tag) that have a peer connection; bounded by maxPending + maxPeers.
+  private readonly tokens = new Set<string>();
+  // Pending peer connections and open HTTP connections per source address; only keys with a count.
+  private readonly pendingBySource = new Map<string, number>();
+  private readonly socketsBySource = new Map<string, number>();
+  // Open HTTP connections, oldest first; true while their offer is being answered.
+  private readonly sockets = new Map<Socket, boolean>();
   private readonly ctr = new Counters<WebRtcCounter>(COUNTERS);
   private readonly now: () => number;
   private next = 1;
@@ -128,11 +202,16 @@ export class WebRtcSignalling {
     this.url = `http://${host}:${a.port}${opts.path}`;
     this.feed = driver.attachTransport(WEBRTC_ADDRESS_PREFIX, (to, bytes) => this.send(to, bytes));
     server.registerUnderlay(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_UNDERLAY);
-    driver.on('event', (e) => {
-      if (e.type !== 'disconnected' || !e.client.address.startsWith(WEBRTC_ADDRESS_PREFIX)) return;
+    // First in line, so a user's listener that throws cannot keep a completed handshake from being seen.
+    driver.prependListener('event', (e) => {
+      if ((e.type !== 'connected' && e.type !== 'disconnected') || !e.client.address.startsWith(WEBRTC_ADDRESS_PREFIX)) return;
       const p = this.peers.get(e.client.address);
-      if (p !== undefined) setTimeout(() => this.drop(p), CLOSE_LINGER_MS).unref();
+      if (p === undefined) return;
+      if (e.type === 'connected') this.joined(p);
+      else setTimeout(() => this.drop(p), CLOSE_LINGER_MS).unref();
     });
+    http.on('connection', (socket: Socket) => this.onConnection(socket));
+    http.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.onClientError(err, socket));
     http.on('request', (req, res) => this.onRequest(req, res));
   }
 
@@ -152,24 +231,39 @@ export class WebRtcSignalling {
       bindAddress: options.bindAddress ?? (wildcard ? undefined : host),
       iceServers: options.iceServers ?? [],
       maxPending: options.maxPending ?? 64,
+      maxPendingPerAddress: options.maxPendingPerAddress ?? 4,
       maxPeers: options.maxPeers ?? server.maxClients,
       openTimeoutMs: options.openTimeoutMs ?? 10_000,
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 5_000,
       gatherTimeoutMs: options.gatherTimeoutMs ?? 5_000,
+      headersTimeoutMs: options.headersTimeoutMs ?? 2_000,
+      requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
+      maxConnections: options.maxConnections ?? 256,
+      maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? 16,
+      maxBodyBytes: options.maxBodyBytes ?? 16_384,
       allowOrigin: options.allowOrigin ?? '*',
     };
     checkConfig(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535, 'port must be 0..65535');
     checkConfig(typeof opts.path === 'string' && opts.path.startsWith('/'), 'path must start with /');
     checkConfig(Array.isArray(opts.iceServers) && opts.iceServers.every((s) => typeof s === 'string'), 'iceServers must be strings');
-    for (const k of ['maxPending', 'maxPeers', 'openTimeoutMs', 'gatherTimeoutMs'] as const) {
+    for (const k of [
+      'maxPending', 'maxPendingPerAddress', 'maxPeers', 'openTimeoutMs', 'handshakeTimeoutMs', 'gatherTimeoutMs', 'headersTimeoutMs',
+      'requestTimeoutMs', 'maxConnections', 'maxConnectionsPerAddress', 'maxBodyBytes',
+    ] as const) {
       checkConfig(Number.isInteger(opts[k]) && opts[k] >= 1, `${k} must be an integer ≥ 1`);
     }
+    checkConfig(opts.requestTimeoutMs >= opts.headersTimeoutMs, 'requestTimeoutMs must be ≥ headersTimeoutMs');
     let ndc: Ndc;
     try {
       ndc = await import('node-datachannel');
     } catch (err) {
       throw new GamewireError('invalid-state', `WebRTC needs the optional dependency node-datachannel (npm install node-datachannel): ${String(err)}`);
     }
-    const http = createServer();
+    const http = createServer({
+      headersTimeout: opts.headersTimeoutMs,
+      requestTimeout: opts.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.floor(opts.headersTimeoutMs / 4)),
+    });
     await new Promise<void>((resolve, reject) => {
       http.once('error', reject);
       http.listen(opts.port, host, () => {
@@ -224,6 +318,47 @@ export class WebRtcSignalling {
     }
   }
 
+  private onConnection(socket: Socket): void {
+    const key = sourceKey(socket.remoteAddress);
+    if ((this.socketsBySource.get(key) ?? 0) >= this.opts.maxConnectionsPerAddress
+      || (this.sockets.size >= this.opts.maxConnections && !this.evictOne())) {
+      this.ctr.add('connectionsRefused');
+      socket.destroy();
+      return;
+    }
+    bump(this.socketsBySource, key, 1);
+    this.sockets.set(socket, false);
+    socket.once('close', () => {
+      bump(this.socketsBySource, key, -1);
+      this.sockets.delete(socket);
+    });
+  }
+
+  /** Close the oldest connection whose offer is not being answered; false if there is none. */
+  private evictOne(): boolean {
+    for (const [socket, answering] of this.sockets) {
+      if (answering) continue;
+      this.sockets.delete(socket);
+      this.ctr.add('connectionsEvicted');
+      socket.destroy();
+      return true;
+    }
+    return false;
+  }
+
+  /** Node's default answer to a client error (408 a timeout, 431 headers too large, 400 other bad HTTP), counted. */
+  private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+    const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+    if (timeout) this.ctr.add('httpTimeouts');
+    else if (err.code?.startsWith('HPE_') === true) this.ctr.add('badRequests');
+    if (socket.writable && socket.bytesWritten === 0 && err.code !== 'ECONNRESET') {
+      const status = timeout ? '408 Request Timeout'
+        : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+      socket.write(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
+    }
+    socket.destroy();
+  }
+
   private reply(res: ServerResponse, status: number, body: object): void {
     if (res.headersSent) return;
     res.writeHead(status, {
@@ -261,7 +396,7 @@ export class WebRtcSignalling {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY_BYTES) {
+      if (size > this.opts.maxBodyBytes) {
         this.ctr.add('badRequests');
         this.reply(res, 413, { error: 'too-large' });
         req.destroy();
@@ -270,13 +405,20 @@ export class WebRtcSignalling {
       chunks.push(c);
     });
     req.on('end', () => {
-      if (size > MAX_BODY_BYTES) return;
-      void this.onOffer(Buffer.concat(chunks).toString('utf8'), res);
+      if (size > this.opts.maxBodyBytes) return;
+      const socket = req.socket;
+      if (this.sockets.has(socket)) {
+        this.sockets.set(socket, true);
+        res.once('close', () => {
+          if (this.sockets.has(socket)) this.sockets.set(socket, false);
+        });
+      }
+      void this.onOffer(Buffer.concat(chunks).toString('utf8'), sourceKey(req.socket.remoteAddress), res);
     });
     req.on('error', () => undefined);
   }
 
-  private async onOffer(text: string, res: ServerResponse): Promise<void> {
+  private async onOffer(text: string, source: string, res: ServerResponse): Promise<void> {
     let token: Uint8Array | undefined;
     let sdp: string | undefined;
     try {
@@ -301,6 +443,19 @@ export class WebRtcSignalling {
       this.reply(res, STATUS[check], { error: check });
       return;
     }
+    // The check above decrypted the token, so its tag is authentic: one tag, one token.
+    const priv = readConnectToken(token)!.privateData;
+    const tokenKey = Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
+    if (this.tokens.has(tokenKey)) {
+      this.ctr.add('tokensInUse');
+      this.reply(res, 409, { error: 'already-connected' });
+      return;
+    }
+    if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
+      this.ctr.add('addressBusy');
+      this.reply(res, 429, { error: 'busy' });
+      return;
+    }
     if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers) {
       this.ctr.add('busy');
       this.reply(res, 503, { error: 'busy' });
@@ -309,7 +464,7 @@ export class WebRtcSignalling {
     const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
     let peer: Peer;
     try {
-      peer = this.makePeer(address, withoutCandidates(sdp));
+      peer = this.makePeer(address, withoutCandidates(sdp), tokenKey, source);
     } catch {
       this.ctr.add('badRequests');
       this.reply(res, 400, { error: 'bad-offer' });
@@ -325,7 +480,7 @@ export class WebRtcSignalling {
     this.reply(res, 200, { type: 'answer', sdp: answer });
   }
 
-  private makePeer(address: Address, offer: string): Peer {
+  private makePeer(address: Address, offer: string, token: string, source: string): Peer {
     const pc = new this.ndc.PeerConnection(address, {
       iceServers: this.opts.iceServers,
       ...(this.opts.bindAddress === undefined ? {} : { bindAddress: this.opts.bindAddress }),
@@ -339,22 +494,26 @@ export class WebRtcSignalling {
       pc.close();
       throw err;
     }
-    const peer: Peer = { address, pc, dc, open: false, timer: undefined };
+    const peer: Peer = { address, pc, dc, open: false, joined: false, token, source, timer: undefined };
     this.pending++;
+    bump(this.pendingBySource, source, 1);
+    this.tokens.add(token);
     this.peers.set(address, peer);
     peer.timer = setTimeout(() => {
       peer.timer = undefined;
-      if (!peer.open) {
-        this.ctr.add('openTimeouts');
-        this.drop(peer);
-      }
-    }, this.opts.openTimeoutMs);
-    peer.timer.unref();
+      this.ctr.add('openTimeouts');
+      this.drop(peer);
+    }, this.opts.openTimeoutMs).unref();
     dc.onOpen(() => {
-      if (peer.open || !this.peers.has(address)) return;
+      if (peer.open || this.peers.get(address) !== peer) return;
       peer.open = true;
-      this.pending--;
       this.ctr.add('opened');
+      clearTimeout(peer.timer);
+      peer.timer = peer.joined ? undefined : setTimeout(() => {
+        peer.timer = undefined;
+        this.ctr.add('handshakeTimeouts');
+        this.drop(peer);
+      }, this.opts.handshakeTimeoutMs).unref();
     });
     dc.onMessage((msg) => {
       const b = typeof msg === 'string' ? undefined : msg instanceof ArrayBuffer ? new Uint8Array(msg) : msg;
@@ -385,11 +544,25 @@ export class WebRtcSignalling {
     });
   }
 
+  /** Its netcode client connected: it stops counting as pending and its timeout ends. */
+  private joined(peer: Peer): void {
+    if (peer.joined) return;
+    peer.joined = true;
+    this.pending--;
+    bump(this.pendingBySource, peer.source, -1);
+    clearTimeout(peer.timer);
+    peer.timer = undefined;
+  }
+
   private drop(peer: Peer): void {
     if (this.peers.get(peer.address) !== peer) return;
     this.peers.delete(peer.address);
-    if (!peer.open) this.pending--;
-    if (peer.timer !== undefined) clearTimeout(peer.timer);
+    this.tokens.delete(peer.token);
+    if (!peer.joined) {
+      this.pending--;
+      bump(this.pendingBySource, peer.source, -1);
+    }
+    clearTimeout(peer.timer);
     this.ctr.add('closed');
     try {
       peer.dc.close();
