@@ -92,7 +92,8 @@ export interface ChunkReceiverConfig {
   maxBlockBytes?: number;
   /**
    * Cap on reassembly memory, bytes: buffers of the current and next block, their slice bitfields,
-   * and delivered blocks not yet polled. Default 2 × (maxBlockBytes + maxBlockBytes / 512).
+   * and delivered blocks not yet polled. Default 2 × (maxBlockBytes + maxBlockBytes / 512 + 1). In a
+   * `ChunkHost` it is this sender's share of the host's budget.
    */
   maxMemoryBytes?: number;
   /** Ack after this many new slices (1..64). Default 2. */
@@ -154,6 +155,30 @@ function checkKeys(c: object, known: ReadonlySet<string>, what: string): void {
 /** Memory a block of `blockBytes` takes at the receiver with the smallest legal slices: data + bitfield. */
 export function worstBlockFootprint(blockBytes: number): number {
   return blockBytes + Math.ceil(blockBytes / (8 * MIN_SLICE_BYTES)) + 1;
+}
+
+/**
+ * A `ChunkHost`'s receivers store a block in pieces of whole slices, each the fewest slices that make at
+ * least this many bytes, allocated when the first slice in it arrives.
+ */
+export const PIECE_BYTES = 16 * 1024;
+
+/** Bytes counted per piece of a block for its entry in the block's piece table. */
+export const PIECE_ENTRY_BYTES = 8;
+
+/** Slices per piece for slices of `sliceBytes` bytes. */
+export function pieceSlicesOf(sliceBytes: number): number {
+  return Math.ceil(PIECE_BYTES / sliceBytes);
+}
+
+/**
+ * Most a block of `blockBytes` holds at once at a `ChunkHost`'s receiver, whatever its slice size: its
+ * pieces, bitfield and piece table and, while it is assembled into one buffer, the whole block once more
+ * (a block of one piece is received in place, as by a lone receiver).
+ */
+export function hostedBlockPeak(blockBytes: number): number {
+  if (blockBytes <= PIECE_BYTES) return worstBlockFootprint(blockBytes);
+  return 2 * blockBytes + Math.ceil(blockBytes / (8 * MIN_SLICE_BYTES)) + PIECE_ENTRY_BYTES * Math.ceil(blockBytes / PIECE_BYTES);
 }
 
 /** Validate and fill in defaults; throws `GamewireError('invalid-config')`. */

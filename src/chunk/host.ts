@@ -1,7 +1,8 @@
 import type { Address } from '../core/endpoint.js';
 import { checkConfig } from '../core/errors.js';
 import { Host, HostEndpoint, type HostCounter, type HostEvent, type HostedPeer, type PeerId } from '../core/host.js';
-import type { ChunkReceiverConfig } from './config.js';
+import { ReceiveBudget } from './budget.js';
+import { type ChunkReceiverConfig, hostedBlockPeak, resolveReceiverConfig } from './config.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from './receiver.js';
 import { PacketType, peekPacketType } from './wire.js';
 
@@ -14,10 +15,24 @@ export type ChunkHostPeerEvent =
 /** An event of a `ChunkHost`, tagged with the sender's peer id and address. */
 export type ChunkHostEvent = HostEvent<ChunkHostPeerEvent>;
 
+/** Counter names of a `ChunkHost`: its `Host`'s, and `overBudget` (slices dropped because the receive budget was full). */
+export type ChunkHostCounter = HostCounter | 'overBudget';
+
 /** Options of a `ChunkHost`. Times in ms. */
 export interface ChunkHostOptions {
-  /** Config of each sender's `ChunkReceiver` (`maxBlockBytes`, `maxMemoryBytes`, acks…). */
+  /**
+   * Config of each sender's `ChunkReceiver` (`maxBlockBytes`, acks…). Its `maxMemoryBytes` is each
+   * sender's share of the host's budget (default 2 × (maxBlockBytes + maxBlockBytes/512 + 1)); it must
+   * hold one largest block while it is assembled (≈ 2 × maxBlockBytes).
+   */
   receiver?: ChunkReceiverConfig;
+  /**
+   * Receive budget of all senders together, bytes (default 64 MiB): blocks being received (reserved in
+   * ~16 KiB pieces as their slices arrive), blocks being assembled, and delivered blocks not yet polled.
+   * A slice it does not admit is dropped unacked and counted in `overBudget` (the sender resends it later).
+   * Must hold one largest block while it is assembled (≈ 2 × receiver.maxBlockBytes).
+   */
+  maxMemoryBytes?: number;
   /**
    * Most senders at once (default 16). A datagram from a new address beyond it is dropped and
    * counted in `refusedFull`: that sender gets no acks (it stalls) until a slot frees.
@@ -36,8 +51,8 @@ class SenderPeer implements HostedPeer<ChunkHostPeerEvent> {
   private expired = false;
   private expiredReported = false;
 
-  constructor(config: ChunkReceiverConfig | undefined, now: number, private readonly idleMs: number) {
-    this.receiver = new ChunkReceiver(config);
+  constructor(config: ChunkReceiverConfig | undefined, budget: ReceiveBudget, now: number, private readonly idleMs: number) {
+    this.receiver = new ChunkReceiver(config, budget);
     this.lastHeard = now;
   }
 
@@ -48,7 +63,10 @@ class SenderPeer implements HostedPeer<ChunkHostPeerEvent> {
 
   handleTimeout(now: number): void {
     this.receiver.handleTimeout(now);
-    if (this.idleMs > 0 && now >= this.lastHeard + this.idleMs) this.expired = true;
+    if (!this.expired && this.idleMs > 0 && now >= this.lastHeard + this.idleMs) {
+      this.expired = true;
+      this.receiver.freePartialBlocks();
+    }
   }
 
   pollTransmit(now: number, out: Uint8Array): number | undefined {
@@ -81,20 +99,25 @@ class SenderPeer implements HostedPeer<ChunkHostPeerEvent> {
  * Receives blocks from many senders on one address space: a `Host` of `ChunkReceiver`s, one per
  * sender address, created on the sender's first slice or cancel (other datagrams from unknown
  * addresses create nothing and are counted in `refused`). Each receiver acks and reassembles its own
- * sender's blocks exactly as a lone `ChunkReceiver` would; events carry the sender's address.
+ * sender's blocks as a lone `ChunkReceiver` would; events carry the sender's address.
  *
- * Limits: at most `maxSenders` receivers, so memory stays under `maxSenders × receiver.maxMemoryBytes`
- * (plus unpolled events); a quiet sender is dropped after `idleTimeoutMs`. Drive it like any
- * `Endpoint` (UDP driver, simulator world).
+ * Limits: at most `maxSenders` receivers; all of them share one receive budget (`maxMemoryBytes`, 64 MiB),
+ * reserved as slices arrive, each sender within its share (`receiver.maxMemoryBytes`); a quiet sender is
+ * dropped after `idleTimeoutMs` and its reservation returned. A sender's address is not verified: see
+ * docs/chunk.md §ChunkHost for what a flood from spoofed addresses costs. Drive it like any `Endpoint`
+ * (UDP driver, simulator world).
  */
 export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, ChunkHostEvent> {
   /** Most senders at once. */
   readonly maxSenders: number;
   /** Idle expiry, ms (0 = never). */
   readonly idleTimeoutMs: number;
+  /** Receive budget of all senders together, bytes. */
+  readonly maxMemoryBytes: number;
   protected readonly host: Host<SenderPeer, ChunkHostPeerEvent>;
   private readonly receiverConfig: ChunkReceiverConfig | undefined;
   private readonly acceptAddress: ((from: Address) => boolean) | undefined;
+  private readonly budget: ReceiveBudget;
 
   constructor(options: ChunkHostOptions = {}) {
     super();
@@ -105,7 +128,15 @@ export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, Chun
     checkConfig(typeof idle === 'number' && Number.isFinite(idle) && idle >= 0, 'idleTimeoutMs must be a finite number of ms ≥ 0');
     checkConfig(options.accept === undefined || typeof options.accept === 'function', 'accept must be a function');
     // Validate the receiver config once, here, rather than on some sender's first datagram.
-    void new ChunkReceiver(options.receiver);
+    const rc = resolveReceiverConfig(options.receiver);
+    const peak = hostedBlockPeak(rc.maxBlockBytes);
+    const budget = options.maxMemoryBytes ?? 64 * 1024 * 1024;
+    checkConfig(Number.isSafeInteger(budget) && budget >= peak,
+      `maxMemoryBytes must be an integer ≥ ${peak} (one block of receiver.maxBlockBytes while it is assembled)`);
+    checkConfig(rc.maxMemoryBytes >= peak,
+      `receiver.maxMemoryBytes must be ≥ ${peak} (one block of receiver.maxBlockBytes while it is assembled)`);
+    this.budget = new ReceiveBudget(budget, peak);
+    this.maxMemoryBytes = budget;
     this.maxSenders = max;
     this.idleTimeoutMs = idle;
     this.receiverConfig = options.receiver;
@@ -139,19 +170,22 @@ export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, Chun
    */
   remove(address: Address): boolean {
     const id = this.host.peerAt(address);
-    return id !== undefined && this.host.remove(id);
+    if (id === undefined) return false;
+    this.host.get(id)!.receiver.freePartialBlocks();
+    return this.host.remove(id);
   }
 
-  /** Bytes held by every sender's receiver (reassembly buffers and unpolled blocks). */
+  /** Bytes reserved from the receive budget (≤ `maxMemoryBytes`): blocks being received or assembled, and unpolled blocks. */
   memoryBytes(): number {
-    let n = 0;
-    for (const id of this.host.ids()) n += this.host.get(id)!.receiver.memoryBytes();
-    return n;
+    return this.budget.usedBytes;
   }
 
-  /** A copy of the host's counters (`refusedFull`, `refused`, `peersAdded`, `peersFreed`…); per sender see `receiver(address).counters()`. */
-  counters(): Readonly<Record<HostCounter, number>> {
-    return this.host.counters();
+  /**
+   * A copy of the counters: the host's (`refusedFull`, `refused`, `peersAdded`, `peersFreed`…) and
+   * `overBudget`; per sender see `receiver(address).counters()`.
+   */
+  counters(): Readonly<Record<ChunkHostCounter, number>> {
+    return { ...this.host.counters(), overBudget: this.budget.refused };
   }
 
   pollEvent(): ChunkHostEvent | undefined {
@@ -167,6 +201,6 @@ export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, Chun
     const t = peekPacketType(bytes);
     if (t !== PacketType.Slice && t !== PacketType.Cancel) return undefined;
     if (this.acceptAddress !== undefined && !this.acceptAddress(from)) return undefined;
-    return new SenderPeer(this.receiverConfig, now, this.idleTimeoutMs);
+    return new SenderPeer(this.receiverConfig, this.budget, now, this.idleTimeoutMs);
   }
 }

@@ -291,6 +291,33 @@ describe('ChunkReceiver: limits, refusal, cancel', () => {
     expect(r.memoryBytes()).toBe(1000 + 2);
   });
 
+  it('drops a slice beyond the end of its block (counted): no throw, no ack, no memory, the block neither corrupted nor completed', () => {
+    const r = receiver();
+    const data = block(1000, 7);
+    const n = sliceCountOf(1000, 64);
+    for (let i = 0; i < n - 1; i++) r.handleDatagram(0, slice(0, data, i));
+    drain(r, 10);
+    const mem = r.memoryBytes();
+    // Full-length slices that claim to lie past the block's end (a 64-byte slice n, n+1, 2^32−1), with a valid CRC.
+    const beyond = (sliceId: number): Uint8Array => {
+      const out = new Uint8Array(200);
+      return out.slice(0, encodeSlice(out, {
+        session: S, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 1000, sliceBytes: 64, sliceId, payload: new Uint8Array(64).fill(0xee),
+      }));
+    };
+    for (const id of [n, n + 1, 0xffffffff]) expect(() => r.handleDatagram(11, beyond(id))).not.toThrow();
+    expect(r.counters()).toMatchObject({ malformed: 3, slicesAccepted: n - 1 });
+    expect(drain(r, 100)).toEqual([]);
+    expect(events(r)).toEqual([]);
+    expect(r.memoryBytes()).toBe(mem);
+    expect(r.progress().blocks).toEqual([{ id: 1, totalBytes: 1000, receivedBytes: (n - 1) * 64 }]);
+    r.handleDatagram(101, slice(0, data, n - 1));
+    const ev = events(r);
+    expect(ev).toHaveLength(1);
+    expect(ev[0]).toMatchObject({ type: 'block', id: 1 });
+    expect(Buffer.from((ev[0] as { data: Uint8Array }).data).equals(Buffer.from(data))).toBe(true);
+  });
+
   it('does not allocate the next block before the current one', () => {
     const r = receiver();
     r.handleDatagram(0, slice(0, block(100), 0));

@@ -2,7 +2,10 @@ import { Counters } from '../core/counters.js';
 import type { SansIoPeer } from '../core/peer.js';
 import { seqAdd16, seqDiff16, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
-import { type ChunkReceiverConfig, type ResolvedChunkReceiverConfig, resolveReceiverConfig } from './config.js';
+import type { ReceiveBudget } from './budget.js';
+import {
+  type ChunkReceiverConfig, PIECE_ENTRY_BYTES, pieceSlicesOf, type ResolvedChunkReceiverConfig, resolveReceiverConfig,
+} from './config.js';
 import {
   ACK_BASE_BYTES, ACK_WINDOW_HEADER_BYTES, type AckWindow, type CancelPacket, CHUNK_MAGIC, decodeChunkPacket, encodeAck,
   encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, SliceDecoder, type SliceHeader, sliceCountOf,
@@ -63,7 +66,13 @@ class InChunk {
   receivedBytes = 0;
   sliceBytes = 0;
   sliceCount = 0;
+  /** The whole block: from its first slice for a lone receiver (or a block of one piece), else once assembled. */
   data: Uint8Array | undefined;
+  /** A `ChunkHost`'s receiver: the block in pieces of `pieceSlices` slices, each allocated when its first slice arrives. */
+  pieces: (Uint8Array | undefined)[] | undefined;
+  pieceSlices = 0;
+  /** Bytes of the pieces allocated so far. */
+  pieceBytesHeld = 0;
   bits: Uint8Array | undefined;
   received = 0;
   cum = 0;
@@ -92,6 +101,7 @@ class InChunk {
   /** Drop reassembly state (data handed on or freed) and pending triggers. */
   release(): void {
     this.data = undefined;
+    this.pieces = undefined;
     this.bits = undefined;
     this.footprint = 0;
     this.trigLo = -1;
@@ -144,19 +154,42 @@ export class ChunkReceiver implements SansIoPeer {
   // Per-datagram counters as plain fields (hot path); folded into counters().
   private nReceived = 0;
   private nAccepted = 0;
+  private readonly budget: ReceiveBudget | undefined;
 
-  constructor(config: ChunkReceiverConfig = {}) {
+  /**
+   * @param config options (defaults in docs/chunk.md §Defaults)
+   * @param budget internal: the receive budget of the `ChunkHost` this receiver belongs to. With it,
+   *   blocks are stored in pieces reserved from that budget as slices arrive (and `maxMemoryBytes` is this
+   *   sender's share of it); without it, a block's whole buffer is reserved and allocated at its first slice.
+   */
+  constructor(config: ChunkReceiverConfig = {}, budget?: ReceiveBudget) {
     this.config = resolveReceiverConfig(config);
     this.session = this.config.sessionId;
+    this.budget = budget;
   }
 
   /** Next event, or undefined. A 'block' event's bytes stop counting against memory once polled. */
   pollEvent(): ChunkReceiverEvent | undefined {
     const e = this.events.shift();
     if (e === undefined) return undefined;
-    if (e.type === 'block') this.eventBlockBytes -= e.data.length;
-    else this.nonBlockEvents--;
+    if (e.type === 'block') {
+      this.eventBlockBytes -= e.data.length;
+      this.budget?.release(e.data.length);
+    } else {
+      this.nonBlockEvents--;
+    }
     return e;
+  }
+
+  /**
+   * Free the blocks being received now (their bytes return to the budget); finished blocks and queued
+   * events are kept. Used by `ChunkHost` when it drops a sender.
+   */
+  freePartialBlocks(): void {
+    this.freeSlot(this.cur);
+    this.freeSlot(this.next);
+    this.cur = undefined;
+    this.next = undefined;
   }
 
   /** A copy of every counter (see `ChunkReceiverCounter`). */
@@ -333,7 +366,41 @@ export class ChunkReceiver implements SansIoPeer {
   private freeSlot(c: InChunk | undefined): void {
     if (c === undefined) return;
     this.slotBytes -= c.footprint;
+    this.budget?.release(c.footprint);
+    this.budget?.finish(c);
     c.release();
+  }
+
+  /**
+   * Reserve `bytes` more for `c`, the current block (E) or the next, within `maxMemoryBytes` and the host's
+   * budget, if any; false (nothing reserved, counted in `deferredNoMemory`) when either refuses: the slice
+   * is then dropped unacked.
+   */
+  private reserve(c: InChunk, bytes: number, current: boolean): boolean {
+    // The next block must leave room in this sender's share for the current one to complete, and may
+    // not hold the host's headroom, which could then wait on the current block.
+    const keep = current ? 0 : this.stillNeeded(this.cur);
+    if (this.memoryBytes() + bytes + keep > this.config.maxMemoryBytes ||
+      (this.budget !== undefined && !this.budget.reserve(c, bytes, current))) {
+      this.ctr.add('deferredNoMemory');
+      return false;
+    }
+    this.slotBytes += bytes;
+    c.footprint += bytes;
+    return true;
+  }
+
+  /** Bytes block `c` may still reserve before it is complete: its pieces not yet allocated and its assembly. */
+  private stillNeeded(c: InChunk | undefined): number {
+    if (c === undefined || c.kind !== 'receiving' || c.pieces === undefined) return 0;
+    return 2 * c.blockBytes - c.pieceBytesHeld;
+  }
+
+  /** Return `bytes` of `c`'s reservation. */
+  private unreserve(c: InChunk, bytes: number): void {
+    this.slotBytes -= bytes;
+    c.footprint -= bytes;
+    this.budget?.release(bytes);
   }
 
   /**
@@ -399,10 +466,12 @@ export class ChunkReceiver implements SansIoPeer {
       this.trigger(now, c, p, true);
       return;
     }
-    setBit(c.bits!, s);
     // A plain view, not bytes.subarray(): on a Node Buffer that goes through Buffer's own subarray.
     const len = bytes.length - SLICE_HEADER_BYTES;
-    c.data!.set(new Uint8Array(bytes.buffer, bytes.byteOffset + SLICE_HEADER_BYTES, len), s * c.sliceBytes);
+    const payload = new Uint8Array(bytes.buffer, bytes.byteOffset + SLICE_HEADER_BYTES, len);
+    if (c.pieces === undefined) c.data!.set(payload, s * c.sliceBytes);
+    else if (!this.storeInPiece(c, s, payload)) return;
+    setBit(c.bits!, s);
     c.received++;
     c.receivedBytes += len;
     this.nAccepted++;
@@ -413,14 +482,46 @@ export class ChunkReceiver implements SansIoPeer {
     c.newSinceAck++;
     if (c.received === c.sliceCount) {
       c.kind = 'complete';
-      this.slotBytes -= c.bits!.length;
-      c.footprint -= c.bits!.length;
+      if (c.pieces !== undefined) this.assemble(c);
+      this.unreserve(c, c.bits!.length);
       c.bits = undefined;
+      this.budget?.finish(c);
       this.trigger(now, c, p, true);
       this.deliver();
       return;
     }
     this.trigger(now, c, p, gap || c.newSinceAck >= this.config.ackEveryNew);
+  }
+
+  /**
+   * Copy slice `s` into its piece of `c`, allocating the piece if it is the first slice in it, and
+   * reserving room to assemble the block if it is the last slice missing. False when memory refuses.
+   */
+  private storeInPiece(c: InChunk, s: number, payload: Uint8Array): boolean {
+    const k = c.pieceSlices;
+    const i = Math.floor(s / k);
+    const pieceBytes = k * c.sliceBytes;
+    let piece = c.pieces![i];
+    const need = (piece === undefined ? Math.min(pieceBytes, c.blockBytes - i * pieceBytes) : 0) +
+      (c.received + 1 === c.sliceCount ? c.blockBytes : 0);
+    if (need > 0 && !this.reserve(c, need, c === this.cur)) return false;
+    if (piece === undefined) {
+      piece = c.pieces![i] = new Uint8Array(Math.min(pieceBytes, c.blockBytes - i * pieceBytes));
+      c.pieceBytesHeld += piece.length;
+    }
+    piece.set(payload, (s - i * k) * c.sliceBytes);
+    return true;
+  }
+
+  /** Copy the pieces of complete block `c` into one buffer (reserved with its last slice) and free them. */
+  private assemble(c: InChunk): void {
+    const data = new Uint8Array(c.blockBytes);
+    const pieces = c.pieces!;
+    const pieceBytes = c.pieceSlices * c.sliceBytes;
+    for (let i = 0; i < pieces.length; i++) data.set(pieces[i]!, i * pieceBytes);
+    c.data = data;
+    c.pieces = undefined;
+    this.unreserve(c, c.blockBytes + PIECE_ENTRY_BYTES * pieces.length);
   }
 
   /** First slice of the current (slot 0) or next (slot 1) chunk: refuse, defer, or allocate. */
@@ -440,19 +541,24 @@ export class ChunkReceiver implements SansIoPeer {
       return undefined;
     }
     const n = sliceCountOf(p.blockBytes, p.sliceBytes);
-    const footprint = p.blockBytes + bitsetBytes(n);
-    if (this.memoryBytes() + footprint > cfg.maxMemoryBytes) {
-      this.ctr.add('deferredNoMemory');
+    // A ChunkHost's receiver reserves a block's pieces as their slices arrive; a lone one reserves it all now.
+    const k = pieceSlicesOf(p.sliceBytes);
+    const pieceCount = this.budget !== undefined && n > k ? Math.ceil(n / k) : 0;
+    const c = new InChunk(p.chunkId, this.idAt(slot), 'receiving');
+    if (!this.reserve(c, bitsetBytes(n) + (pieceCount > 0 ? PIECE_ENTRY_BYTES * pieceCount : p.blockBytes), slot === 0)) {
+      this.budget?.finish(c);
       return undefined;
     }
-    const c = new InChunk(p.chunkId, this.idAt(slot), 'receiving');
     c.blockBytes = p.blockBytes;
     c.sliceBytes = p.sliceBytes;
     c.sliceCount = n;
-    c.data = new Uint8Array(p.blockBytes);
     c.bits = new Uint8Array(bitsetBytes(n));
-    c.footprint = footprint;
-    this.slotBytes += footprint;
+    if (pieceCount > 0) {
+      c.pieces = new Array<Uint8Array | undefined>(pieceCount);
+      c.pieceSlices = k;
+    } else {
+      c.data = new Uint8Array(p.blockBytes);
+    }
     this.setSlot(slot, c);
     return c;
   }

@@ -379,6 +379,25 @@ describe('AdaptiveRate closed loop (100-datagram drop-tail bottleneck)', () => {
     }
   });
 
+  it('follows a 10x rate step up within 100 ms on a 1 ms LAN path, with and without jitter (the ramp scales against an RTT of at least 10 ms)', () => {
+    // Delivered ÷ link rate over [a, b) ms of virtual time (windows are one RTT long).
+    const util = (ws: readonly Window[], a: number, b: number): number => {
+      const sel = ws.filter((w) => w.t > a && w.t <= b);
+      return sel.reduce((s, w) => s + w.delivered / w.link, 0) / sel.length;
+    };
+    for (const seed of [1, 2]) {
+      for (const jitterMs of [0, 1]) {
+        const r = runRig(new AdaptiveRate(), {
+          rateBitsPerSec: 400e6, rttMs: 1, loss: 0, seed, durationMs: 300, jitterMs, reorder: true, queueDatagrams: 3000,
+          changes: [{ atMs: 100, rateBitsPerSec: 40e6 }, { atMs: 200, rateBitsPerSec: 400e6 }],
+        });
+        const [a, b] = jitterMs === 0 ? [200, 250] : [250, 300];
+        expect(util(r.windows, a, b), `seed ${seed}, jitter ${jitterMs} ms, ${a}–${b} ms`).toBeGreaterThan(0.7);
+        expect(r.queueDrops).toBe(0);
+      }
+    }
+  });
+
   it('refreshes its minimum RTT: a brief dip every window, and a longer path is learnt', () => {
     const c = new AdaptiveRate({ minRttWindowMs: 1000 });
     const states = new Set<string>();

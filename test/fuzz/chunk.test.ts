@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { hostedBlockPeak } from '../../src/chunk/config.js';
+import { ChunkHost } from '../../src/chunk/host.js';
 import { ChunkReceiver, ChunkSender, decodeChunkPacket } from '../../src/chunk/index.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
+import { World as SimWorld } from '../../src/sim/world.js';
 import { type Direction, World, sameBytes } from '../harness/index.js';
 
 /** Mutate one real datagram: flip bits, truncate, extend, duplicate, or replace it with noise. */
@@ -146,4 +149,67 @@ describe('chunk fuzz', () => {
     expect(r.ok).toBe(true);
     expect(receiver.sessionId).toBe(9);
   });
+
+  for (const seed of [4]) {
+    it(`mutated live traffic between three senders and a ChunkHost with a tight budget (seed ${seed}): within budget, then clean transfers, then the budget empties`, () => {
+      const rng = new NonCryptoRng(2000 + seed);
+      const maxBlockBytes = 200_000;
+      // Room for one largest block while it is assembled, plus ~200 KB: the senders contend for it.
+      const budget = hostedBlockPeak(maxBlockBytes) + 200_000;
+      const host = new ChunkHost({ maxMemoryBytes: budget, idleTimeoutMs: 2000, receiver: { maxBlockBytes } });
+      const world = new SimWorld({ seed, link: { latencyMs: 5, jitterMs: 5, loss: 0.05 } });
+      world.add('rx', host);
+      const names = ['s1', 's2', 's3'];
+      const senders = names.map((n, i) => {
+        const s = new ChunkSender({ sessionId: seed * 10 + i, rateBytesPerSec: 2e6, sliceBytes: 500, stallTimeoutMs: 500 });
+        world.addPeer(n, s, 'rx');
+        return s;
+      });
+      let mutated = 0;
+      world.onDeliver = (_from, _to, bytes) => {
+        if (!rng.chance(0.3)) return undefined;
+        mutated++;
+        return mutate(rng, bytes);
+      };
+      let peak = 0;
+      let outcomes = 0;
+      const got = new Map<string, Uint8Array[]>(names.map((n) => [n, []]));
+      const poll = (): void => {
+        peak = Math.max(peak, host.memoryBytes());
+        for (let e = host.pollEvent(); e !== undefined; e = host.pollEvent()) if (e.event.type === 'block') got.get(e.address)!.push(e.event.data);
+      };
+      for (const s of senders) for (let i = 0; i < 3; i++) s.sendBlock(rng.fill(new Uint8Array(rng.nextInt(maxBlockBytes))));
+      world.runUntil(() => {
+        poll();
+        for (const s of senders) for (let e = s.pollEvent(); e !== undefined; e = s.pollEvent()) if (e.type !== 'stalled') outcomes++;
+        return outcomes === 9;
+      }, { maxTimeMs: 60_000 });
+      expect(mutated).toBeGreaterThan(500);
+      expect(outcomes).toBe(9);
+      expect(host.counters().overBudget).toBeGreaterThan(0); // the budget was the limit
+      // Stop mutating: each sender's next block arrives byte-exact.
+      world.onDeliver = undefined;
+      for (const n of names) got.set(n, []);
+      const clean = names.map((_, i) => new NonCryptoRng(seed * 10 + i).fill(new Uint8Array(150_000)));
+      senders.forEach((s, i) => s.sendBlock(clean[i]!));
+      const r = world.runUntil(() => {
+        poll();
+        for (const s of senders) while (s.pollEvent() !== undefined);
+        return names.every((n, i) => got.get(n)!.some((b) => sameBytes(b, clean[i]!)));
+      }, { maxTimeMs: 30_000 });
+      expect(r.ok).toBe(true);
+      expect(peak).toBeLessThanOrEqual(budget);
+      // The senders go away halfway through one more block each: every receiver expires and the whole budget is returned.
+      for (const s of senders) s.sendBlock(rng.fill(new Uint8Array(150_000)));
+      world.runFor(40);
+      poll();
+      expect(host.memoryBytes()).toBeGreaterThan(0);
+      for (const n of names) world.remove(n);
+      world.runFor(3000);
+      poll();
+      expect(host.senderCount).toBe(0);
+      expect(host.memoryBytes()).toBe(0);
+    });
+  }
 });
+
