@@ -266,8 +266,9 @@ describe('UdpDriver over real loopback', () => {
     let now = 1000;
     const peer = new OneShot(now, 30);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let driver: UdpDriver<{ due: number; ranAt: number }> | undefined;
     try {
-      const driver = await UdpDriver.open(peer, { host: '127.0.0.1', clock: () => now });
+      driver = await UdpDriver.open(peer, { host: '127.0.0.1', clock: () => now });
       const events: unknown[] = [];
       driver.on('event', (e) => events.push(e));
       const advance = (ms: number): void => {
@@ -284,9 +285,9 @@ describe('UdpDriver over real loopback', () => {
       expect(events).toEqual([{ due: 1030, ranAt: 1030 }]);
       // No deadline left: no timer.
       expect(vi.getTimerCount()).toBe(0);
-      await driver.close();
     } finally {
       vi.useRealTimers();
+      await driver?.close();
     }
   });
 

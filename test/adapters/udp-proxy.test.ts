@@ -35,7 +35,6 @@ describe('UdpLinkProxy over real loopback', () => {
       server.send(m, r.port, r.address);
     });
     client.on('message', (m) => atClient.push(`${m.toString()}@${now}`));
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     const proxy = await UdpLinkProxy.open({
       listenHost: '127.0.0.1',
       target: { host: '127.0.0.1', port: server.address().port },
@@ -43,6 +42,8 @@ describe('UdpLinkProxy over real loopback', () => {
       clock: () => now,
     });
     try {
+      // Installed after open (nothing is in a link yet, so no timer is armed before).
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
       const advance = (ms: number): void => {
         now += ms;
         vi.advanceTimersByTime(ms);
