@@ -15,12 +15,12 @@ describe('ByteWriter / ByteReader', () => {
   it('throws a typed error when the caller buffer is too small', () => {
     const w = new ByteWriter(new Uint8Array(3));
     w.u16(1);
+    const tooSmall = expect.objectContaining({ name: 'GamewireError', code: 'buffer-too-small' });
     expect(() => w.u16(2)).toThrowError(GamewireError);
-    try {
-      w.u32(1);
-    } catch (e) {
-      expect((e as GamewireError).code).toBe('buffer-too-small');
-    }
+    expect(() => w.u16(2)).toThrow(tooSmall);
+    expect(() => w.u32(1)).toThrow(tooSmall);
+    expect(() => w.bytesFrom(new Uint8Array(2))).toThrow(tooSmall);
+    expect(w.offset).toBe(2);
   });
 
   it('never throws on reads past the end: ok turns false and reads return 0', () => {

@@ -1,8 +1,7 @@
 import { createSocket, type Socket } from 'node:dgram';
-import { once } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { UdpLinkProxy } from '../../src/adapters/node/udp-proxy.js';
-import { nextEvent, until } from './helpers.js';
+import { until } from './helpers.js';
 
 async function bound(): Promise<Socket> {
   const s = createSocket('udp4');
@@ -10,33 +9,71 @@ async function bound(): Promise<Socket> {
   return s;
 }
 
+// Vitest's fake timers replace the global setTimeout; waits on real I/O keep the real one.
+const realSetTimeout = globalThis.setTimeout;
+
+/** Poll `pred` every 5 ms of real time (real timers even while faked); throws, naming `what`, after 10 s. */
+async function untilReal(pred: () => boolean, what: string): Promise<void> {
+  const end = performance.now() + 10_000;
+  while (!pred()) {
+    if (performance.now() > end) throw new Error(`timed out after 10000 ms waiting for ${what}`);
+    await new Promise((r) => realSetTimeout(r, 5));
+  }
+}
+
 describe('UdpLinkProxy over real loopback', () => {
-  it('adds the configured one-way delay in each direction and returns replies to the client', async () => {
+  it('holds each datagram exactly the configured one-way delay in each direction (virtual clock, fake timer)', async () => {
+    // Real sockets, simulated time: the proxy reads a clock the test moves, and its one timer is a
+    // fake one the test fires, so no scheduling delay of a busy machine can move a result.
+    let now = 0;
     const server = await bound();
-    server.on('message', (m, r) => server.send(m, r.port, r.address));
+    const client = await bound();
+    const atServer: number[] = [];
+    const atClient: string[] = [];
+    server.on('message', (m, r) => {
+      atServer.push(now);
+      server.send(m, r.port, r.address);
+    });
+    client.on('message', (m) => atClient.push(`${m.toString()}@${now}`));
     const proxy = await UdpLinkProxy.open({
       listenHost: '127.0.0.1',
       target: { host: '127.0.0.1', port: server.address().port },
       toServer: { latencyMs: 25 },
+      clock: () => now,
     });
-    const client = await bound();
-    const announced = nextEvent(proxy, 'client');
-    const t0 = performance.now();
-    const reply = once(client, 'message');
-    client.send(Buffer.from('ping'), proxy.local.port, '127.0.0.1');
-    const [msg] = (await reply) as [Buffer];
-    expect(await announced).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
-    const rtt = performance.now() - t0;
-    expect(msg.toString()).toBe('ping');
-    expect(rtt).toBeGreaterThanOrEqual(50);
-    expect(rtt).toBeLessThan(1000);
-    expect(proxy.clients).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
-    const c = proxy.counters();
-    expect(c.toServer.delivered).toBe(1);
-    expect(c.toClient.delivered).toBe(1);
-    client.close();
-    server.close();
-    await proxy.close();
+    try {
+      // Installed after open (nothing is in a link yet, so no timer is armed before).
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      const advance = (ms: number): void => {
+        now += ms;
+        vi.advanceTimersByTime(ms);
+      };
+      const announced: unknown[] = [];
+      proxy.on('client', (c) => announced.push(c));
+      client.send(Buffer.from('ping'), proxy.local.port, '127.0.0.1');
+      await untilReal(() => announced.length === 1, 'the client event');
+      expect(announced).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
+      expect(proxy.counters().toServer).toMatchObject({ sent: 1, delivered: 0 });
+      advance(24);
+      expect(proxy.counters().toServer.delivered).toBe(0);
+      advance(1);
+      expect(proxy.counters().toServer.delivered).toBe(1);
+      // The echo enters the server→client link at 25 and its drain arms the timer for 50.
+      await untilReal(() => proxy.counters().toClient.sent === 1 && vi.getTimerCount() === 1, 'the echo inside the proxy');
+      expect(atServer).toEqual([25]);
+      advance(24);
+      expect(proxy.counters().toClient.delivered).toBe(0);
+      advance(1);
+      expect(proxy.counters().toClient.delivered).toBe(1);
+      await untilReal(() => atClient.length === 1, 'the echo at the client');
+      expect(atClient).toEqual(['ping@50']);
+      expect(proxy.clients).toEqual([{ host: '127.0.0.1', port: client.address().port }]);
+    } finally {
+      vi.useRealTimers();
+      client.close();
+      server.close();
+      await proxy.close();
+    }
   });
 
   it('delivers a burst of distinct replies to the client intact (regression: a deferred send reused the buffer)', async () => {
@@ -115,24 +152,38 @@ describe('UdpLinkProxy over real loopback', () => {
     await proxy.close();
   });
 
-  it('at maxClients a new client takes the slot of one quiet for clientIdleMs, not of a busy one', async () => {
+  it('at maxClients a new client takes the slot of one quiet for clientIdleMs, not of a busy one (virtual clock)', async () => {
+    let now = 0;
     const server = await bound();
     server.on('message', (m, r) => server.send(m, r.port, r.address));
     const proxy = await UdpLinkProxy.open({
       listenHost: '127.0.0.1', target: { host: '127.0.0.1', port: server.address().port }, maxClients: 1, clientIdleMs: 100,
+      clock: () => now,
     });
     const [a, b] = await Promise.all([bound(), bound()]);
     const got = { a: 0, b: 0 };
     a.on('message', () => got.a++);
     b.on('message', () => got.b++);
+    // Each datagram from b is either refused or takes the slot: wait for either, then check which.
+    const decided = async (n: number): Promise<number> => {
+      await until(() => proxy.counters().clientsRefused + proxy.counters().clientsExpired === n, `b's datagram ${n} decided`);
+      return proxy.counters().clientsRefused;
+    };
     a.send(Buffer.from('a1'), proxy.local.port, '127.0.0.1');
     await until(() => got.a === 1, 'a echoed');
-    b.send(Buffer.from('b1'), proxy.local.port, '127.0.0.1'); // a was active just now: refused
-    await new Promise((r) => setTimeout(r, 150));
-    b.send(Buffer.from('b2'), proxy.local.port, '127.0.0.1'); // a quiet for 150 ms: b takes its slot
+    b.send(Buffer.from('b1'), proxy.local.port, '127.0.0.1'); // a active at 0: refused
+    expect(await decided(1)).toBe(1);
+    now = 60;
+    a.send(Buffer.from('a2'), proxy.local.port, '127.0.0.1');
+    await until(() => got.a === 2, 'a echoed again');
+    now = 159.5;
+    b.send(Buffer.from('b2'), proxy.local.port, '127.0.0.1'); // a quiet for 99.5 ms: refused
+    expect(await decided(2)).toBe(2);
+    now = 160;
+    b.send(Buffer.from('b3'), proxy.local.port, '127.0.0.1'); // a quiet for 100 ms: b takes its slot
     await until(() => got.b === 1, 'b echoed');
     const c = proxy.counters();
-    expect([c.clients, c.clientsExpired, c.clientsRefused]).toEqual([2, 1, 1]);
+    expect([c.clients, c.clientsExpired, c.clientsRefused]).toEqual([2, 1, 2]);
     expect(proxy.clients).toEqual([{ host: '127.0.0.1', port: b.address().port }]);
     for (const s of [a, b, server]) s.close();
     await proxy.close();
