@@ -75,7 +75,7 @@ export interface NetcodeFuzzOptions {
   seed: number;
   /** Inputs in all, spread round robin over `targets`. */
   inputs: number;
-  /** AEAD providers; each input uses one, every 16th compares them all. */
+  /** AEAD providers; each input uses one, and one input in 16 (at random) compares them all. */
   providers: readonly CryptoProvider[];
   targets?: readonly NetcodeFuzzTarget[];
   /** Called every `progressEvery` inputs (default 100 000). */
