@@ -87,9 +87,12 @@ export function addressToKey(a: NetcodeAddress): string {
   return a.family === 6 ? `[${a.host}]:${a.port}` : `${a.host}:${a.port}`;
 }
 
-/** Parse `"ip:port"` or `"[v6]:port"` (IP literals only), or `undefined`. */
+/**
+ * Parse `"ip:port"` or `"[v6]:port"` (IP literals only; IPv4 parts without leading zeros, as inet_pton
+ * reads them), or `undefined`.
+ */
 export function parseAddress(text: string): NetcodeAddress | undefined {
-  const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(text) ?? /^(\d{1,3}(?:\.\d{1,3}){3}):(\d{1,5})$/.exec(text);
+  const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(text) ?? /^((?:0|[1-9]\d{0,2})(?:\.(?:0|[1-9]\d{0,2})){3}):(\d{1,5})$/.exec(text);
   if (m === null) return undefined;
   const port = Number(m[2]);
   if (port > 65535) return undefined;
