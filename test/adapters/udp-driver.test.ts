@@ -9,6 +9,7 @@ import { addressKey, parseAddressKey, UdpDriver, type DrivablePeer } from '../..
 import { ChunkReceiver, type ChunkReceiverEvent } from '../../src/chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../../src/chunk/sender.js';
 import { PacketType, peekPacketType } from '../../src/chunk/wire.js';
+import { PeerEndpoint } from '../../src/core/peer.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { nextEvent, until } from './helpers.js';
 
@@ -271,6 +272,7 @@ describe('UdpDriver over real loopback', () => {
       driver = await UdpDriver.open(peer, { host: '127.0.0.1', clock: () => now });
       const events: unknown[] = [];
       driver.on('event', (e) => events.push(e));
+      await new Promise((r) => setImmediate(r)); // open's own events are emitted in the check phase
       const advance = (ms: number): void => {
         now += ms;
         vi.advanceTimersByTime(ms);
@@ -288,6 +290,21 @@ describe('UdpDriver over real loopback', () => {
     } finally {
       vi.useRealTimers();
       await driver?.close();
+    }
+  });
+
+  it('an event the peer has at open reaches a listener attached after open resolves (open and openEndpoint)', async () => {
+    const one = await UdpDriver.open(new OneShot(0, 0), { host: '127.0.0.1', clock: () => 5 });
+    const seen: unknown[] = [];
+    one.on('event', (e) => seen.push(e));
+    const many = await UdpDriver.openEndpoint(new PeerEndpoint(new OneShot(0, 0)), { host: '127.0.0.1', clock: () => 7 });
+    many.on('event', (e) => seen.push(e));
+    try {
+      await until(() => seen.length === 2, 'both events');
+      expect(seen).toEqual([{ due: 0, ranAt: 5 }, { due: 0, ranAt: 7 }]);
+    } finally {
+      await one.close();
+      await many.close();
     }
   });
 

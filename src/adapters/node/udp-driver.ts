@@ -229,6 +229,8 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     if (this.held.length > 0) this.watchHeld();
   };
   private readonly onMessageBound: (msg: Buffer, rinfo: RemoteInfo) => void;
+  // Events drained before the caller of open() could listen: emitted in the next check phase.
+  private early: E[] | undefined = [];
 
   private constructor(
     endpoint: Endpoint<E>,
@@ -271,7 +273,10 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       buffer: () => this.nextBuffer(),
     };
     this.loop = new DriveLoop<E, NodeJS.Timeout>(endpoint, platform, {
-      onEvent: (ev) => this.emit('event', ev),
+      onEvent: (ev) => {
+        if (this.early === undefined) this.emit('event', ev);
+        else this.early.push(ev);
+      },
       onError: (err, ev) => this.handlerFailed(err, ev),
       maxDatagramBytes: size,
       maxTransmitsPerTurn: slots,
@@ -320,7 +325,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     if (remote !== undefined) remote = { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
     const single = new PeerEndpoint<E>(peer, remote === undefined ? undefined : addressKey(remote.host, remote.port));
     const driver = new UdpDriver<E>(single, single, socket, { ...options, remote }, sizes);
-    driver.loop.drain();
+    driver.start();
     return driver;
   }
 
@@ -335,7 +340,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     const socket = await bindSocket(isIP(options.host ?? '') === 6, options.port ?? 0, options.host);
     const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
     const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote: undefined }, sizes);
-    driver.loop.drain();
+    driver.start();
     return driver;
   }
 
@@ -412,6 +417,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
    * closing returns the same promise (a plain `close()` ends a linger at once).
    */
   close(options: UdpDriverCloseOptions = {}): Promise<void> {
+    this.releaseEarly();
     if (this.closing !== undefined) {
       if (options.linger === undefined || options.linger === false) void this.loop.close();
       return this.closing;
@@ -428,6 +434,26 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
         }),
     );
     return this.closing;
+  }
+
+  /** The first drain runs at once; its events wait for the check phase, after the caller of open() attached its listeners. */
+  private start(): void {
+    this.loop.drain();
+    setImmediate(() => this.releaseEarly());
+  }
+
+  private releaseEarly(): void {
+    const early = this.early;
+    if (early === undefined) return;
+    this.early = undefined;
+    for (const ev of early) {
+      try {
+        this.emit('event', ev);
+      } catch (err) {
+        this.loop.handlerErrors++;
+        this.handlerFailed(err, ev);
+      }
+    }
   }
 
   private handlerFailed(err: unknown, ev: E): void {
