@@ -123,6 +123,9 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     }
     const summary = out.split(/\n\s*Options:/)[0]!.replace(/\s+/g, ' ');
     for (const c of ['recv', 'send', 'echo', 'kcp-echo', 'token', 'serve', 'connect', 'proxy']) expect(summary).toMatch(new RegExp(`[(, ]${c}[,)]`));
+    // And so does the CLI list in docs/architecture.md.
+    const list = /cli\/ {2}([^\n]*)/.exec(readFileSync(join(import.meta.dirname, '../../docs/architecture.md'), 'utf8'))?.[1] ?? '';
+    expect(list.split(/,\s*/)).toEqual(expect.arrayContaining(['recv', 'send', 'proxy', 'echo', 'kcp-echo', 'token', 'serve', 'connect']));
   });
 
   it('recv refuses an --out it cannot write before listening (exit 1), so no sender is ever acked', async () => {
