@@ -37,7 +37,8 @@ export class FileError extends Error {
 /** Read `path` whole; rejects with a {@link FileError} naming `what` (e.g. `--token`) and the path. */
 export async function readInput(path: string, what: string): Promise<Uint8Array> {
   try {
-    return new Uint8Array(await readFile(path));
+    const b = await readFile(path);
+    return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
   } catch (err) {
     throw new FileError(`cannot read ${what} ${path}: ${fileErrorText(err, path, 'read')}`);
   }
