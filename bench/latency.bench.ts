@@ -610,7 +610,7 @@ async function part4(): Promise<{ data: Part4; text: string }> {
   const text = [
     '### 4. Over a real kernel path (linkem.py)',
     '',
-    `Two network namespaces joined by /work/shared/tools/linkem.py: ${linkDesc}. Server side in one namespace:`,
+    `Two network namespaces joined by linkem.py (a userspace link emulator from the project's tools, not in the package: TUN devices in both namespaces joined through one process that delays, drops and rate-limits every IP packet): ${linkDesc}. Server side in one namespace:`,
     '`gamewire echo --listen` (the built CLI) and a Node TCP echo server (bench/tcp-echo.mjs); client side in the other:',
     `\`gamewire echo --connect … --mode reliable-ordered --count ${LINKEM_COUNT} --interval ${INTERVAL_MS}ms --size ${MESSAGE_BYTES}\` and the TCP client`,
     `(setNoDelay(true), same count, interval and size), one after the other through the same link process, ${LINKEM_ROUNDS} rounds`,

@@ -88,6 +88,14 @@ describe('public API', () => {
     });
   }
 
+  it("docs/api.md's table and count name every entry point", () => {
+    const doc = readFileSync(join(ROOT, 'docs/api.md'), 'utf8');
+    const rows = [...doc.matchAll(/^\| `(gamewire[\w/]*)` \|/gm)].map((m) => m[1]);
+    expect([...rows].sort()).toEqual(ENTRIES.map(([e]) => e).sort());
+    const words = ['one', 'two', 'three', 'four', 'five', 'six', 'seven'];
+    expect(doc).toContain(`gamewire has ${words[ENTRIES.length - 1]} entry points.`);
+  });
+
   it('keeps wire codecs and internal helpers out of the root entry', () => {
     const root = all(exportedNames(join(ROOT, 'src/index.ts')));
     for (const internal of ['decodeChunkPacket', 'encodeSlice', 'ByteReader', 'ByteWriter', 'seqDiff16', 'crc32Of', 'sipHash24', 'Counters', 'DeadlineHeap', 'KcpCounters']) {

@@ -19,6 +19,8 @@ describe('examples/browser', () => {
     expect(url, out).toBeDefined();
     const page = await (await fetch(url!)).text();
     expect(page).toContain('<canvas id="field"');
+    // An inline icon: a browser then never asks for /favicon.ico (the server has none: a 404 in the console).
+    expect(page).toMatch(/<link rel="icon" href="data:[^"]*">/);
     const js = await (await fetch(new URL('/app.js', url))).text();
     expect(js).toContain('connectWebRtc');
     const config = (await (await fetch(new URL('/config', url))).json()) as { signalling: string };

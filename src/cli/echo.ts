@@ -1,12 +1,14 @@
 import type { Command } from 'commander';
-import { lookup } from 'node:dns/promises';
 import { addressKey, UdpDriver } from '../adapters/node/udp-driver.js';
 import type { DeliveryMode } from '../channels/index.js';
 import type { ConnectionEvent } from '../connection/connection.js';
 import { ConnectionHost } from '../connection/host.js';
 import type { ConnectionLaneConfig } from '../connection/options.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
-import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+import {
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  UsageError, type HostPort,
+} from './units.js';
 
 /** What `gamewire echo --mode` picks: a delivery mode, or the block lane. */
 export type EchoMode = DeliveryMode | 'block';
@@ -52,8 +54,20 @@ export interface EchoClientOptions {
   timeoutMs: number;
 }
 
-/** Serve until SIGINT/SIGTERM, echoing every message on the lane it came from. Resolves to the exit code. */
+/**
+ * Serve until SIGINT/SIGTERM, echoing every message on the lane it came from; then close every
+ * connection (each client is told) and resolve to 130.
+ */
 export async function runEchoServer(o: EchoServerOptions): Promise<number> {
+  const stop = stopSignal();
+  try {
+    return await serveUntil(o, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function serveUntil(o: EchoServerOptions, signal: AbortSignal): Promise<number> {
   const host = new ConnectionHost({ lanes: ECHO_LANES, listen: true });
   const driver = await UdpDriver.openEndpoint(host, { port: o.port, host: o.host });
   let echoed = 0;
@@ -71,12 +85,12 @@ export async function runEchoServer(o: EchoServerOptions): Promise<number> {
     }
   });
   process.stderr.write(`echo listening on ${driver.local.host}:${driver.local.port} (lanes: ${ECHO_LANES.map((l) => l.mode).join(', ')})\n`);
-  await untilStopSignal();
+  await aborted(signal);
   const c = host.counters();
   process.stderr.write(`echo: ${c.connectionsOpened} connections, ${echoed} messages echoed, ${dropped} dropped, ${c.malformed} malformed datagrams\n`);
   host.close();
   await driver.close();
-  return 0;
+  return EXIT_INTERRUPTED;
 }
 
 /**
@@ -84,17 +98,26 @@ export async function runEchoServer(o: EchoServerOptions): Promise<number> {
  * every echo and print the summary line. Reliable modes: every echo, intact (and in order when
  * ordered). Unreliable modes: the echoes that come back are intact, never duplicated (sequenced:
  * never older than one already seen); missing ones are reported on stderr. Resolves to 0, or 1 on a
- * failed check or timeout.
+ * failed check or timeout. SIGINT/SIGTERM closes the connection (the server is told) and resolves to 130.
  */
 export async function runEchoClient(o: EchoClientOptions): Promise<number> {
+  const resolved = await resolveHostPort(o.to, '--connect');
+  const stop = stopSignal();
+  try {
+    return await echoUntil(o, resolved, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function echoUntil(o: EchoClientOptions, resolved: HostPort, signal: AbortSignal): Promise<number> {
   const lane = ECHO_LANES.findIndex((l) => l.mode === o.mode);
   const reliable = o.mode === 'reliable-ordered' || o.mode === 'reliable-unordered' || o.mode === 'block';
   const ordered = o.mode === 'reliable-ordered' || o.mode === 'block';
-  const resolved = await lookup(o.to.host, { family: 4 });
   const host = new ConnectionHost({ lanes: ECHO_LANES });
   const driver = await UdpDriver.openEndpoint(host, { port: 0, host: '0.0.0.0' });
-  const conn = host.connect(driver.now(), addressKey(resolved.address, o.to.port));
-  process.stderr.write(`echo -> ${resolved.address}:${o.to.port} mode ${o.mode}: ${o.count} x ${o.size} B every ${o.intervalMs} ms\n`);
+  const conn = host.connect(driver.now(), addressKey(resolved.host, resolved.port));
+  process.stderr.write(`echo -> ${resolved.host}:${o.to.port} mode ${o.mode}: ${o.count} x ${o.size} B every ${o.intervalMs} ms\n`);
 
   const sentAt: number[] = [];
   const seen = new Uint8Array(o.count);
@@ -117,6 +140,11 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
 
   let over = false;
   void finished.then(() => (over = true));
+  let interrupted = false;
+  void aborted(signal).then(() => {
+    interrupted = true;
+    done();
+  });
   let stopSending = (): void => {};
   driver.on('event', (e: ConnectionEvent) => {
     if (over) return; // our own close() at the end
@@ -178,10 +206,14 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   const c = driver.counters();
   conn.close();
   await driver.close();
+  if (interrupted && failure === undefined) {
+    process.stderr.write(`echo: interrupted (${received}/${o.count} echoed)\n`);
+    return EXIT_INTERRUPTED;
+  }
   if (failure !== undefined) {
     process.stderr.write(`echo: FAILED: ${failure}\n`);
     if (process.env.GAMEWIRE_DEBUG) process.stderr.write(`${JSON.stringify({ stats: conn.stats(), counters: conn.counters() })}\n`);
-    return 1;
+    return EXIT_FAILURE;
   }
   if (!reliable) {
     const extra = o.mode === 'notify' ? `, ${delivered} reported delivered, ${outcomes - delivered} lost` : '';
@@ -190,6 +222,9 @@ export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   process.stdout.write(formatEchoSummary(rtts, c.bytesOut, c.datagramsOut, o.count) + '\n');
   return 0;
 }
+
+/** `--size`'s range in words; the first 4 bytes of a message number it. */
+const SIZE_RANGE = `4..${MAX_SIZE.message} bytes (--mode block: 4..${MAX_SIZE.block})`;
 
 function parseMode(text: string): EchoMode {
   const m = MODE_NAMES[text];
@@ -220,7 +255,7 @@ export function registerEcho(program: Command, setExit: (code: number) => void):
     .option('--mode <mode>', `connect: delivery mode or block lane (${Object.keys(MODE_NAMES).join(', ')})`, arg(parseMode), 'reliable-ordered' as EchoMode)
     .option('--count <n>', 'connect: messages to send', arg((v) => parseUint(v, '--count')), 100)
     .addOption(durationOption('--interval <duration>', 'connect: time between messages; 0 = all at once', 'ms', { ms: 20, shown: '20ms' }))
-    .option('--size <bytes>', 'connect: bytes per message (4..1048576; a block: 4..16777216)', arg((v) => parseUint(v, '--size')), 16)
+    .option('--size <bytes>', `connect: bytes per message (${SIZE_RANGE}; e.g. 1200, 64KiB)`, arg((v) => parseSizeFor(v, '--size', SIZE_RANGE)), 16)
     .addOption(durationOption('--timeout <duration>', 'connect: fail after this long without an echo', 's', { ms: 10_000, shown: '10s' }))
     .option('--quiet', 'listen: no per-connection lines')
     .action(async (o: EchoFlags) => {
@@ -231,7 +266,7 @@ export function registerEcho(program: Command, setExit: (code: number) => void):
       }
       if (o.count < 1) throw new UsageError('--count must be at least 1');
       const max = MAX_SIZE[o.mode === 'block' ? 'block' : 'message'];
-      if (o.size < 4 || o.size > max) throw new UsageError(`--size must be in 4..${max} (the first 4 bytes number the message)`);
+      if (o.size < 4 || o.size > max) throw new UsageError(`--size: expected a size in ${SIZE_RANGE}, got ${o.size}`);
       setExit(await runEchoClient({ to: o.connect!, mode: o.mode, count: o.count, intervalMs: o.interval, size: o.size, timeoutMs: o.timeout }));
     });
 }

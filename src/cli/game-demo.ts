@@ -41,14 +41,30 @@ interface Options {
   seconds: number;
 }
 
-function parseArgs(argv: string[]): Options {
+const USAGE = `usage: node dist/cli/game-demo.js [--bots N] [--seconds S]
+  --bots N      bots, each behind its own link-conditioner proxy (1..64, default 8)
+  --seconds S   how long the bots play (1..600, default 10)
+`;
+
+/** A bad argument: printed as one `error:` line and the usage hint, exit 2 (as `gamewire` does). */
+class UsageError extends Error {}
+
+/** The options, or `'help'` for `--help`/`-h`. */
+function parseArgs(argv: string[]): Options | 'help' {
   const o: Options = { bots: 8, seconds: 10 };
-  for (let i = 0; i < argv.length; i++) {
-    const v = Number(argv[i + 1]);
-    if (argv[i] === '--bots' && Number.isInteger(v) && v >= 1 && v <= 64) o.bots = v;
-    else if (argv[i] === '--seconds' && Number.isFinite(v) && v >= 1 && v <= 600) o.seconds = v;
-    else throw new Error(`usage: demo [--bots 1..64] [--seconds 1..600] (bad argument ${argv[i]})`);
-    i++;
+  const ranges = { '--bots': [1, 64], '--seconds': [1, 600] } as const;
+  for (let i = 0; i < argv.length; i += 2) {
+    const flag = argv[i]!;
+    if (flag === '--help' || flag === '-h') return 'help';
+    if (flag !== '--bots' && flag !== '--seconds') throw new UsageError(`unknown argument '${flag}'`);
+    const text = argv[i + 1];
+    const v = Number(text);
+    const [min, max] = ranges[flag];
+    if (text === undefined || !/^\d+$/.test(text) || v < min || v > max) {
+      throw new UsageError(`${flag}: expected a whole number in ${min}..${max}, got ${text === undefined ? 'nothing' : `"${text}"`}`);
+    }
+    if (flag === '--bots') o.bots = v;
+    else o.seconds = v;
   }
   return o;
 }
@@ -86,7 +102,19 @@ interface Bot {
 }
 
 async function main(): Promise<number> {
-  const o = parseArgs(process.argv.slice(2));
+  let parsed: Options | 'help';
+  try {
+    parsed = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`error: ${err.message}\n(run 'node dist/cli/game-demo.js --help' for usage)\n`);
+    return 2;
+  }
+  if (parsed === 'help') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const o = parsed;
   const tty = process.stdout.isTTY === true;
   const key = new Uint8Array(32);
   cryptoRandom(key);

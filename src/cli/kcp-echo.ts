@@ -3,7 +3,10 @@ import { performance } from 'node:perf_hooks';
 import { KcpUdpClient, KcpUdpServer } from '../adapters/node/kcp.js';
 import type { KcpOptions } from '../kcp/kcp.js';
 import type { KcpSession } from '../kcp/session.js';
-import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+import {
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  UsageError, type HostPort,
+} from './units.js';
 
 /** KCP settings of test.cpp's modes (kcp.md §2.1). */
 export type KcpEchoMode = 'default' | 'normal' | 'fast';
@@ -57,9 +60,18 @@ export function echoPayload(i: number, size: number): Uint8Array {
 
 /**
  * Run the echo server until SIGINT/SIGTERM: raw KCP, any number of senders (demultiplexed by
- * address + conv), every message echoed on its own session. Resolves to the exit code.
+ * address + conv), every message echoed on its own session. Resolves to 130 once stopped.
  */
 export async function runKcpEchoServer(o: KcpEchoServerOptions): Promise<number> {
+  const stop = stopSignal();
+  try {
+    return await serveUntil(o, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function serveUntil(o: KcpEchoServerOptions, signal: AbortSignal): Promise<number> {
   const server = await KcpUdpServer.open({
     port: o.port,
     host: o.host,
@@ -93,11 +105,11 @@ export async function runKcpEchoServer(o: KcpEchoServerOptions): Promise<number>
     `kcp-echo listening on ${server.local.host}:${server.local.port} (raw KCP, mode ${o.mode}${o.stream ? ', stream' : ''}, mtu ${o.mtu}` +
       `${o.conv === undefined ? '' : `, conv ${o.conv}`})\n`,
   );
-  await untilStopSignal();
+  await aborted(signal);
   const c = server.server.counters();
   process.stderr.write(`kcp-echo: ${c.sessionsOpened} sessions, ${c.datagramsIn} datagrams in, ${c.datagramsOut} out, ${c.droppedMalformed} malformed, ${dropped} echoes dropped\n`);
   await server.close();
-  return 0;
+  return EXIT_INTERRUPTED;
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -134,12 +146,23 @@ export function sendOnSchedule(count: number, intervalMs: number, send: (i: numb
 
 /**
  * Send `count` messages every `intervalMs`, check each echo (content and order) and print the
- * summary line. Resolves to 0 when every echo came back intact, 1 on mismatch or timeout.
+ * summary line. Resolves to 0 when every echo came back intact, 1 on mismatch or timeout, 130 on
+ * SIGINT/SIGTERM (raw KCP has no disconnect to send).
  */
 export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number> {
+  const server = await resolveHostPort(o.to, '--connect');
+  const stop = stopSignal();
+  try {
+    return await echoUntil(o, server, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function echoUntil(o: KcpEchoClientOptions, server: HostPort, signal: AbortSignal): Promise<number> {
   const conv = o.conv ?? ((Math.random() * 0x100000000) >>> 0);
   const client = await KcpUdpClient.open({
-    server: o.to,
+    server,
     conv,
     mtu: o.mtu,
     mode: 'raw',
@@ -162,6 +185,11 @@ export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number>
     if (failure === undefined) failure = why;
     done();
   };
+  let interrupted = false;
+  void aborted(signal).then(() => {
+    interrupted = true;
+    done();
+  });
   const echoDone = (now: number): void => {
     rtts.push(now - sentAt[next]!);
     next++;
@@ -224,9 +252,13 @@ export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number>
   const c = client.driver.counters();
   ending = true;
   await client.close();
+  if (interrupted && failure === undefined) {
+    process.stderr.write(`kcp-echo: interrupted (${next}/${o.count} echoed)\n`);
+    return EXIT_INTERRUPTED;
+  }
   if (failure !== undefined) {
     process.stderr.write(`kcp-echo: FAILED: ${failure}\n`);
-    return 1;
+    return EXIT_FAILURE;
   }
   process.stdout.write(formatEchoSummary(rtts, c.bytesOut, c.datagramsOut, o.count) + '\n');
   return 0;
@@ -273,7 +305,7 @@ export function registerKcpEcho(program: Command, setExit: (code: number) => voi
     .option('--stream', 'KCP stream mode (no message boundaries)')
     .option('--count <n>', 'connect: messages to send', arg((v) => parseUint(v, '--count')), 100)
     .addOption(durationOption('--interval <duration>', 'connect: time between messages; 0 = all at once', 'ms', { ms: 20, shown: '20ms' }))
-    .option('--size <bytes>', 'connect: bytes per message', arg((v) => parseUint(v, '--size')), 8)
+    .option('--size <bytes>', 'connect: bytes per message (at least 1; at most 127 × (mtu − 24) unless --stream)', arg((v) => parseSizeFor(v, '--size', '1..127 × (mtu − 24) bytes (any size ≥ 1 with --stream)')), 8)
     .addOption(durationOption('--timeout <duration>', 'connect: fail after this long without an echo', 's', { ms: 10_000, shown: '10s' }))
     .addOption(durationOption('--idle-timeout <duration>', 'listen: drop a session silent this long', 's', { ms: 30_000, shown: '30s' }))
     .option('--quiet', 'listen: no per-session lines')
@@ -288,9 +320,8 @@ export function registerKcpEcho(program: Command, setExit: (code: number) => voi
         return;
       }
       if (o.count < 1) throw new UsageError('--count must be at least 1');
-      if (o.size < 1) throw new UsageError('--size must be at least 1');
       const maxSize = 127 * (o.mtu - 24);
-      if (!o.stream && o.size > maxSize) throw new UsageError(`--size: at most ${maxSize} bytes per message at --mtu ${o.mtu} (127 fragments)`);
+      if (!o.stream && o.size > maxSize) throw new UsageError(`--size: expected a size in 1..${maxSize} bytes at --mtu ${o.mtu} (127 fragments), got ${o.size}`);
       setExit(await runKcpEchoClient({
         to: o.connect!, conv: o.conv, mode: o.mode, mtu: o.mtu, stream: o.stream === true, count: o.count,
         intervalMs: o.interval, size: o.size, timeoutMs: o.timeout,

@@ -1,15 +1,19 @@
 import type { Command } from 'commander';
 import { createSocket } from 'node:dgram';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
 import { WebRtcSignalling } from '../adapters/node/webrtc.js';
 import { cryptoRandom } from '../core/random.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
 import { Server, type ServerEvent } from '../netcode/server.js';
-import { CONNECT_TOKEN_BYTES, generateConnectToken } from '../netcode/wire.js';
+import { CONNECT_TOKEN_BYTES, generateConnectToken, readConnectToken } from '../netcode/wire.js';
+import { readInput, writeOutput } from './files.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
-import { arg, durationOption, parseHostPort, parsePort, parseUint, untilStopSignal, UsageError, type HostPort } from './units.js';
+import {
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  UsageError, type HostPort,
+} from './units.js';
 
 /** The fastest AEAD (libsodium in WASM), loaded once when the CLI starts. */
 const aead = await sodiumCrypto();
@@ -50,15 +54,15 @@ export interface TokenCommandOptions {
   out: string;
 }
 
-/** Write a connect token for `servers` to `out`. Resolves to the exit code. */
-export function runToken(o: TokenCommandOptions): number {
+/** Write a connect token for `servers` to `out`. Resolves to the exit code; a write failure rejects with a `FileError`. */
+export async function runToken(o: TokenCommandOptions): Promise<number> {
   const token = generateConnectToken({
     protocolId: o.protocolId, privateKey: o.key, clientId: o.clientId,
     serverAddresses: o.servers.map((s) => addressKey(s.host, s.port)),
     nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: o.expireSeconds, timeoutSeconds: o.timeoutSeconds,
     crypto: aead,
   });
-  writeFileSync(o.out, token);
+  await writeOutput(o.out, token, '--out');
   process.stderr.write(`token: ${CONNECT_TOKEN_BYTES} bytes for client ${o.clientId} -> ${o.out} (expires in ${o.expireSeconds} s)\n`);
   return 0;
 }
@@ -76,8 +80,38 @@ export interface ServeCommandOptions {
   webrtc: number | undefined;
 }
 
-/** A netcode echo server until SIGINT/SIGTERM: every message (or raw payload) goes back to its client. */
+/**
+ * Server counters that do not count a datagram dropped or refused (the rest each count one, by
+ * reason, so the summary adds them up).
+ */
+const SERVER_COUNTERS_NOT_DROPS: ReadonlySet<string> = new Set(['challengesSent', 'deniedSent', 'clientsConnected']);
+
+/** Datagrams the server dropped or refused, in total and by reason (`unknownAddress 744, malformed 6`). */
+export function serverDrops(c: Readonly<Record<string, unknown>>): { total: number; reasons: string } {
+  let total = 0;
+  const reasons: string[] = [];
+  for (const [name, n] of Object.entries(c)) {
+    if (typeof n !== 'number' || SERVER_COUNTERS_NOT_DROPS.has(name) || n === 0) continue;
+    total += n;
+    reasons.push(`${name} ${n}`);
+  }
+  return { total, reasons: reasons.join(', ') };
+}
+
+/**
+ * A netcode echo server until SIGINT/SIGTERM: every message (or raw payload) goes back to its
+ * client. On the signal it closes every client (each is told), prints a summary and resolves to 130.
+ */
 export async function runServe(o: ServeCommandOptions): Promise<number> {
+  const stop = stopSignal();
+  try {
+    return await serveUntil(o, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<number> {
   if (o.key === undefined) process.stderr.write('serve: no --key: using the public development key (anyone can connect)\n');
   // The server checks its own address in every token, so it must know its port before it binds.
   const port = o.port === 0 ? await freeUdpPort(o.host) : o.port;
@@ -89,16 +123,17 @@ export async function runServe(o: ServeCommandOptions): Promise<number> {
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
   const webrtc = o.webrtc === undefined ? undefined : await WebRtcSignalling.open(driver, server, { host: o.host, port: o.webrtc });
   let echoed = 0;
+  let notEchoed = 0;
   driver.on('event', (e: ServerEvent) => {
-    if (e.type === 'message') {
-      e.client.send(e.lane, e.bytes);
-      echoed++;
-    } else if (e.type === 'payload') {
+    if (e.type === 'message' || e.type === 'payload') {
+      // A full queue, or a client that closed in the same batch: that client misses an echo, the
+      // server goes on serving everyone else.
       try {
-        e.client.sendRaw(e.bytes);
+        if (e.type === 'message') e.client.send(e.lane, e.bytes);
+        else e.client.sendRaw(e.bytes);
         echoed++;
       } catch {
-        // queue-full: the client sees a missing echo
+        notEchoed++;
       }
     } else if (!o.quiet && (e.type === 'connected' || e.type === 'disconnected')) {
       process.stderr.write(`client ${e.client.clientId} (${e.client.address}) ${e.type}${e.type === 'disconnected' ? ` (${e.reason})` : ''}\n`);
@@ -106,13 +141,17 @@ export async function runServe(o: ServeCommandOptions): Promise<number> {
   });
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
   if (webrtc !== undefined) process.stderr.write(`serve: browser clients (WebRTC) at ${webrtc.url}\n`);
-  await untilStopSignal();
+  await aborted(signal);
   const c = server.counters();
-  process.stderr.write(`serve: ${c.clientsConnected} clients, ${echoed} echoed, ${c.requestsDropped + c.responsesDropped + c.malformed} dropped\n`);
+  const drops = serverDrops(c);
+  process.stderr.write(
+    `serve: ${c.clientsConnected} clients, ${echoed} echoed, ${notEchoed} not echoed, ` +
+      `${drops.total} datagrams dropped${drops.total > 0 ? ` (${drops.reasons})` : ''}\n`,
+  );
   server.close();
   await driver.close({ linger: true });
   await webrtc?.close();
-  return 0;
+  return EXIT_INTERRUPTED;
 }
 
 /** Options of `gamewire connect`. */
@@ -128,21 +167,43 @@ export interface ConnectCommandOptions {
   timeoutMs: number;
 }
 
+/** What most likely went wrong when a server never answered our connection request (it answers nothing it refuses). */
+export const REQUEST_TIMED_OUT_HINT =
+  'connect: hint: the server never answered; likely nothing is listening there, or its --key or --protocol-id differ, ' +
+  'or the token was already used, has expired (check both clocks) or does not name the address the server has';
+
 /**
  * Connect with a token (or one made on the spot for `--server` with the development key), send
  * `count` messages (or raw payloads whose byte i is i mod 256), check every echo, print the summary
- * line, close. Resolves to 0, or 1 on a failure.
+ * line, close. Resolves to 0, 1 on a failure (a token file that is not a token fails at once), or
+ * 130 on SIGINT/SIGTERM, after telling the server.
  */
 export async function runConnect(o: ConnectCommandOptions): Promise<number> {
   let token: Uint8Array;
-  if (o.token !== undefined) token = new Uint8Array(readFileSync(o.token));
-  else {
+  if (o.token !== undefined) {
+    token = await readInput(o.token, '--token');
+    if (readConnectToken(token) === undefined) {
+      const size = token.length === CONNECT_TOKEN_BYTES ? 'its public part does not read' : `${token.length} bytes; a token has ${CONNECT_TOKEN_BYTES}`;
+      process.stderr.write(`error: --token ${o.token} is not a netcode 1.02 connect token (${size})\n`);
+      return EXIT_FAILURE;
+    }
+  } else {
+    const server = await resolveHostPort(o.server!, '--server');
     token = generateConnectToken({
       protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY, clientId: randomClientId(),
-      serverAddresses: [addressKey(o.server!.host, o.server!.port)], nowUnixSeconds: Math.floor(systemUnixTime()),
+      serverAddresses: [addressKey(server.host, server.port)], nowUnixSeconds: Math.floor(systemUnixTime()),
       expireSeconds: 60, timeoutSeconds: 5, crypto: aead,
     });
   }
+  const stop = stopSignal();
+  try {
+    return await connectUntil(o, token, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function connectUntil(o: ConnectCommandOptions, token: Uint8Array, signal: AbortSignal): Promise<number> {
   const client = new Client({ crypto: aead, ...(o.raw ? { raw: true } : {}) });
   const driver = await UdpDriver.openEndpoint(client, { port: 0, host: '0.0.0.0' });
   const sentAt: number[] = [];
@@ -156,6 +217,11 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
     failure ??= why;
     done();
   };
+  let interrupted = false;
+  void aborted(signal).then(() => {
+    interrupted = true;
+    done();
+  });
   const pattern = Uint8Array.from({ length: o.size }, (_, i) => i % 256);
   let stop = (): void => {};
   const start = (): void => {
@@ -172,7 +238,9 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
       return true;
     });
   };
+  let over = false;
   driver.on('event', (e: ClientEvent) => {
+    if (over) return; // our own close() at the end
     const now = driver.now();
     if (e.type === 'connected') {
       process.stderr.write(`connect: connected to ${client.serverAddress} as client index ${e.clientIndex} of ${e.maxClients}\n`);
@@ -197,6 +265,7 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
     }
   });
   client.connect(driver.now(), token);
+  driver.kick();
   const watchdog = setInterval(() => {
     if (driver.now() - lastProgress > o.timeoutMs) fail(`timeout: nothing for ${o.timeoutMs} ms (${received}/${o.count} echoed, state ${client.state})`);
   }, 100);
@@ -205,11 +274,19 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
   clearInterval(watchdog);
   const stats = client.stats();
   const c = driver.counters();
+  const endState = client.state;
+  over = true;
   client.close();
-  await driver.close({ linger: true });
+  // The DISCONNECT copies leave in the close's last drain; after Ctrl-C nothing else is worth waiting for.
+  await driver.close(interrupted ? undefined : { linger: true });
+  if (interrupted && failure === undefined) {
+    process.stderr.write(`connect: interrupted (${received}/${o.count} echoed)\n`);
+    return EXIT_INTERRUPTED;
+  }
   if (failure !== undefined) {
     process.stderr.write(`connect: FAILED: ${failure}\n`);
-    return 1;
+    if (endState === 'request-timed-out' || endState === 'sending-request') process.stderr.write(`${REQUEST_TIMED_OUT_HINT}\n`);
+    return EXIT_FAILURE;
   }
   if (stats !== undefined) {
     process.stderr.write(`connect: srtt ${stats.srttMs.toFixed(1)} ms, loss ${stats.lossPercent.toFixed(1)} %, sent ${stats.sentKbps.toFixed(0)} kbit/s\n`);
@@ -256,6 +333,16 @@ interface NetcodeFlags {
   webrtc?: number;
 }
 
+/** `connect --size` ranges: lane messages (the first 4 bytes number them) and raw payloads. */
+const SIZE_RANGE = { lanes: '4..1048576', raw: '1..1200' } as const;
+
+/** `token --server`: a connect token holds addresses, not names, so a host name is refused here. */
+function parseTokenServer(text: string): HostPort {
+  const hp = parseHostPort(text, '--server');
+  if (!isIPv4(hp.host)) throw new UsageError(`--server: a connect token names IP addresses: expected IPV4:PORT, got "${text}"`);
+  return hp;
+}
+
 /** Add `gamewire token`, `serve` and `connect` (netcode 1.02) to `program`. */
 export function registerNetcode(program: Command, setExit: (code: number) => void): void {
   program
@@ -264,15 +351,18 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .requiredOption('--key <hex32>', 'the 32-byte private key shared with the servers (64 hex digits)', arg(parseKey))
     .requiredOption('--protocol-id <hex>', 'the game\'s protocol id (u64, hex)', arg(parseProtocolId))
     .requiredOption('--client-id <n>', 'the player\'s id (u64, decimal)', arg(parseClientId))
-    .requiredOption('--server <host:port>', 'a server address the token is for (repeat for up to 32)',
-      (v: string, prev: HostPort[] | undefined) => [...(prev ?? []), arg((x) => parseHostPort(x, '--server'))(v)])
-    .option('--expire <seconds>', 'token lifetime in seconds', arg((v) => parseUint(v, '--expire')), 30)
-    .option('--timeout <seconds>', 'connection timeout written in the token, seconds', arg((v) => parseUint(v, '--timeout')), 5)
+    .requiredOption('--server <ipv4:port>', 'a server address the token is for, as the server binds it (repeat for up to 32)',
+      (v: string, prev: HostPort[] | undefined) => [...(prev ?? []), arg(parseTokenServer)(v)])
+    .option('--expire <seconds>', 'token lifetime in seconds (at least 1)', arg((v) => parseUint(v, '--expire')), 30)
+    .option('--timeout <seconds>', 'connection timeout written in the token, seconds (at least 1)', arg((v) => parseUint(v, '--timeout')), 5)
     .requiredOption('--out <file>', 'file to write the token to')
-    .action((o: NetcodeFlags) => {
+    .action(async (o: NetcodeFlags) => {
       const servers = o.server as HostPort[];
       if (servers.length > 32) throw new UsageError('--server: at most 32 addresses');
-      setExit(runToken({
+      // 0 would make a token that is expired, or times out, the moment it is made.
+      if (o.expire < 1) throw new UsageError('--expire must be at least 1 (seconds)');
+      if (o.timeout < 1) throw new UsageError('--timeout must be at least 1 (seconds)');
+      setExit(await runToken({
         key: o.key!, protocolId: o.protocolId!, clientId: o.clientId!, servers, expireSeconds: o.expire, timeoutSeconds: o.timeout, out: o.out!,
       }));
     });
@@ -306,13 +396,15 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--count <n>', 'messages (or raw payloads) to send', arg((v) => parseUint(v, '--count')), 100)
     .addOption(durationOption('--interval <duration>', 'time between messages', 'ms', { ms: 16, shown: '16ms' }))
     .option('--raw', 'send raw payloads whose byte i is i mod 256 (netcode\'s own example pattern)')
-    .option('--size <bytes>', 'bytes per message (4..1048576) or raw payload (1..1200; default 1200)', arg((v) => parseUint(v, '--size')))
+    .option('--size <bytes>', `bytes per message (${SIZE_RANGE.lanes}, default 16); with --raw, per raw payload (${SIZE_RANGE.raw}, default 1200)`, arg((v) => parseSizeFor(v, '--size', `${SIZE_RANGE.lanes} bytes (with --raw: ${SIZE_RANGE.raw})`)))
     .addOption(durationOption('--timeout-after <duration>', 'fail after this long without progress', 's', { ms: 10_000, shown: '10s' }))
     .action(async (o: NetcodeFlags & { timeoutAfter: number }) => {
       if ((o.token === undefined) === (o.server === undefined)) throw new UsageError('connect needs exactly one of --token FILE or --server HOST:PORT');
       if (o.count < 1) throw new UsageError('--count must be at least 1');
       const size = o.size ?? (o.raw === true ? 1200 : 16);
-      if (o.raw === true ? size < 1 || size > 1200 : size < 4 || size > 1 << 20) throw new UsageError('--size out of range');
+      if (o.raw === true ? size < 1 || size > 1200 : size < 4 || size > 1 << 20) {
+        throw new UsageError(`--size: expected a size in ${o.raw === true ? `${SIZE_RANGE.raw} bytes (with --raw)` : `${SIZE_RANGE.lanes} bytes`}, got ${size}`);
+      }
       setExit(await runConnect({
         token: o.token, server: o.server as HostPort | undefined, key: o.key, protocolId: o.protocolId, count: o.count,
         intervalMs: o.interval, size, raw: o.raw === true, timeoutMs: o.timeoutAfter,

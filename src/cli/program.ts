@@ -22,7 +22,11 @@ import {
 /** Build the `gamewire` command tree. Actions resolve to an exit code; errors are thrown, never exit. */
 export function buildProgram(setExit: (code: number) => void): Command {
   const program = new Command('gamewire')
-    .description('Move a file over UDP with gamewire\'s chunk protocol, echo messages over gamewire connections, or condition a UDP path.')
+    .description(
+      'Move a file over UDP with gamewire\'s chunk protocol (recv, send), echo messages over gamewire connections (echo) ' +
+        'or raw KCP (kcp-echo), make netcode 1.02 connect tokens and run a secure echo server and client (token, serve, connect), ' +
+        'or condition a UDP path with the network simulator (proxy).',
+    )
     .version('0.1.0')
     .exitOverride()
     .showHelpAfterError(usageHint());
@@ -54,15 +58,19 @@ export function buildProgram(setExit: (code: number) => void): Command {
   program
     .command('send')
     .description('send FILE as one block to a `gamewire recv` and exit 0 once every slice is acked')
-    .argument('<file>', 'file to send')
-    .requiredOption('--to <host:port>', 'address of the receiver (or of a proxy in front of it)', arg((v) => parseHostPort(v, '--to')))
+    // FILE and --to are checked in the action, so one message names every one missing.
+    .usage('FILE --to HOST:PORT [options]')
+    .argument('[file]', 'file to send (required)')
+    .option('--to <host:port>', 'address of the receiver, or of a proxy in front of it (required)', arg((v) => parseHostPort(v, '--to')))
     .option('--rate <rate>', 'highest rate the adaptive controller may use (default 1gbit); with --no-adaptive, the fixed pacing rate (default 2mbit). Wire rate, e.g. 10mbit, 500kbit, 2MB/s', arg((v) => parseRate(v, '--rate')))
     .option('--no-adaptive', 'keep --rate fixed instead of adapting to loss and delay')
     .option('--burst', 'send every slice once at the start (initial burst), then pace')
     .option('--port <port>', 'local UDP port to send from (0 = any)', arg((v) => parsePort(v, '--port')), 0)
     .addOption(durationOption('--timeout <duration>', 'give up after this long without hearing from the receiver', 's', { ms: 30_000, shown: '30s' }))
     .option('--quiet', 'no progress bar')
-    .action(async (file: string, o: SendFlags) => {
+    .action(async (file: string | undefined, o: SendFlags) => {
+      const missing = [...(file === undefined ? ['FILE'] : []), ...(o.to === undefined ? ['--to HOST:PORT'] : [])];
+      if (file === undefined || o.to === undefined) throw new UsageError(`missing ${missing.join(' and ')} (usage: gamewire send FILE --to HOST:PORT [options])`);
       setExit(
         await runSend({
           file,
@@ -118,7 +126,7 @@ interface RecvFlags {
 }
 
 interface SendFlags {
-  to: { host: string; port: number };
+  to?: { host: string; port: number };
   rate?: number;
   adaptive: boolean;
   burst?: boolean;

@@ -1,7 +1,7 @@
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
 import type { LinkConfig } from '../sim/config.js';
 import { preset } from '../sim/presets.js';
-import { type HostPort, untilStopSignal, UsageError } from './units.js';
+import { aborted, EXIT_INTERRUPTED, type HostPort, resolveHostPort, stopSignal, UsageError } from './units.js';
 
 /** Parsed options of `gamewire proxy`. Times in ms, rate in bytes/s. */
 export interface ProxyCommandOptions {
@@ -45,20 +45,32 @@ export function proxyLinkConfig(o: ProxyCommandOptions): Partial<LinkConfig> {
 }
 
 /**
- * Run `gamewire proxy` until SIGINT/SIGTERM: prints the bound port, then (with `statsEvery` > 0) a
- * counters line periodically, and a final counters line on exit.
+ * Run `gamewire proxy` until SIGINT/SIGTERM (then resolves to 130): resolves `--to` first (a name
+ * that does not resolve rejects), prints the bound port, then (with `statsEvery` > 0) a counters
+ * line periodically, and a final counters line on exit.
  */
 export async function runProxy(o: ProxyCommandOptions): Promise<number> {
   const link = proxyLinkConfig(o);
+  const target = await resolveHostPort(o.to, '--to');
+  const stop = stopSignal();
+  try {
+    return await proxyUntil(o, link, target, stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
+async function proxyUntil(o: ProxyCommandOptions, link: Partial<LinkConfig>, target: HostPort, signal: AbortSignal): Promise<number> {
   const proxy = await UdpLinkProxy.open({
     listenPort: o.listen,
     listenHost: o.host,
-    target: o.to,
+    target,
     toServer: link,
     seed: o.seed,
   });
+  const named = target.host === o.to.host ? '' : ` (${target.host})`;
   process.stderr.write(
-    `proxy listening on ${proxy.local.host}:${proxy.local.port} -> ${o.to.host}:${o.to.port} ` +
+    `proxy listening on ${proxy.local.host}:${proxy.local.port} -> ${o.to.host}:${o.to.port}${named} ` +
       `(each way: ${describeLink(link)}; seed ${o.seed})\n`,
   );
   const line = (): string => {
@@ -69,11 +81,11 @@ export async function runProxy(o: ProxyCommandOptions): Promise<number> {
     );
   };
   const timer = o.statsEvery !== undefined && o.statsEvery > 0 ? setInterval(() => process.stderr.write(line() + '\n'), o.statsEvery) : undefined;
-  await untilStopSignal();
+  await aborted(signal);
   if (timer !== undefined) clearInterval(timer);
   process.stdout.write(line() + '\n');
   await proxy.close();
-  return 0;
+  return EXIT_INTERRUPTED;
 }
 
 /** A short human description of a link config, e.g. `50 ms ±10 ms, 10% loss, 10 Mbit/s`. */

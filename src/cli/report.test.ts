@@ -59,6 +59,20 @@ describe('ProgressBar', () => {
     }
   });
 
+  it('ends the bar line and shows the cursor when the process exits before stop() (a second Ctrl-C)', () => {
+    const term = fakeTerminal();
+    const before = new Set(process.listeners('exit'));
+    const bar = new ProgressBar('send', true, term, () => 0);
+    bar.update(10, 100);
+    const hooks = process.listeners('exit').filter((l) => !before.has(l));
+    expect(hooks).toHaveLength(1);
+    process.off('exit', hooks[0]!);
+    hooks[0]!.call(process, 130);
+    // The shell's prompt then starts on a line of its own.
+    expect(term.out.endsWith('\n\x1b[?25h')).toBe(true);
+    expect(term.out.split('\n')).toHaveLength(2);
+  });
+
   it('keeps the line shorter than the terminal, so \\r can redraw it', () => {
     const term = fakeTerminal();
     term.columns = 40;

@@ -76,8 +76,9 @@ const BAR_WIDTH = 24;
 /**
  * A byte-count progress bar on one terminal line, with the rate and ETA measured over the last
  * ~2 s of its own updates. Draws only when enabled and the stream is a TTY; `log` prints a line
- * above the bar either way. The cursor is hidden while drawing and shown again by `stop()` or, if
- * the process exits first, by an `exit` hook. After `stop()` nothing is drawn again.
+ * above the bar either way. The cursor is hidden while drawing; `stop()` or, if the process exits
+ * first, an `exit` hook ends the bar's line and shows the cursor again. After `stop()` nothing is
+ * drawn again.
  */
 export class ProgressBar {
   private readonly draws: boolean;
@@ -89,8 +90,9 @@ export class ProgressBar {
   private lastChangeAt: number;
   private readonly samplesT: number[] = [];
   private readonly samplesB: number[] = [];
+  /** At process exit before `stop()` (a second Ctrl-C exits at once): end the bar's line, show the cursor. */
   private readonly showCursor = (): void => {
-    this.stream.write(SHOW_CURSOR);
+    this.stream.write(`\n${SHOW_CURSOR}`);
   };
 
   /**

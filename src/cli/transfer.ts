@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, readFile, stat, writeFile } from 'node:fs/promises';
-import { dirname, resolve as resolvePath } from 'node:path';
+import { type FileHandle, open, stat, unlink } from 'node:fs/promises';
 import { UdpDriver, type UdpAddress } from '../adapters/node/udp-driver.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from '../chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../chunk/sender.js';
-import { PacketType, peekPacketType, sliceCountOf } from '../chunk/wire.js';
+import { decodeChunkPacket, encodeRefuse, PacketType, peekPacketType, REFUSE_BYTES, sliceCountOf } from '../chunk/wire.js';
 import { ADAPTIVE_RATE_DEFAULTS, AdaptiveRate } from '../congestion/adaptive.js';
 import { GamewireError } from '../core/errors.js';
+import type { SansIoPeer } from '../core/peer.js';
 import { DEFAULT_RATE_BYTES_PER_SEC } from '../congestion/fixed.js';
+import { fileErrorText, readInput } from './files.js';
 import { formatSummary, ProgressBar } from './report.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, stopSignal } from './units.js';
 
@@ -51,9 +52,16 @@ export interface ReceiveOptions {
   onListening?: (local: UdpAddress) => void;
   /** Progress bar to update (bytes of the block received so far); stopped before `onBlock`. */
   progress?: ProgressBar;
-  /** Called with the complete block before lingering (e.g. to write the file); a throw fails the run. */
+  /**
+   * Stores the complete block (e.g. writes the file); the sender is acked for the block's last slice
+   * only after it resolves. A throw refuses the block (the sender is told) and fails the run.
+   */
   onBlock?: (result: ReceiveResult) => Promise<void> | void;
-  /** Aborting stops the run at once with a {@link TransferError} (exit code 130). */
+  /**
+   * Aborting before the block is complete refuses it (the sender is told; up to 1 s) and rejects
+   * with a {@link TransferError} (exit code 130); while `onBlock` runs, it lets the block be stored
+   * and acked, and ends the linger.
+   */
   signal?: AbortSignal;
 }
 
@@ -70,16 +78,87 @@ export interface ReceiveResult {
 }
 
 /**
+ * A `ChunkReceiver` as `recv` drives it, so that no sender hears "delivered" for a block that was
+ * not stored: once a block is complete its answers (the ack that completes it, and every later one)
+ * are held back until `release()`, after the block was stored. `refuse()` answers every later slice
+ * or cancel of the sender's session with a refusal instead (limit 0 bytes: no block of any size is
+ * taken any more); the sender then ends with `refused`. While holding or refusing, the receiver
+ * still sees every datagram, and nothing is due on a timer.
+ */
+export class StoringReceiver implements SansIoPeer<ChunkReceiverEvent> {
+  private mode: 'open' | 'holding' | 'refusing' = 'open';
+  private readonly events: ChunkReceiverEvent[] = [];
+  /** Refusals to send, as [session, chunkId], one per slice or cancel received while refusing. */
+  private readonly refusals: [number, number][] = [];
+
+  constructor(readonly receiver: ChunkReceiver) {}
+
+  /** Let the held answers go (the block is stored). */
+  release(): void {
+    if (this.mode === 'holding') this.mode = 'open';
+  }
+
+  /** From now on answer the sender's slices and cancels with refusals only. */
+  refuse(): void {
+    this.mode = 'refusing';
+  }
+
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    if (this.mode === 'refusing') {
+      const r = decodeChunkPacket(bytes);
+      if (!r.ok || (r.value.type !== 'slice' && r.value.type !== 'cancel') || r.value.session !== this.receiver.sessionId) return;
+      if (this.refusals.length < MAX_REFUSALS_QUEUED) this.refusals.push([r.value.session, r.value.chunkId]);
+      return;
+    }
+    this.receiver.handleDatagram(now, bytes);
+    for (let e = this.receiver.pollEvent(); e !== undefined; e = this.receiver.pollEvent()) {
+      if (e.type === 'block' && this.mode === 'open') this.mode = 'holding';
+      this.events.push(e);
+    }
+  }
+
+  handleTimeout(now: number): void {
+    if (this.mode === 'open') this.receiver.handleTimeout(now);
+  }
+
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    if (this.mode === 'open') return this.receiver.pollTransmit(now, out);
+    const next = this.refusals.shift();
+    if (next === undefined || out.length < REFUSE_BYTES) return undefined;
+    return encodeRefuse(out, { session: next[0], chunkId: next[1], reason: 'too-large', limitBytes: 0 });
+  }
+
+  pollTimeout(): number | undefined {
+    return this.mode === 'open' ? this.receiver.pollTimeout() : undefined;
+  }
+
+  pollEvent(): ChunkReceiverEvent | undefined {
+    return this.events.shift();
+  }
+}
+
+/** Refusals waiting to be sent (one per datagram received while refusing); more are not queued. */
+const MAX_REFUSALS_QUEUED = 64;
+/** After Ctrl-C or a failed store, how long the receiver keeps refusing: until the sender is quiet this long (ms)… */
+const REFUSE_QUIET_MS = 300;
+/** …at most this long (ms). */
+const REFUSE_MAX_MS = 1000;
+
+/**
  * Receive one block on a UDP port: latch the first sender whose first datagram is a slice, wait for
- * the complete block, run `onBlock`, then linger (acking late duplicates) so the sender learns it is
- * done. Rejects with {@link TransferError} on timeouts, refusal, cancel or abort.
+ * the complete block, run `onBlock` (which stores it), and only then let the ack that completes the
+ * block go out; then linger (acking late duplicates) so the sender learns it is done. If `onBlock`
+ * throws, or `signal` aborts before the block is complete, the sender's slices are answered with
+ * refusals for up to 1 s (so it stops at once, never hearing "delivered"). Rejects with
+ * {@link TransferError} on timeouts, refusal, cancel, a failed `onBlock`, or abort (exit code 130).
  */
 export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   if (o.signal?.aborted === true) throw interrupted();
   const receiver = new ChunkReceiver({ maxBlockBytes: o.maxBytes ?? DEFAULT_MAX_BLOCK_BYTES });
+  const storing = new StoringReceiver(receiver);
   let driver: UdpDriver<ChunkReceiverEvent>;
   try {
-    driver = await UdpDriver.open<ChunkReceiverEvent>(receiver, {
+    driver = await UdpDriver.open<ChunkReceiverEvent>(storing, {
       port: o.port,
       host: o.host,
       acceptFirst: (bytes) => peekPacketType(bytes) === PacketType.Slice,
@@ -93,14 +172,23 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
   let firstAt: number | undefined;
   driver.on('remote', () => (firstAt ??= driver.now()));
   let ticker: NodeJS.Timeout | undefined;
-  let onAbort: (() => void) | undefined;
+  let aborted = false;
+  let wake: (() => void) | undefined;
+  const onAbort = (): void => {
+    aborted = true;
+    wake?.();
+  };
+  o.signal?.addEventListener('abort', onAbort);
+  if (signalled(o.signal)) onAbort(); // while the socket was opening
+  /** Refuse whatever the sender still sends, until it is quiet (it has stopped), at most 1 s. */
+  const refuseAndClose = async (): Promise<void> => {
+    storing.refuse();
+    if (firstAt !== undefined) await driver.close({ linger: { quietMs: REFUSE_QUIET_MS, maxMs: REFUSE_MAX_MS } });
+  };
   try {
     const outcome = await new Promise<{ data: Uint8Array; at: number } | TransferError>((resolve) => {
-      onAbort = () => {
-        resolve(interrupted());
-        void driver.close(); // also ends a linger at once
-      };
-      o.signal?.addEventListener('abort', onAbort);
+      wake = () => resolve(interrupted());
+      if (aborted) wake();
       driver.on('event', (ev) => {
         if (ev.type === 'block') resolve({ data: ev.data, at: driver.now() });
         else if (ev.type === 'refused') {
@@ -124,10 +212,17 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       }, TICK_MS);
     });
     clearInterval(ticker);
+    // From here a first Ctrl-C ends a linger at once (a second one exits the process). One that
+    // comes while the block is being stored lets the store finish: the block then counts as received.
+    let stored = false;
+    wake = () => {
+      if (stored || outcome instanceof TransferError) void driver.close();
+    };
     if (outcome instanceof TransferError) {
       o.progress?.stop();
-      // Let a refusal reach the sender before we go (not after Ctrl-C: the user wants out).
-      if (firstAt !== undefined && outcome.exitCode !== EXIT_INTERRUPTED) await driver.close({ linger: { quietMs: 500, maxMs: 3000 } });
+      if (outcome.exitCode === EXIT_INTERRUPTED) await refuseAndClose();
+      // Let a refusal reach the sender before we go.
+      else if (firstAt !== undefined) await driver.close({ linger: { quietMs: 500, maxMs: 3000 } });
       throw outcome;
     }
     const seconds = (outcome.at - (firstAt ?? openedAt)) / 1000;
@@ -139,12 +234,21 @@ export async function receiveOne(o: ReceiveOptions): Promise<ReceiveResult> {
       datagramsSent: driver.counters().datagramsOut,
       from: driver.remote ?? { host: '?', port: 0 },
     };
-    await o.onBlock?.(result);
-    await driver.close({ linger: { quietMs: o.lingerQuietMs ?? 1000, maxMs: o.lingerMaxMs ?? 10_000 } });
+    try {
+      await o.onBlock?.(result);
+    } catch (err) {
+      await refuseAndClose();
+      throw err instanceof TransferError ? err : new TransferError(`cannot store the block: ${reason(err)}`);
+    }
+    stored = true;
+    storing.release();
+    driver.kick();
+    // After Ctrl-C the close's last drain still sends the ack that completes the block.
+    await driver.close(aborted ? undefined : { linger: { quietMs: o.lingerQuietMs ?? 1000, maxMs: o.lingerMaxMs ?? 10_000 } });
     return result;
   } finally {
     clearInterval(ticker);
-    if (onAbort !== undefined) o.signal?.removeEventListener('abort', onAbort);
+    o.signal?.removeEventListener('abort', onAbort);
     o.progress?.stop();
     await driver.close();
   }
@@ -234,7 +338,10 @@ export async function sendOne(data: Uint8Array, o: SendOptions): Promise<SendRes
         if (ev.id !== id) return;
         if (ev.type === 'delivered') resolve(driver.now());
         else if (ev.type === 'refused') {
-          resolve(new TransferError(`the receiver refused the block: ${data.length} bytes is over its limit of ${ev.limitBytes}`));
+          // Limit 0: a gamewire recv that was stopped, or could not store the block (see StoringReceiver).
+          resolve(new TransferError(ev.limitBytes === 0
+            ? 'the receiver refused the block: it stopped, or could not store it'
+            : `the receiver refused the block: ${data.length} bytes is over its limit of ${ev.limitBytes}`));
         } else if (ev.type === 'cancelled') {
           resolve(ev.reason === 'user' ? interrupted() : new TransferError(`the block was cancelled (${ev.reason})`));
         } else {
@@ -287,34 +394,58 @@ function reason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
+function signalled(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
 function fmtSecs(ms: number): string {
   return `${+(ms / 1000).toFixed(3)} s`;
 }
 
 /**
- * Why `path` cannot be written as a file, or undefined if it looks writable: it is a directory, its
- * directory is missing, or permissions forbid it. Checked before listening, so a sender never hears
- * "delivered" for a block the receiver then cannot store (the final write can still fail: disk full).
+ * The `--out` file, opened (created if missing, not truncated) before `recv` listens, so a path
+ * that cannot be written fails before any sender is heard; the block is written through it before
+ * the sender is acked for its last slice.
  */
-export async function outputProblem(path: string): Promise<string | undefined> {
-  try {
-    if ((await stat(path)).isDirectory()) return 'it is a directory';
-    await access(path, constants.W_OK);
-    return undefined;
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code !== 'ENOENT') return e.code === 'EACCES' ? 'permission denied' : e.message;
+export class OutputFile {
+  private constructor(
+    private readonly handle: FileHandle,
+    readonly path: string,
+    private readonly created: boolean,
+  ) {}
+
+  /** Open `path` for writing; rejects with a {@link TransferError} naming it and why. */
+  static async open(path: string): Promise<OutputFile> {
+    let existed = true;
+    try {
+      await stat(path);
+    } catch {
+      existed = false;
+    }
+    try {
+      return new OutputFile(await open(path, constants.O_WRONLY | constants.O_CREAT, 0o666), path, !existed);
+    } catch (err) {
+      throw new TransferError(`cannot write --out ${path}: ${fileErrorText(err, path, 'write')}`);
+    }
   }
-  const dir = dirname(resolvePath(path));
-  try {
-    if (!(await stat(dir)).isDirectory()) return `${dir} is not a directory`;
-    await access(dir, constants.W_OK);
-    return undefined;
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') return `directory ${dir} does not exist`;
-    if (e.code === 'EACCES') return `no permission to create files in ${dir}`;
-    return e.message;
+
+  /** Replace the file's contents with `data` and flush it to the device (a regular file) or write it through (a pipe, a device). */
+  async store(data: Uint8Array): Promise<void> {
+    try {
+      const regular = (await this.handle.stat()).isFile();
+      if (regular) await this.handle.truncate(0);
+      await this.handle.write(data, 0, data.length, regular ? 0 : null);
+      if (regular) await this.handle.datasync();
+      await this.handle.close();
+    } catch (err) {
+      throw new TransferError(`cannot write --out ${this.path}: ${fileErrorText(err, this.path, 'write')}`);
+    }
+  }
+
+  /** Close without storing anything; a file that `open` created is removed again. */
+  async discard(): Promise<void> {
+    await this.handle.close().catch(() => undefined);
+    if (this.created) await unlink(this.path).catch(() => undefined);
   }
 }
 
@@ -331,11 +462,13 @@ export interface RecvCommandOptions {
 
 /** `gamewire recv`: receive one block into `out`; resolves to the exit code. */
 export async function runRecv(o: RecvCommandOptions): Promise<number> {
-  const problem = await outputProblem(o.out);
-  if (problem !== undefined) {
-    process.stderr.write(`error: cannot write --out ${o.out}: ${problem}\n`);
-    return EXIT_FAILURE;
+  let out: OutputFile;
+  try {
+    out = await OutputFile.open(o.out);
+  } catch (err) {
+    return failureExitCode(err);
   }
+  let stored = false;
   const stop = stopSignal();
   try {
     await receiveOne({
@@ -348,11 +481,8 @@ export async function runRecv(o: RecvCommandOptions): Promise<number> {
       signal: stop.signal,
       onListening: (a) => process.stderr.write(`listening on ${a.host}:${a.port}\n`),
       onBlock: async (r) => {
-        try {
-          await writeFile(o.out, r.data);
-        } catch (err) {
-          throw new TransferError(`cannot write ${o.out}: ${(err as Error).message}`);
-        }
+        await out.store(r.data);
+        stored = true;
         const line = formatSummary({ verb: 'received', bytes: r.data.length, seconds: r.seconds, datagramsSent: r.datagramsSent });
         process.stdout.write(`${line} -> ${o.out}\n`);
       },
@@ -361,6 +491,7 @@ export async function runRecv(o: RecvCommandOptions): Promise<number> {
   } catch (err) {
     return failureExitCode(err);
   } finally {
+    if (!stored) await out.discard();
     stop.dispose();
   }
 }
@@ -381,9 +512,9 @@ export interface SendCommandOptions {
 export async function runSend(o: SendCommandOptions): Promise<number> {
   let data: Uint8Array;
   try {
-    data = await readFile(o.file);
+    data = await readInput(o.file, 'FILE');
   } catch (err) {
-    process.stderr.write(`error: cannot read ${o.file}: ${(err as Error).message}\n`);
+    process.stderr.write(`error: ${(err as Error).message}\n`);
     return EXIT_FAILURE;
   }
   const stop = stopSignal();

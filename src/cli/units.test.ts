@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseDuration, parseHostPort, parsePort, parseProbability, parseRate, parseSize, UsageError } from './units.js';
+import { parseDuration, parseHostPort, parsePort, parseProbability, parseRate, parseSize, parseSizeFor, UsageError } from './units.js';
 
 describe('parseRate (bytes per second)', () => {
   it('reads bit and byte units as documented', () => {
@@ -21,6 +21,8 @@ describe('parseRate (bytes per second)', () => {
       expect(() => parseRate(bad, '--rate')).toThrow(UsageError);
     }
     expect(() => parseRate('10', '--rate')).toThrow(/--rate/);
+    // A bare number says what is missing: a unit, bits or bytes.
+    expect(() => parseRate('10', '--rate')).toThrow(/"10" needs a unit: bits per second \(10mbit, 500kbit\) or bytes per second \(2MB\/s\)/);
   });
 
   it('scales linearly with the number for every unit', () => {
@@ -64,6 +66,19 @@ describe('other CLI values', () => {
     expect(parseHostPort('localhost:1', '--to')).toEqual({ host: 'localhost', port: 1 });
     for (const bad of ['127.0.0.1', ':9000', '127.0.0.1:0', '127.0.0.1:x', '[::1]:9000']) {
       expect(() => parseHostPort(bad, '--to')).toThrow(UsageError);
+    }
+    // One range, said the same way, whichever end of it the port misses.
+    for (const port of ['0', '99999', 'x']) {
+      expect(() => parseHostPort(`host:${port}`, '--connect')).toThrow(`--connect: expected HOST:PORT with a port in 1..65535, got "host:${port}"`);
+    }
+    expect(() => parsePort('70000', '--listen')).toThrow('--listen: expected a port in 0..65535 (0 = any free port), got "70000"');
+  });
+
+  it('sizes for a flag with a range: units accepted, the range named when unreadable', () => {
+    expect(parseSizeFor('1MiB', '--size', '4..1048576 bytes')).toBe(1 << 20);
+    expect(parseSizeFor('16', '--size', '4..1048576 bytes')).toBe(16);
+    for (const bad of ['0', '1.5', 'big', '-3']) {
+      expect(() => parseSizeFor(bad, '--size', '4..1048576 bytes')).toThrow(`--size: expected a size in 4..1048576 bytes, got "${bad}"`);
     }
   });
 });

@@ -4,6 +4,7 @@
  */
 
 import { InvalidArgumentError, Option } from 'commander';
+import { lookup } from 'node:dns/promises';
 
 /** Wrap a units parser so commander reports its message as an invalid argument (exit 2). */
 export function arg<T>(parse: (text: string) => T): (text: string) => T {
@@ -39,15 +40,10 @@ export function durationOption(flags: string, description: string, bareUnit: 'ms
   return def === undefined ? o : o.default(def.ms, def.shown);
 }
 
-/** Resolve on the first SIGINT or SIGTERM (long-running commands stop cleanly on Ctrl-C). */
-export function untilStopSignal(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    const s = stopSignal();
-    s.signal.addEventListener('abort', () => {
-      s.dispose();
-      resolve();
-    });
-  });
+/** Resolve once `signal` aborts (at once if it already has). */
+export function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
 /**
@@ -101,7 +97,10 @@ const NUMBER = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*([a-zA-Z/]*)\s*$/;
  */
 export function parseRate(text: string, flag = '--rate'): number {
   const m = NUMBER.exec(text);
-  if (m === null || m[2] === '') {
+  if (m !== null && m[2] === '') {
+    throw new UsageError(`${flag}: "${text}" needs a unit: bits per second (10mbit, 500kbit) or bytes per second (2MB/s)`);
+  }
+  if (m === null) {
     throw new UsageError(`${flag}: cannot read rate "${text}" (examples: 10mbit, 500kbit, 1.5mbit, 2MB/s)`);
   }
   const unit = m[2];
@@ -166,6 +165,18 @@ export function parseSize(text: string, flag: string): number {
   return value;
 }
 
+/**
+ * A byte count as {@link parseSize} reads it (`1200`, `1MiB`), for a flag whose range (`range`, in
+ * words) the command checks once it knows the other flags: an unreadable value names that range.
+ */
+export function parseSizeFor(text: string, flag: string, range: string): number {
+  try {
+    return parseSize(text, flag);
+  } catch {
+    throw new UsageError(`${flag}: expected a size in ${range}, got "${text}"`);
+  }
+}
+
 /** A probability written as `0.1` or `10%`, in [0, 1]. */
 export function parseProbability(text: string, flag: string): number {
   const pct = text.trim().endsWith('%');
@@ -177,13 +188,16 @@ export function parseProbability(text: string, flag: string): number {
   return p;
 }
 
-/** A UDP port in 0..65535 (0 = let the OS pick). */
+/** A local UDP (or TCP) port to listen on, 0..65535 (0 = let the OS pick a free one). */
 export function parsePort(text: string, flag: string): number {
-  const n = Number(text);
-  if (!/^\s*\d+\s*$/.test(text) || !Number.isInteger(n) || n < 0 || n > 65535) {
-    throw new UsageError(`${flag}: expected a port number 0..65535, got "${text}"`);
-  }
+  const n = portNumber(text);
+  if (n === undefined) throw new UsageError(`${flag}: expected a port in 0..65535 (0 = any free port), got "${text}"`);
   return n;
+}
+
+function portNumber(text: string): number | undefined {
+  const n = Number(text);
+  return /^\s*\d+\s*$/.test(text) && Number.isInteger(n) && n >= 0 && n <= 65535 ? n : undefined;
 }
 
 /** A non-negative integer (seeds, counts). */
@@ -199,11 +213,24 @@ export interface HostPort {
   port: number;
 }
 
-/** Parse `HOST:PORT`, e.g. `127.0.0.1:9000` or `example.net:9000`. Port 0 is refused. */
+/** Parse `HOST:PORT`, e.g. `127.0.0.1:9000` or `example.net:9000`: a port to send to, 1..65535. */
 export function parseHostPort(text: string, flag: string): HostPort {
   const i = text.lastIndexOf(':');
   if (i <= 0 || text.startsWith('[')) throw new UsageError(`${flag}: expected HOST:PORT (e.g. 127.0.0.1:9000), got "${text}"`);
-  const port = parsePort(text.slice(i + 1), flag);
-  if (port === 0) throw new UsageError(`${flag}: port must be 1..65535, got "${text}"`);
+  const port = portNumber(text.slice(i + 1));
+  if (port === undefined || port === 0) throw new UsageError(`${flag}: expected HOST:PORT with a port in 1..65535, got "${text}"`);
   return { host: text.slice(0, i), port };
+}
+
+/**
+ * Resolve `to.host` to an IPv4 address (the sockets are udp4) once, at start-up. A name that does
+ * not resolve rejects with a one-line `Error` naming `flag` (the CLI exits 1).
+ */
+export async function resolveHostPort(to: HostPort, flag: string): Promise<HostPort> {
+  try {
+    const r = await lookup(to.host, { family: 4 });
+    return { host: r.address, port: to.port };
+  } catch (err) {
+    throw new Error(`cannot resolve ${flag} ${to.host}:${to.port}: ${(err as Error).message}`);
+  }
 }

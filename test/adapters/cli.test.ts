@@ -1,5 +1,5 @@
 import { createSocket } from 'node:dgram';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
@@ -13,7 +13,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('gamewire CLI (spawned, real loopback)', () => {
   it('bad arguments exit 2 with a message naming the problem (spawned)', async () => {
     const cases: [string[], RegExp][] = [
-      [['send', 'x.bin', '--to', '127.0.0.1:9', '--rate', '10'], /--rate.*cannot read rate "10"/s],
+      [['send', 'x.bin', '--to', '127.0.0.1:9', '--rate', '10'], /--rate.*"10" needs a unit: bits per second/s],
       [['recv', '--port', '1'], /required option '--out <file>'/],
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--queue', '5'], /--queue needs --rate/],
     ];
@@ -28,7 +28,23 @@ describe('gamewire CLI (spawned, real loopback)', () => {
   it('bad arguments exit 2 with a message naming the problem (in process)', async () => {
     const cases: [string[], RegExp][] = [
       [['send', 'x.bin', '--to', 'nowhere'], /--to <host:port>.*invalid.*HOST:PORT/s],
-      [['send', '--to', '127.0.0.1:9'], /missing required argument 'file'/],
+      [['send', '--to', '127.0.0.1:9'], /missing FILE \(usage: gamewire send FILE --to HOST:PORT/],
+      [['send'], /missing FILE and --to HOST:PORT \(usage: gamewire send FILE --to HOST:PORT/],
+      [['send', 'x.bin'], /missing --to HOST:PORT \(usage: gamewire send FILE --to HOST:PORT/],
+      // One port range, said the same way, whichever end a port misses.
+      [['echo', '--connect', 'host:99999'], /--connect.*expected HOST:PORT with a port in 1\.\.65535, got "host:99999"/s],
+      [['echo', '--connect', 'host:0'], /--connect.*expected HOST:PORT with a port in 1\.\.65535, got "host:0"/s],
+      [['serve', '--port', '65536'], /--port.*expected a port in 0\.\.65535 \(0 = any free port\), got "65536"/s],
+      // Sizes take units and name the range they must fall in.
+      [['echo', '--connect', '127.0.0.1:2', '--size', '1MiB', '--count', '0'], /--count must be at least 1/],
+      [['echo', '--connect', '127.0.0.1:2', '--size', '2MiB'], /--size: expected a size in 4\.\.1048576 bytes \(--mode block: 4\.\.16777216\), got 2097152/],
+      [['echo', '--connect', '127.0.0.1:2', '--size', 'big'], /--size.*expected a size in 4\.\.1048576 bytes \(--mode block: 4\.\.16777216\), got "big"/s],
+      [['connect', '--server', '127.0.0.1:2', '--raw', '--size', '1300'], /--size: expected a size in 1\.\.1200 bytes \(with --raw\), got 1300/],
+      [['kcp-echo', '--connect', '127.0.0.1:2', '--size', '0'], /--size.*expected a size in 1\.\./s],
+      // A token names IP addresses; it must not expire before it is used.
+      [['token', '--key', 'ab'.repeat(32), '--protocol-id', '1', '--client-id', '1', '--server', 'example.com:40000', '--out', join(dir, 'never.token')], /--server.*a connect token names IP addresses: expected IPV4:PORT, got "example\.com:40000"/s],
+      [['token', '--key', 'ab'.repeat(32), '--protocol-id', '1', '--client-id', '1', '--server', '127.0.0.1:40000', '--out', join(dir, 'never.token'), '--expire', '0'], /--expire.*at least 1/s],
+      [['token', '--key', 'ab'.repeat(32), '--protocol-id', '1', '--client-id', '1', '--server', '127.0.0.1:40000', '--out', join(dir, 'never.token'), '--timeout', '0'], /--timeout.*at least 1/s],
       [['recv', '--out', 'x', '--timeout', 'soon'], /--timeout.*cannot read duration "soon"/s],
       [['recv', '--out', 'x', '--max-bytes', '1.5'], /--max-bytes.*whole number/s],
       [['proxy', '--listen', '0', '--to', '127.0.0.1:9', '--loss', '2'], /--loss.*probability/s],
@@ -42,9 +58,10 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       [['kcp-echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
       [['echo'], /exactly one of --listen PORT or --connect HOST:PORT/],
       [['echo', '--connect', '127.0.0.1:2', '--mode', 'turbo'], /--mode.*must be one of reliable-ordered, reliable-unordered, unreliable, sequenced, notify/s],
-      [['echo', '--connect', '127.0.0.1:2', '--size', '3'], /--size must be in 4\.\.1048576/],
+      [['echo', '--connect', '127.0.0.1:2', '--size', '3'], /--size.*4\.\.1048576/s],
       [['kcp-echo', '--connect', '127.0.0.1:9', '--mode', 'warp'], /--mode.*default, normal or fast/s],
     ];
+    const problems: string[] = [];
     for (const [args, re] of cases) {
       let text = '';
       let stdout = '';
@@ -63,13 +80,12 @@ describe('gamewire CLI (spawned, real loopback)', () => {
         spy.mockRestore();
         spyOut.mockRestore();
       }
-      expect(code, `${args.join(' ')}: ${text}`).toBe(2);
-      expect(text, args.join(' ')).toMatch(re);
       // One shape for every command: one "error: " line, then where to read the usage; nothing on stdout.
-      const command = ['recv', 'send', 'proxy', 'echo', 'kcp-echo'].includes(args[0] ?? '') ? `${args[0]} ` : '';
-      expect(text, args.join(' ')).toMatch(new RegExp(`^error: [^\\n]+\\n\\(run 'gamewire ${command}--help' for usage\\)\\n$`));
-      expect(stdout, args.join(' ')).toBe('');
+      const command = ['recv', 'send', 'proxy', 'echo', 'kcp-echo', 'token', 'serve', 'connect'].includes(args[0] ?? '') ? `${args[0]} ` : '';
+      const shape = new RegExp(`^error: [^\\n]+\\n\\(run 'gamewire ${command}--help' for usage\\)\\n$`);
+      if (code !== 2 || !re.test(text) || !shape.test(text) || stdout !== '') problems.push(`${args.join(' ')} -> exit ${code}: ${text}${stdout}`);
     }
+    expect(problems).toEqual([]);
   });
 
   it('help shows duration defaults as written and --rate as the adaptive ceiling', async () => {
@@ -79,7 +95,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
       return true;
     });
     try {
-      for (const c of ['send', 'recv', 'proxy', 'echo', 'kcp-echo']) expect(await runCli(['node', 'gamewire', c, '--help'])).toBe(0);
+      for (const c of ['send', 'recv', 'proxy', 'echo', 'kcp-echo', 'connect']) expect(await runCli(['node', 'gamewire', c, '--help'])).toBe(0);
     } finally {
       spy.mockRestore();
     }
@@ -90,6 +106,26 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     expect(flat).toMatch(/--rate <rate> highest rate the adaptive controller may use/);
     expect(flat).not.toMatch(/initial rate/);
     expect(flat).toMatch(/--idle-timeout <duration> .* \(default: 30s\)/);
+    // connect's --size: 16 B lane messages by default, 1200 B only for raw payloads.
+    expect(flat).toMatch(/--size <bytes> bytes per message \(4\.\.1048576, default 16\); with --raw, per raw payload \(1\.\.1200, default 1200\)/);
+  });
+
+  it("gamewire --help's summary names every command", async () => {
+    let out = '';
+    const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      out += chunk.toString();
+      return true;
+    });
+    try {
+      expect(await runCli(['node', 'gamewire', '--help'])).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    const summary = out.split(/\n\s*Options:/)[0]!.replace(/\s+/g, ' ');
+    for (const c of ['recv', 'send', 'echo', 'kcp-echo', 'token', 'serve', 'connect', 'proxy']) expect(summary).toMatch(new RegExp(`[(, ]${c}[,)]`));
+    // And so does the CLI list in docs/architecture.md.
+    const list = /cli\/ {2}([^\n]*)/.exec(readFileSync(join(import.meta.dirname, '../../docs/architecture.md'), 'utf8'))?.[1] ?? '';
+    expect(list.split(/,\s*/)).toEqual(expect.arrayContaining(['recv', 'send', 'proxy', 'echo', 'kcp-echo', 'token', 'serve', 'connect']));
   });
 
   it('recv refuses an --out it cannot write before listening (exit 1), so no sender is ever acked', async () => {
@@ -131,7 +167,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     expect(run.stderr()).toMatch(new RegExp(`^error: cannot listen on 127\\.0\\.0\\.1:${port}: .*EADDRINUSE`, 'm'));
   });
 
-  it('proxy --stats-every 0 means off; a positive period prints counters', async () => {
+  it('proxy --stats-every 0 means off; a positive period prints counters; Ctrl-C ends it with 130', async () => {
     const off = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '0');
     const on = gamewire('proxy', '--listen', '0', '--host', '127.0.0.1', '--to', '127.0.0.1:9', '--stats-every', '100ms');
     await waitForStderr(off, /proxy listening on/);
@@ -142,8 +178,8 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     expect(await waitFor(() => /c->s:/.test(off.stderr()), 300)).toBe(false);
     off.child.kill('SIGINT');
     on.child.kill('SIGINT');
-    expect(await off.exit).toBe(0);
-    expect(await on.exit).toBe(0);
+    expect(await off.exit).toBe(130);
+    expect(await on.exit).toBe(130);
     expect(off.stderr().trim().split('\n')).toHaveLength(1);
   });
 
@@ -172,6 +208,8 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     recv.child.kill('SIGINT');
     expect(await recv.exit, recv.stderr()).toBe(130);
     expect(recv.stderr()).toMatch(/^error: interrupted$/m);
+    // --out was opened before listening; with no block stored, the file it created is gone again.
+    expect(existsSync(join(dir, 'never.bin'))).toBe(false);
   });
 
   it('--help and --version exit 0', async () => {
@@ -218,7 +256,7 @@ describe('gamewire CLI (spawned, real loopback)', () => {
     expect(await send.exit, send.stderr()).toBe(0);
     expect(await recv.exit, recv.stderr()).toBe(0);
     proxy2.child.kill('SIGINT');
-    expect(await proxy2.exit).toBe(0);
+    expect(await proxy2.exit).toBe(130);
 
     expect(Buffer.compare(readFileSync(dst), Buffer.from(data))).toBe(0);
     expect(send.stdout()).toMatch(/^sent 524288 bytes in [\d.]+ s, goodput [\d.]+ MB\/s .* datagrams per payload datagram, \d+ slices resent\n$/);

@@ -221,7 +221,7 @@ describe('gamewire serve --webrtc (spawned)', () => {
       await waitForStderr(s, /client 5 \(webrtc:\d+\) disconnected \(peer\)/);
     } finally {
       s.child.kill('SIGINT');
-      expect(await s.exit).toBe(0);
+      expect(await s.exit).toBe(130); // Ctrl-C, as for every command (docs/cli.md)
     }
   }, 30_000);
 });
