@@ -297,7 +297,7 @@ describe('UdpDriver over real loopback', () => {
     const one = await UdpDriver.open(new OneShot(0, 0), { host: '127.0.0.1', clock: () => 5 });
     const seen: unknown[] = [];
     one.on('event', (e) => seen.push(e));
-    const many = await UdpDriver.openEndpoint(new PeerEndpoint(new OneShot(0, 0)), { host: '127.0.0.1', clock: () => 7 });
+    const many = await UdpDriver.openEndpoint(new PeerEndpoint(new OneShot(0, 0), '127.0.0.1:9'), { host: '127.0.0.1', clock: () => 7 });
     many.on('event', (e) => seen.push(e));
     try {
       await until(() => seen.length === 2, 'both events');
