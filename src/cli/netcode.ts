@@ -265,7 +265,6 @@ async function connectUntil(o: ConnectCommandOptions, token: Uint8Array, signal:
     }
   });
   client.connect(driver.now(), token);
-  driver.kick();
   const watchdog = setInterval(() => {
     if (driver.now() - lastProgress > o.timeoutMs) fail(`timeout: nothing for ${o.timeoutMs} ms (${received}/${o.count} echoed, state ${client.state})`);
   }, 100);

@@ -159,6 +159,7 @@ export class Client implements Endpoint<ClientEvent> {
     const t = readConnectToken(token);
     if (t === undefined) {
       this.fail('invalid-token');
+      this.waker?.();
       return;
     }
     this.token = t;

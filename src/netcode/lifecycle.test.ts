@@ -201,9 +201,12 @@ describe('netcode: connect, carry lanes, disconnect', () => {
 });
 
 describe('netcode: every client failure state', () => {
-  it('invalid-token: garbage', () => {
+  it('invalid-token: garbage (the waker is called, so a driver delivers the events without a kick)', () => {
     const c = new Client();
+    let woken = 0;
+    c.setWaker(() => woken++);
     c.connect(0, new Uint8Array(2048));
+    expect(woken).toBe(1);
     expect(c.state).toBe('invalid-token');
     expect(c.pollEvent()).toEqual({ type: 'state', state: 'invalid-token' });
     expect(c.pollEvent()).toEqual({ type: 'disconnected', reason: 'invalid-token' });
