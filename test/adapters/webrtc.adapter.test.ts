@@ -1,6 +1,9 @@
 // The WebRTC transport, Node to Node over loopback: a netcode Server on its UdpDriver with
 // WebRtcSignalling beside it, and clients made by connectWebRtc on node-datachannel's
 // RTCPeerConnection polyfill (the browser's API). Real sockets, so adapter tests only.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -127,6 +130,21 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     conn.simulate(undefined);
     await conn.close();
   }, 30_000);
+
+  it('a signalling endpoint that never answers fails with timeout after openTimeoutMs, not never', async () => {
+    const silent = createServer(() => undefined); // accepts the request, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/`;
+    const started = performance.now();
+    try {
+      await expect(connectWebRtc({ url, token: token(), onEvent: () => undefined, openTimeoutMs: 300, RTCPeerConnection: Loopback }))
+        .rejects.toMatchObject({ reason: 'timeout' });
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((r) => silent.close(r));
+    }
+  }, 10_000);
 
   it('refuses missing, foreign, expired and spent tokens before any peer connection', async () => {
     await expect(connectWebRtc({ url: signalling.url, token: new Uint8Array(10), onEvent: () => undefined, RTCPeerConnection: Loopback }))

@@ -36,7 +36,10 @@ export interface WebRtcConnectOptions extends ClientOptions {
    * events, the timer). Default: `console.error`. Rejections of an `async` `onEvent` are not seen here.
    */
   onError?: (error: unknown, event: ClientEvent) => void;
-  /** Time from the request to an open data channel before failing with `timeout`. Default 10 000. */
+  /**
+   * Time (ms) from the signalling request to an open data channel, the request and its answer included,
+   * before failing with `timeout`. Default 10 000.
+   */
   openTimeoutMs?: number;
   /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
   rtcConfiguration?: RTCConfiguration;
@@ -105,8 +108,14 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
     pc.close();
     throw new WebRtcConnectError(reason, message);
   };
+  const timeoutMs = openTimeoutMs ?? 10_000;
+  // One bound from here to an open channel: a signalling server that never answers aborts the request.
+  const abort = new AbortController();
   const opened = new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), openTimeoutMs ?? 10_000);
+    const timer = setTimeout(() => {
+      abort.abort();
+      resolve(false);
+    }, timeoutMs);
     dc.onopen = () => {
       clearTimeout(timer);
       resolve(true);
@@ -120,15 +129,17 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ token: base64(token), sdp: pc.localDescription?.sdp ?? offer.sdp }),
+      signal: abort.signal,
     });
   } catch (err) {
+    if (abort.signal.aborted) return fail('timeout', `the signalling server did not answer within ${timeoutMs} ms`);
     return fail('unreachable', `signalling request failed: ${String(err)}`);
   }
   let body: { sdp?: unknown; error?: unknown } = {};
   try {
     body = (await res.json()) as typeof body;
   } catch {
-    /* handled below */
+    if (abort.signal.aborted) return fail('timeout', `the signalling server did not finish its answer within ${timeoutMs} ms`);
   }
   if (!res.ok || typeof body.sdp !== 'string') {
     const known: WebRtcConnectFailure[] = ['invalid', 'expired', 'wrong-server', 'already-connected', 'used', 'full', 'busy', 'bad-request', 'ice-timeout'];
