@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import { KcpArena, SlabPool, type SlabCopy } from './arena.js';
+import { KcpArena, KCP_SEGMENT_BYTES, SlabPool, type SlabCopy } from './arena.js';
 import { Kcp, type KcpOptions } from './kcp.js';
 import { encodeKcpHeader, KCP_OVERHEAD, KcpCommand } from './segment.js';
 
@@ -236,7 +236,7 @@ describe('KcpArena', () => {
     expect(a.receive.laterBytes).toBe(75_000);
     expect(new KcpArena({ maxReceiveBytes: 20_000 }).receive.laterBytes).toBe(20_000 - 16384);
     expect(new KcpArena({ maxReceiveBytes: 1000 }).receive.urgentBytes).toBe(0);
-    expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, compactions: 0, compactedBytes: 0 });
+    expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, sendRefused: 0, sendRefusedBytes: 0, compactions: 0, compactedBytes: 0 });
   });
 
   it('gives each nesting level of flushes its own scratch buffer, grown to need', () => {
@@ -343,9 +343,10 @@ describe('Kcp on a KcpArena', () => {
     expect(victim.rcvBufLength).toBe(127); // all held, none dropped
     expect(victim.counters().pushOverBudget).toBe(0);
     expect(arena.counters().compactions).toBeGreaterThan(50);
-    // 127 live bytes, 8 each with alignment: far below the 127 × 16 KiB they would pin uncompacted.
+    // 127 live bytes, 8 each with alignment (and a record each): far below the 127 × 16 KiB they
+    // would pin uncompacted.
     expect(maxHeld).toBeLessThanOrEqual(budget);
-    expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384);
+    expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384 + 127 * KCP_SEGMENT_BYTES);
     victim.dispose();
     expect(arena.receiveBytes).toBeLessThanOrEqual(3 * 16384);
   });
@@ -460,11 +461,11 @@ describe('Kcp on a KcpArena', () => {
 
 describe('Kcps sharing one arena', () => {
   it('past their share, out-of-order segments are refused even where the slab being filled has room; a gap-filling one is not', () => {
-    const arena = new KcpArena({ maxReceiveBytes: 96 * 1024 }); // out-of-order share 72 KiB
+    const arena = new KcpArena({ maxReceiveBytes: 120 * 1024 }); // out-of-order share 90 KiB, urgent 104 KiB
     const a = new Kcp(1, () => {}, { ...TURBO, arena });
     const b = new Kcp(2, () => {}, { ...TURBO, arena });
     for (let sn = 0; sn < 66; sn++) a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
-    expect(arena.receive.inUse).toBe(5 * 16384);
+    expect(arena.receive.inUse).toBe(5 * 16384 + 66 * KCP_SEGMENT_BYTES);
     expect(a.counters().pushOverBudget).toBe(0);
     b.input(push(2, 5, new Uint8Array(1000)), 0);
     expect(b.counters().pushOverBudget).toBe(1);
@@ -472,7 +473,7 @@ describe('Kcps sharing one arena', () => {
     b.input(push(2, 0, new Uint8Array(1000)), 0);
     expect(b.counters().pushOverBudget).toBe(1);
     expect(b.rcvQueueLength).toBe(1);
-    expect(arena.receive.inUse).toBe(5 * 16384);
+    expect(arena.receive.inUse).toBe(5 * 16384 + 67 * KCP_SEGMENT_BYTES);
   });
 
 
@@ -495,5 +496,100 @@ describe('Kcps sharing one arena', () => {
     }
     for (const p of pairs) expectMessages(p.got, 100, 1000);
     expect(arena.counters().receiveDropped).toBeGreaterThan(0);
+  });
+});
+
+describe('send budget and segment records', () => {
+  it('an arena with maxSendBytes refuses a send beyond it with -4, queueing nothing; acknowledged segments give their bytes back', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxSendBytes: budget });
+    expect(arena.maxSendBytes).toBe(budget);
+    const p = new Pair(1, new KcpArena(), { ...TURBO, arena });
+    p.a.update(0);
+    p.b.update(0);
+    let accepted = 0;
+    let refusedAt = -1;
+    for (let i = 0; i < 1000; i++) {
+      const waiting = p.a.waitSnd();
+      const held = p.a.sendBytes;
+      const r = p.a.send(message(i, 3000)); // 3 segments each
+      expect(arena.sendBytes).toBeLessThanOrEqual(budget);
+      if (r === -4) {
+        refusedAt = i;
+        expect([p.a.waitSnd(), p.a.sendBytes]).toEqual([waiting, held]); // nothing queued, nothing charged
+        break;
+      }
+      expect(r).toBe(0);
+      accepted++;
+    }
+    expect(refusedAt).toBeGreaterThan(40); // 3000 bytes of payload + 3 records each: most of the budget
+    expect(p.a.counters().sendOverBudget).toBe(1);
+    expect(arena.counters()).toMatchObject({ sendRefused: 1, sendRefusedBytes: 3000 });
+    // Zero-length messages are one record each, charged too: they cannot grow the queue past the budget.
+    let empties = 0;
+    while (p.a.send(new Uint8Array(0)) === 0) empties++;
+    expect(empties).toBeLessThan(budget / 200);
+    expect(arena.sendBytes).toBeLessThanOrEqual(budget);
+    // Delivered and acknowledged: the budget is back, and sending works again.
+    for (let now = 10; now < 10_000 && p.got.length < accepted; now += 10) p.step(now, true);
+    expect(p.got.length).toBe(accepted);
+    for (let now = 10_000; now < 10_500; now += 10) p.step(now, true);
+    expect(p.a.waitSnd()).toBe(0);
+    expect(p.a.sendBytes).toBe(0);
+    expect(p.a.send(message(0, 3000))).toBe(0);
+  });
+
+  it('a message whose last segment finds no room gives back the segments already copied', () => {
+    // 3 slabs: copies may use 2 (records included). A slab takes 11 segments of 1376 bytes, so the
+    // sixth two-segment message copies its first segment into the first slab and finds no room for
+    // its second.
+    const arena = new KcpArena({ maxSendBytes: 3 * 16384 });
+    const k = new Kcp(1, () => {}, { arena });
+    const two = new Uint8Array(2 * 1376);
+    for (let i = 0; i < 5; i++) expect(k.send(two)).toBe(0);
+    const before = [k.waitSnd(), k.sendBytes, arena.send.inUse];
+    expect(k.send(two)).toBe(-4);
+    expect([k.waitSnd(), k.sendBytes, arena.send.inUse]).toEqual(before);
+    expect(k.counters().sendOverBudget).toBe(1);
+    // No copy of the refused message is left behind: once the others are gone the slab is empty and
+    // starts over, so eleven segments fit in it again.
+    k.dispose();
+    const k2 = new Kcp(2, () => {}, { arena });
+    for (let i = 0; i < 11; i++) expect(k2.send(new Uint8Array(1376))).toBe(0);
+    expect(arena.send.inUse).toBe(16384 + 11 * KCP_SEGMENT_BYTES);
+  });
+
+  it('maxSendBytes on a Kcp bounds what that Kcp holds to send (payload plus a record per segment)', () => {
+    const k = new Kcp(1, () => {}, { maxSendBytes: 10_000 });
+    expect(k.maxSendBytes).toBe(10_000);
+    let n = 0;
+    while (k.send(new Uint8Array(1000)) === 0) n++;
+    expect(k.sendBytes).toBeLessThanOrEqual(10_000);
+    expect(n).toBeGreaterThan(5);
+    expect(n).toBeLessThan(10);
+    expect(k.counters().sendOverBudget).toBe(1);
+    expect(k.arena.counters().sendRefused).toBe(1);
+    expect(() => new Kcp(1, () => {}, { maxSendBytes: 0 })).toThrow(GamewireError);
+    expect(() => new KcpArena({ maxSendBytes: -5 })).toThrow(GamewireError);
+    // Without a budget (the default), a Kcp queues as C does, up to maxSendQueueSegments.
+    expect(new Kcp(1, () => {}).maxSendBytes).toBe(Infinity);
+    expect(new KcpArena().maxSendBytes).toBe(Infinity);
+  });
+
+  it('empty out-of-order segments are charged a record each: a flood of them stops at the receive budget', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const k = new Kcp(1, () => {}, { ...TURBO, rcvWnd: 65535, arena });
+    k.update(0);
+    for (let sn = 1; sn < 65535; sn++) {
+      k.input(push(1, sn, new Uint8Array(0)), 0);
+      if (sn % 512 === 0) k.flush();
+      if (arena.receiveBytes > budget) expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+    }
+    expect(k.counters().pushOverBudget).toBeGreaterThan(0);
+    expect(k.rcvBufLength).toBeLessThan(budget / 200);
+    expect(arena.counters().receiveDropped).toBe(k.counters().pushOverBudget);
+    k.dispose();
+    expect(arena.receive.inUse).toBe(0);
   });
 });
