@@ -57,6 +57,14 @@ export interface KcpSessionOptions {
    * windows. Honest traffic needs about 2 × rcvWnd × (mss + 48) per receiving session.
    */
   maxReceiveBytes?: number;
+  /**
+   * What all sessions together hold to send (queued and unacknowledged payload plus 256 B per
+   * segment), bytes: the send budget of the host's one `KcpArena` (default 24 MiB,
+   * `KCP_HOST_MAX_SEND_BYTES_DEFAULT`). Each session may hold at most `kcp.maxSendBytes` of it
+   * (`KcpServer`: 256 KiB by default, so that no session takes the budget from the others). A `send`
+   * beyond either throws `queue-full` and is counted (`arena.counters().sendRefused`).
+   */
+  maxSendBytes?: number;
   /** Send the ACKs an input owes at once (`Kcp.flushAcks`), not at the next interval; data still waits (default false). */
   immediateAck?: boolean;
   /** Send a keep-alive probe (a KCP WASK) after this long without receiving anything (default 1000; 0 off). */
@@ -110,8 +118,14 @@ interface ResolvedOptions {
   lingerTimeoutMs: number;
   maxOutboxDatagrams: number;
   maxReceiveBytes: number | undefined;
+  maxSendBytes: number;
   random: (out: Uint8Array) => void;
 }
+
+/** Default `KcpSessionOptions.maxSendBytes`: 24 MiB for all the sessions of a host. */
+export const KCP_HOST_MAX_SEND_BYTES_DEFAULT = 24 * 1024 * 1024;
+/** Default `kcp.maxSendBytes` of each `KcpServer` session: 256 KiB (a 127-fragment message fits). */
+export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 256 * 1024;
 
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;
@@ -137,6 +151,9 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
   const mrb = o.maxReceiveBytes;
   checkConfig(mrb === undefined || mrb === Infinity || (Number.isInteger(mrb) && mrb >= 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
   checkConfig(mrb === undefined || kcp.arena === undefined, 'give maxReceiveBytes or kcp.arena, not both');
+  const msb = o.maxSendBytes;
+  checkConfig(msb === undefined || msb === Infinity || (Number.isInteger(msb) && msb >= 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(msb === undefined || kcp.arena === undefined, 'give maxSendBytes or kcp.arena, not both');
   return {
     mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
     keepAliveMs: ms(o.keepAliveMs, 1000, 'keepAliveMs'),
@@ -145,6 +162,7 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
     lingerTimeoutMs: ms(o.lingerTimeoutMs, 5000, 'lingerTimeoutMs'),
     maxOutboxDatagrams: maxOut,
     maxReceiveBytes: mrb,
+    maxSendBytes: msb ?? KCP_HOST_MAX_SEND_BYTES_DEFAULT,
     random: o.random ?? cryptoRandom,
   };
 }
@@ -215,13 +233,19 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   /**
    * Queue one message (message mode) or bytes (stream mode); the bytes are copied. Throws
    * `closed` after close, `message-too-large` beyond 127 fragments (`kcp.maxMessageSize`),
-   * `queue-full` when `maxSendQueueSegments` would be exceeded (check `kcp.waitSnd()` to pace).
+   * `queue-full` when `kcp.maxSendQueueSegments`, this session's `kcp.maxSendBytes` or the host's
+   * `maxSendBytes` would be exceeded; nothing is queued then (pace with `kcp.sendBytes` or
+   * `kcp.waitSnd()`).
    */
   send(data: Uint8Array): void {
     if (this.state_ !== 'open') throw new GamewireError('closed', `send on a ${this.state_} session`);
-    const r = this.kcp.send(data);
-    if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${this.kcp.maxMessageSize}`);
-    if (r === -4) throw new GamewireError('queue-full', `send queue holds ${this.kcp.sndQueueLength} segments`);
+    const k = this.kcp;
+    const r = k.send(data);
+    if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${k.maxMessageSize}`);
+    if (r === -4) {
+      throw new GamewireError('queue-full', `send of ${data.length} bytes refused: the session holds ${k.waitSnd()} segments, ` +
+        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.owner.arena.sendBytes} of ${this.owner.arena.maxSendBytes}`);
+    }
     this.parked = false;
     this.owner.touch(this);
   }
@@ -441,7 +465,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   constructor(options: KcpSessionOptions, maxSessions: number) {
     this.opts = resolveOptions(options);
-    this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes });
+    this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes, maxSendBytes: this.opts.maxSendBytes });
     this.host = new Host<KcpSession, KcpSessionEvent>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
@@ -578,6 +602,7 @@ export class KcpServer extends SessionHost {
     checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
     super(options, max);
     this.maxSessions = max;
+    this.opts.kcp.maxSendBytes ??= KCP_SESSION_MAX_SEND_BYTES_DEFAULT;
     this.acceptConv = options.acceptConv;
     if (this.opts.mode === 'cookie') {
       let key = options.cookieKey;
