@@ -348,7 +348,9 @@ describe('Kcp on a KcpArena', () => {
     expect(maxHeld).toBeLessThanOrEqual(budget);
     expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384 + 127 * KCP_SEGMENT_BYTES);
     victim.dispose();
-    expect(arena.receiveBytes).toBeLessThanOrEqual(3 * 16384);
+    // Slabs; what else is charged is the honest receiver's pending-ACK list, kept once grown.
+    expect(arena.receiveBytes - arena.receive.charged).toBeLessThanOrEqual(3 * 16384);
+    expect(arena.receive.charged).toBeLessThanOrEqual(2 * TURBO.rcvWnd! * 4);
   });
 
   it('peers filling the out-of-order share of a shared budget do not stop another session', () => {
@@ -464,7 +466,11 @@ describe('Kcps sharing one arena', () => {
     const arena = new KcpArena({ maxReceiveBytes: 120 * 1024 }); // out-of-order share 90 KiB, urgent 104 KiB
     const a = new Kcp(1, () => {}, { ...TURBO, arena });
     const b = new Kcp(2, () => {}, { ...TURBO, arena });
-    for (let sn = 0; sn < 66; sn++) a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
+    a.update(0);
+    for (let sn = 0; sn < 66; sn++) {
+      a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
+      a.flush(); // its ACKs leave at once, so its pending-ACK list never grows (and is not charged)
+    }
     expect(arena.receive.inUse).toBe(5 * 16384 + 66 * KCP_SEGMENT_BYTES);
     expect(a.counters().pushOverBudget).toBe(0);
     b.input(push(2, 5, new Uint8Array(1000)), 0);
@@ -591,5 +597,28 @@ describe('send budget and segment records', () => {
     expect(arena.counters().receiveDropped).toBe(k.counters().pushOverBudget);
     k.dispose();
     expect(arena.receive.inUse).toBe(0);
+  });
+});
+
+describe('pending ACKs and the receive budget', () => {
+  it('a list grown by a burst of duplicate PUSHes is charged to the receive budget; ACKs beyond it are dropped and counted', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const k = new Kcp(1, () => {}, { ...TURBO, arena });
+    k.update(0);
+    // 65,536 copies of one in-window segment before the next flush: each is acknowledged again.
+    const d = new Uint8Array(58 * KCP_OVERHEAD);
+    for (let i = 0; i < 58; i++) encodeKcpHeader(d, i * KCP_OVERHEAD, { conv: 1, cmd: KcpCommand.PUSH, frg: 0, wnd: 128, ts: 0, sn: 0, una: 0, len: 0 });
+    for (let i = 0; i < 1130; i++) {
+      k.input(d, 0);
+      if (arena.receiveBytes > budget) expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+    }
+    expect(k.pendingAckCount * 8).toBeLessThanOrEqual(budget);
+    expect(k.counters().ackListFull).toBeGreaterThan(0);
+    expect(arena.receive.charged).toBeGreaterThan(k.pendingAckCount * 8 - 128);
+    k.flush();
+    expect(k.pendingAckCount).toBe(0);
+    k.dispose();
+    expect(arena.receive.charged).toBe(0);
   });
 });

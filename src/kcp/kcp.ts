@@ -318,6 +318,8 @@ export class Kcp {
   // them (see releaseAcks).
   private acks: Uint32Array = NO_ACKS;
   private ackCount = 0;
+  // Bytes of a grown list charged to the arena's receive budget (kept until dispose, as the list is).
+  private acksCharged = 0;
 
   /**
    * @param conv conversation id, u32, equal on both ends.
@@ -893,7 +895,16 @@ export class Kcp {
       if (n === 0) {
         this.acks = this.arena.takeAckList();
       } else {
-        const grown = new Uint32Array(Math.min(this.acks.length * 2, 2 * this.maxPendingAcks));
+        // A grown list is the peer's doing (every PUSH in the window is acknowledged, duplicates
+        // too): it is charged to the receive budget, like data held for the peer.
+        const size = Math.min(this.acks.length * 2, 2 * this.maxPendingAcks);
+        const more = (size - this.acks.length) * 4;
+        if (!this.arena.receive.charge(more)) {
+          this.stats.ackListFull++;
+          return;
+        }
+        this.acksCharged += more;
+        const grown = new Uint32Array(size);
         grown.set(this.acks);
         this.acks = grown;
       }
@@ -1285,6 +1296,8 @@ export class Kcp {
     this.sndUna_ = this.sndNxt_;
     this.ackCount = 0;
     this.acks = NO_ACKS;
+    receive.uncharge(this.acksCharged);
+    this.acksCharged = 0;
   }
 
   /** True after `dispose()`. */
