@@ -166,7 +166,7 @@ describe('anti-amplification (raw mode)', () => {
       e.runUntil(0, 20_000);
       const sent = e.sent.get('victim:1')!;
       expect(sent.bytes).toBeLessThanOrEqual(3 * push.length);
-      expect(sent.datagrams).toBeLessThanOrEqual(3);
+      expect(sent.datagrams).toBeLessThanOrEqual(4); // an ACK, the echo twice, one window probe
       expect(e.server.counters().addressesValidated).toBe(0);
       expect(e.server.counters().heldUnvalidated).toBeGreaterThan(0);
     });
@@ -327,7 +327,7 @@ describe('anti-amplification: validation and honest clients (raw mode)', () => {
       if (ev.type === 'message') for (let i = 0; i < 40; i++) ev.session.send(new Uint8Array(1300));
     }
     e.run(10); // one flush: 40 datagrams (the ACK rides with the first), none of which fits 3 × 124 bytes
-    expect(e.sent.get('spoof:1')).toBeUndefined();
+    expect(e.sent.get('spoof:1')).toEqual({ datagrams: 1, bytes: KCP_OVERHEAD }); // a window probe, no more
     expect(e.server.counters().droppedUnvalidated).toBe(40 - 16);
     expect(e.server.counters().heldUnvalidated).toBe(1);
   });
@@ -466,5 +466,28 @@ describe('sessions per address', () => {
     };
     expect(['10.0.0.1:5', '10.0.0.1:6', '[::1]:5', '[::1]:6', '[2001:db8::1]:7', '[2001:db8::2]:7', 'peer-a', 'peer-b', 'peer-a:1'].map(open))
       .toEqual([true, false, true, false, true, true, true, true, false]);
+  });
+});
+
+describe('anti-amplification: a small request, a large answer (raw mode)', () => {
+  it('the server earns its allowance with window probes, which every KCP answers: the answer arrives within a second', () => {
+    const world = new World({ seed: 6, link: { latencyMs: 15, jitterMs: 3 }, integerTime: true, startMs: 0 });
+    const server = new KcpServer({ kcp: FAST, random: seeded(1) });
+    world.add('server', server);
+    // No keep-alive: like a C KCP client, it sends nothing once its request is acknowledged.
+    const client = new KcpClient({ conv: 3, kcp: FAST, keepAliveMs: 0, remote: 'server', random: seeded(2) });
+    world.add('c1', client);
+    let got = 0;
+    world.at(1, () => client.send(new Uint8Array(1).fill(1))); // a 25-byte datagram
+    const r = world.runUntil(() => {
+      for (let ev = server.pollEvent(); ev !== undefined; ev = server.pollEvent()) {
+        if (ev.type === 'message') for (let i = 0; i < 20; i++) ev.session.send(new Uint8Array(1000).fill(i));
+      }
+      for (let ev = client.pollEvent(); ev !== undefined; ev = client.pollEvent()) if (ev.type === 'message') got++;
+      return got === 20;
+    }, { maxTimeMs: 10_000 });
+    expect(r.ok).toBe(true);
+    expect(world.now).toBeLessThan(1500);
+    expect(server.counters().addressesValidated).toBe(1);
   });
 });

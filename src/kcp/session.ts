@@ -101,12 +101,13 @@ export type KcpHostCounter =
   | 'datagramsOut'
   | 'addressesValidated'
   | 'heldUnvalidated'
+  | 'probesUnvalidated'
   | 'droppedUnvalidated';
 
 const COUNTERS: readonly KcpHostCounter[] = [
   'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
   'refusedAddress', 'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
-  'transmitTooLarge', 'datagramsOut', 'addressesValidated', 'heldUnvalidated', 'droppedUnvalidated',
+  'transmitTooLarge', 'datagramsOut', 'addressesValidated', 'heldUnvalidated', 'probesUnvalidated', 'droppedUnvalidated',
 ];
 
 /** Copies of each CLOSE packet sent (it is unreliable; the peer's idle timeout covers all being lost). */
@@ -134,6 +135,8 @@ class RawAddress {
   wrong = 0;
   /** A datagram for it is waiting for more bytes from it. */
   waiting = false;
+  /** `rx` when we last sent it a window probe to earn allowance (one per reply). */
+  probedAt = -1;
 }
 
 /**
@@ -404,12 +407,23 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const g = this.gate;
     const waited = out.length - this.outHead <= this.unvalidated;
     if (g !== undefined && !g.validated) {
-      if (waited && g.tx + g.queued + b.length > this.owner.amplificationLimit * g.rx) {
-        if (this.state_ === 'closed') this.dropOutbox();
-        else {
-          g.waiting = true;
-          if (!this.headHeld) this.owner.ctr.add('heldUnvalidated');
-          this.headHeld = true;
+      const allowance = this.owner.amplificationLimit * g.rx - g.tx - g.queued;
+      if (waited && b.length > allowance) {
+        if (this.state_ === 'closed') {
+          this.dropOutbox();
+          return undefined;
+        }
+        g.waiting = true;
+        if (!this.headHeld) this.owner.ctr.add('heldUnvalidated');
+        this.headHeld = true;
+        // Every KCP answers a window probe (WASK) with its window (WINS, 24 bytes): it earns three
+        // times its size, and it is sent only again once the address has sent something since, so a
+        // client that went quiet after its request still gets its answer, and a spoofed one no more.
+        if (g.rx > g.probedAt && allowance >= KCP_OVERHEAD) {
+          g.probedAt = g.rx;
+          g.tx += KCP_OVERHEAD;
+          this.owner.ctr.add('probesUnvalidated');
+          return this.probe();
         }
         return undefined;
       }
@@ -520,13 +534,17 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
   sendKeepAlive(): void {
+    this.owner.ctr.add('keepAlivesSent');
+    this.enqueue(this.probe());
+  }
+
+  private probe(): Uint8Array {
     const k = this.kcp;
     const p = this.cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
     const b = new Uint8Array(p + KCP_OVERHEAD);
     if (p > 0) writeU32LE(b, 0, this.cookie!);
     writeKeepAlive(b, p, this.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
-    this.owner.ctr.add('keepAlivesSent');
-    this.enqueue(b);
+    return b;
   }
 
   /** KCP's output callback: copy (with the cookie prefix). */
