@@ -11,7 +11,7 @@ import {
 } from './session.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
-  isWellFormedKcp, sipHashLow32, writeKeepAlive,
+  isWellFormedKcp, KcpRefuseReason, sipHashLow32, writeKeepAlive,
 } from './session-wire.js';
 
 /** Deterministic "CSPRNG" for tests only. */
@@ -515,7 +515,8 @@ describe('docs/kcp-session.md wire vectors', () => {
     const b = new Uint8Array(64);
     expect(hex(b.subarray(0, encodeConnect(b, 0x04030201)))).toBe(vector('CONNECT'));
     expect(hex(b.subarray(0, encodeAccept(b, 0x04030201, 0x11223344, 0xa1b2c3d4)))).toBe(vector('ACCEPT'));
-    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, 1)))).toBe(vector('REFUSE'));
+    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, KcpRefuseReason.SERVER_FULL)))).toBe(vector('REFUSE'));
+    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, KcpRefuseReason.ADDRESS_FULL)))).toBe(vector('REFUSE_ADDRESS'));
     expect(hex(b.subarray(0, encodeClose(b, 0x11223344, 0xa1b2c3d4)))).toBe(vector('CLOSE'));
     expect(hex(b.subarray(0, writeKeepAlive(b, 0, 0x11223344, 128, 5)))).toBe(vector('KEEPALIVE'));
     expect(decodeControl(Buffer.from(vector('ACCEPT'), 'hex'))).toMatchObject({
@@ -523,6 +524,7 @@ describe('docs/kcp-session.md wire vectors', () => {
     });
     expect(decodeControl(Buffer.from(vector('CONNECT'), 'hex'))).toMatchObject({ ok: true, value: { type: 'connect', nonce: 0x04030201 } });
     expect(decodeControl(Buffer.from(vector('REFUSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'refuse', reason: 1 } });
+    expect(decodeControl(Buffer.from(vector('REFUSE_ADDRESS'), 'hex'))).toMatchObject({ ok: true, value: { type: 'refuse', reason: 2 } });
     expect(decodeControl(Buffer.from(vector('CLOSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'close', conv: 0x11223344 } });
     const key = cookieKeyFromBytes(Buffer.from(vector('COOKIE_KEY'), 'hex'));
     const cookie = deriveCookie(key, '127.0.0.1:40000', 0x11223344);
