@@ -225,6 +225,28 @@ describe('SlabPool', () => {
   });
 });
 
+describe('SlabPool charges (records)', () => {
+  it('charges beside copies never take inUse past the limit, also for urgent copies into the slab being filled', () => {
+    const pool = new SlabPool(1024, 256, 64, 2); // urgent copies and charges up to 768 bytes
+    let n = 0;
+    for (let i = 0; i < 200; i++) {
+      const h = holder();
+      if (pool.copy(h, new Uint8Array(8), 0, 8, true, 32)) n++;
+      if (i % 3 === 0) pool.charge(32, true);
+      expect(pool.inUse).toBeLessThanOrEqual(pool.urgentBytes);
+      expect(pool.allocated).toBeLessThanOrEqual(1024);
+    }
+    expect(n).toBeGreaterThan(5);
+    expect(n).toBeLessThan(20);
+    // Not urgent: refused once inUse would pass laterBytes.
+    const later = new SlabPool(4096, 256, 64, 2);
+    for (let i = 0; i < 400; i++) {
+      later.copy(holder(), new Uint8Array(8), 0, 8, false, 32);
+      expect(later.inUse).toBeLessThanOrEqual(later.laterBytes);
+    }
+  });
+});
+
 describe('KcpArena', () => {
   it('checks its budget', () => {
     expect(() => new KcpArena({ maxReceiveBytes: -1 })).toThrow(GamewireError);

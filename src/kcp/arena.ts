@@ -166,34 +166,46 @@ export class SlabPool {
    * Copy `src[from, to)` into `owner` (its `data`, `slab`, `held`), or return false and change nothing
    * when the budget refuses it: an `urgent` copy when it needs new memory that would take `inUse`
    * above `urgentBytes` even after packing the live copies of the emptiest slabs together (see
-   * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above.
+   * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above. `extra`
+   * bytes (what the copy's record costs) are charged with it, as `charge` would; give them back with
+   * `release(owner, extra)`.
    */
-  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false): boolean {
+  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false, extra = 0): boolean {
     const len = to - from;
     const slab = this.cur;
     // Kept small: TurboFan inlines callees into Kcp.send and Kcp.input until a budget of bytecodes is
     // spent, and what it leaves out costs a call each. A new slab, a large copy and the budget are
     // in `copySlow` (below `laterBytes` no copy is refused).
-    if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse > this.laterBytes) {
-      return this.copySlow(owner, src, from, len, urgent);
+    if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse + extra > this.laterBytes) {
+      return this.copySlow(owner, src, from, len, urgent, extra);
     }
     this.put(owner, slab, src, from, len);
+    this.inUse += extra;
+    this.charged += extra;
     return true;
   }
 
-  private copySlow(owner: SlabCopy, src: Uint8Array, from: number, len: number, urgent: boolean): boolean {
-    const limit = urgent ? this.urgentBytes : this.laterBytes;
-    if (!urgent && this.inUse > limit) return false;
+  private copySlow(owner: SlabCopy, src: Uint8Array, from: number, len: number, urgent: boolean, extra: number): boolean {
+    const limit = (urgent ? this.urgentBytes : this.laterBytes) - extra;
+    if (this.inUse > limit) {
+      if (!urgent) return false;
+      // An urgent copy may fill the slab in use, which takes no more memory; its record does.
+      if (extra > 0 && !this.squeeze(limit)) return false;
+    }
     if (len > this.maxPiece) {
       if (this.inUse + len > limit && !(urgent && this.squeeze(limit - len))) return false;
-      while (this.allocated + len > this.maxBytes && this.free.length > 0) this.free.pop();
+      while (this.allocated + len + extra > this.maxBytes && this.free.length > 0) this.free.pop();
       owner.data = src.slice(from, from + len);
       owner.slab = undefined;
       owner.held = len;
       this.inUse += len;
-      return true;
+    } else if (!this.place(owner, src, from, len, limit, urgent)) return false;
+    if (extra > 0) {
+      while (this.allocated + extra > this.maxBytes && this.free.length > 0) this.free.pop();
+      this.inUse += extra;
+      this.charged += extra;
     }
-    return this.place(owner, src, from, len, limit, urgent);
+    return true;
   }
 
   /**
@@ -223,11 +235,16 @@ export class SlabPool {
     this.inUse += buffer.length;
   }
 
-  /** Drop `owner`'s copy (once; a second call does nothing). Its `data` stays readable until reused. */
-  release(owner: SlabCopy): void {
+  /**
+   * Drop `owner`'s copy (once; a second call does nothing), and give back `extra` bytes charged with
+   * it (pass them once). Its `data` stays readable until reused.
+   */
+  release(owner: SlabCopy, extra = 0): void {
     const slab = owner.slab;
     const held = owner.held;
     owner.held = 0;
+    this.inUse -= extra;
+    this.charged -= extra;
     if (slab === undefined) {
       this.inUse -= held;
       return;
@@ -493,7 +510,7 @@ export class KcpArena {
 
   /**
    * Sent segments held now (queued or unacknowledged), bytes: payload in use, slabs kept for reuse
-   * and `KCP_SEGMENT_BYTES` per segment (≤ `maxSendBytes`).
+   * and, by `Kcp`s under a send budget, `KCP_SEGMENT_BYTES` per segment (≤ `maxSendBytes`).
    */
   get sendBytes(): number {
     return this.send.allocated;

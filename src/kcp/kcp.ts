@@ -264,6 +264,8 @@ export class Kcp {
   readonly maxPendingAcks: number;
   /** Bound on what this `Kcp` holds to send, bytes (see `KcpOptions.maxSendBytes`). */
   readonly maxSendBytes: number;
+  // A send budget applies (this Kcp's or its arena's): only then are records charged to the send pool.
+  private readonly sendBudgeted: boolean;
   /** Where this `Kcp`'s payload copies and scratch buffers live (see `KcpOptions.arena`). */
   readonly arena: KcpArena;
 
@@ -344,6 +346,7 @@ export class Kcp {
       throw new GamewireError('invalid-argument', 'arena must be a KcpArena');
     }
     this.arena = o.arena ?? new KcpArena();
+    this.sendBudgeted = maxB !== Infinity || this.arena.maxSendBytes !== Infinity;
     if (o.mtu !== undefined && this.setMtu(o.mtu) !== 0) {
       throw new GamewireError('invalid-argument', `mtu must be at least ${KCP_MTU_MIN}, got ${o.mtu}`);
     }
@@ -623,27 +626,18 @@ export class Kcp {
       this.stats.sendQueueFull++;
       return -4;
     }
-    // Memory is checked before anything changes: a refused send queues nothing, not even a top-up.
     const pool = this.arena.send;
     const segs = count < KCP_WND_RCV ? count : 0;
     const grow = extend > 0 && tail!.len + extend > tail!.data.length ? this.grownSize(tail!, extend) : 0;
-    if (this.sendHeld + extend + (segs > 0 ? rest : 0) + segs * KCP_SEGMENT_BYTES > this.maxSendBytes ||
-      (grow > 0 && !pool.charge(grow, true))) return this.overBudget(len);
-    if (segs > 0 && !pool.charge(segs * KCP_SEGMENT_BYTES, true)) {
-      pool.uncharge(grow);
-      return this.overBudget(len);
-    }
+    // Memory is checked before anything changes: a refused send queues nothing, not even a top-up.
+    if (this.sendBudgeted && !this.chargeSend(extend + (segs > 0 ? rest : 0), segs, grow)) return this.overBudget(len);
 
     if (segs > 0) {
       // One slab copy per segment, so a long message needs no buffer of its own.
       for (let i = 0, off = extend; i < count; i++) {
         const size = Math.min(mss, len - off);
         const seg = new Segment(size, this.stream_ ? 0 : count - i - 1);
-        if (size > 0 && !pool.copy(seg, data, off, off + size, true)) {
-          for (let j = 0; j < i; j++) pool.release(this.sndQueue.pop()!);
-          pool.uncharge(grow + segs * KCP_SEGMENT_BYTES);
-          return this.overBudget(len);
-        }
+        if (size > 0 && !pool.copy(seg, data, off, off + size, true)) return this.unsend(i, segs, grow, len);
         this.sndQueue.push(seg);
         off += size;
       }
@@ -659,6 +653,27 @@ export class Kcp {
       return this.sendReturnsBytes && this.stream_ && extend > 0 ? extend : -2;
     }
     return this.sendReturnsBytes ? data.length : 0;
+  }
+
+  // Under a send budget: `bytes` of payload in `segs` new segments (and `grow` bytes for a stream
+  // top-up's larger buffer) fit this Kcp's share and, charged, the arena's budget.
+  private chargeSend(bytes: number, segs: number, grow: number): boolean {
+    if (this.sendHeld + bytes + segs * KCP_SEGMENT_BYTES > this.maxSendBytes) return false;
+    const pool = this.arena.send;
+    if (grow > 0 && !pool.charge(grow, true)) return false;
+    if (segs > 0 && !pool.charge(segs * KCP_SEGMENT_BYTES, true)) {
+      pool.uncharge(grow);
+      return false;
+    }
+    return true;
+  }
+
+  // The copy of a message's segment `i` found no room: give back the `i` copied before it and the charges.
+  private unsend(i: number, segs: number, grow: number, bytes: number): -4 {
+    const pool = this.arena.send;
+    for (let j = 0; j < i; j++) pool.release(this.sndQueue.pop()!);
+    if (this.sendBudgeted) pool.uncharge(grow + segs * KCP_SEGMENT_BYTES);
+    return this.overBudget(bytes);
   }
 
   private overBudget(bytes: number): -4 {
@@ -679,7 +694,7 @@ export class Kcp {
       grown.set(tail.len === tail.data.length ? tail.data : tail.data.subarray(0, tail.len));
       const pool = this.arena.send;
       pool.release(tail);
-      pool.uncharge(grow);
+      if (this.sendBudgeted) pool.uncharge(grow);
       pool.adopt(tail, grown);
     }
     tail.data.set(extend === data.length ? data : data.subarray(0, extend), tail.len);
@@ -748,8 +763,7 @@ export class Kcp {
       if (out !== undefined) out.set(seg.data, len);
       // A slab view is copied: the slab is reused once its copies are released.
       else first = seg.slab === undefined ? seg.data : seg.data.slice();
-      pool.release(seg);
-      pool.uncharge(KCP_SEGMENT_BYTES);
+      pool.release(seg, KCP_SEGMENT_BYTES);
       len += seg.len;
       if (seg.frg === 0) break;
     }
@@ -861,12 +875,7 @@ export class Kcp {
     // empty segments cannot be held without limit.
     const pool = this.arena.receive;
     const urgent = sn === this.rcvNxt_;
-    if (!pool.charge(KCP_SEGMENT_BYTES, urgent)) {
-      this.refused(len);
-      return;
-    }
-    if (len > 0 && !pool.copy(seg, data, off, off + len, urgent)) {
-      pool.uncharge(KCP_SEGMENT_BYTES);
+    if (len > 0 ? !pool.copy(seg, data, off, off + len, urgent, KCP_SEGMENT_BYTES) : !pool.charge(KCP_SEGMENT_BYTES, urgent)) {
       this.refused(len);
       return;
     }
@@ -953,9 +962,7 @@ export class Kcp {
 
   // An acknowledged (or disposed) segment gives back its copy, its record's charge and its share.
   private dropSent(seg: Segment): void {
-    const pool = this.arena.send;
-    pool.release(seg);
-    pool.uncharge(KCP_SEGMENT_BYTES);
+    this.arena.send.release(seg, this.sendBudgeted ? KCP_SEGMENT_BYTES : 0);
     this.sendHeld -= seg.len + KCP_SEGMENT_BYTES;
   }
 
@@ -1283,10 +1290,7 @@ export class Kcp {
     this.disposed = true;
     const receive = this.arena.receive;
     const releaseSend = (seg: Segment): void => this.dropSent(seg);
-    const releaseReceive = (seg: Segment): void => {
-      receive.release(seg);
-      receive.uncharge(KCP_SEGMENT_BYTES);
-    };
+    const releaseReceive = (seg: Segment): void => receive.release(seg, KCP_SEGMENT_BYTES);
     for (let seg = this.sndQueue.shift(); seg !== undefined; seg = this.sndQueue.shift()) releaseSend(seg);
     for (let seg = this.rcvQueue.shift(); seg !== undefined; seg = this.rcvQueue.shift()) releaseReceive(seg);
     this.sndBuf.drain(releaseSend);
