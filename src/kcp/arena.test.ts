@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import { KcpArena, SlabPool, type SlabCopy } from './arena.js';
+import { KcpArena, KCP_SEGMENT_BYTES, SlabPool, type SlabCopy } from './arena.js';
 import { Kcp, type KcpOptions } from './kcp.js';
 import { encodeKcpHeader, KCP_OVERHEAD, KcpCommand } from './segment.js';
 
@@ -225,6 +225,28 @@ describe('SlabPool', () => {
   });
 });
 
+describe('SlabPool charges (records)', () => {
+  it('charges beside copies never take inUse past the limit, also for urgent copies into the slab being filled', () => {
+    const pool = new SlabPool(1024, 256, 64, 2); // urgent copies and charges up to 768 bytes
+    let n = 0;
+    for (let i = 0; i < 200; i++) {
+      const h = holder();
+      if (pool.copy(h, new Uint8Array(8), 0, 8, true, 32)) n++;
+      if (i % 3 === 0) pool.charge(32, true);
+      expect(pool.inUse).toBeLessThanOrEqual(pool.urgentBytes);
+      expect(pool.allocated).toBeLessThanOrEqual(1024);
+    }
+    expect(n).toBeGreaterThan(5);
+    expect(n).toBeLessThan(20);
+    // Not urgent: refused once inUse would pass laterBytes.
+    const later = new SlabPool(4096, 256, 64, 2);
+    for (let i = 0; i < 400; i++) {
+      later.copy(holder(), new Uint8Array(8), 0, 8, false, 32);
+      expect(later.inUse).toBeLessThanOrEqual(later.laterBytes);
+    }
+  });
+});
+
 describe('KcpArena', () => {
   it('checks its budget', () => {
     expect(() => new KcpArena({ maxReceiveBytes: -1 })).toThrow(GamewireError);
@@ -236,7 +258,7 @@ describe('KcpArena', () => {
     expect(a.receive.laterBytes).toBe(75_000);
     expect(new KcpArena({ maxReceiveBytes: 20_000 }).receive.laterBytes).toBe(20_000 - 16384);
     expect(new KcpArena({ maxReceiveBytes: 1000 }).receive.urgentBytes).toBe(0);
-    expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, compactions: 0, compactedBytes: 0 });
+    expect(a.counters()).toEqual({ receiveDropped: 0, receiveDroppedBytes: 0, sendRefused: 0, sendRefusedBytes: 0, compactions: 0, compactedBytes: 0 });
   });
 
   it('gives each nesting level of flushes its own scratch buffer, grown to need', () => {
@@ -343,11 +365,14 @@ describe('Kcp on a KcpArena', () => {
     expect(victim.rcvBufLength).toBe(127); // all held, none dropped
     expect(victim.counters().pushOverBudget).toBe(0);
     expect(arena.counters().compactions).toBeGreaterThan(50);
-    // 127 live bytes, 8 each with alignment: far below the 127 × 16 KiB they would pin uncompacted.
+    // 127 live bytes, 8 each with alignment (and a record each): far below the 127 × 16 KiB they
+    // would pin uncompacted.
     expect(maxHeld).toBeLessThanOrEqual(budget);
-    expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384);
+    expect(arena.receiveBytes).toBeLessThanOrEqual(4 * 16384 + 127 * KCP_SEGMENT_BYTES);
     victim.dispose();
-    expect(arena.receiveBytes).toBeLessThanOrEqual(3 * 16384);
+    // Slabs; what else is charged is the honest receiver's pending-ACK list, kept once grown.
+    expect(arena.receiveBytes - arena.receive.charged).toBeLessThanOrEqual(3 * 16384);
+    expect(arena.receive.charged).toBeLessThanOrEqual(2 * TURBO.rcvWnd! * 4);
   });
 
   it('peers filling the out-of-order share of a shared budget do not stop another session', () => {
@@ -460,11 +485,15 @@ describe('Kcp on a KcpArena', () => {
 
 describe('Kcps sharing one arena', () => {
   it('past their share, out-of-order segments are refused even where the slab being filled has room; a gap-filling one is not', () => {
-    const arena = new KcpArena({ maxReceiveBytes: 96 * 1024 }); // out-of-order share 72 KiB
+    const arena = new KcpArena({ maxReceiveBytes: 120 * 1024 }); // out-of-order share 90 KiB, urgent 104 KiB
     const a = new Kcp(1, () => {}, { ...TURBO, arena });
     const b = new Kcp(2, () => {}, { ...TURBO, arena });
-    for (let sn = 0; sn < 66; sn++) a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
-    expect(arena.receive.inUse).toBe(5 * 16384);
+    a.update(0);
+    for (let sn = 0; sn < 66; sn++) {
+      a.input(push(1, sn, new Uint8Array(1000)), 0); // unread: 5 slabs, the 5th with room
+      a.flush(); // its ACKs leave at once, so its pending-ACK list never grows (and is not charged)
+    }
+    expect(arena.receive.inUse).toBe(5 * 16384 + 66 * KCP_SEGMENT_BYTES);
     expect(a.counters().pushOverBudget).toBe(0);
     b.input(push(2, 5, new Uint8Array(1000)), 0);
     expect(b.counters().pushOverBudget).toBe(1);
@@ -472,7 +501,7 @@ describe('Kcps sharing one arena', () => {
     b.input(push(2, 0, new Uint8Array(1000)), 0);
     expect(b.counters().pushOverBudget).toBe(1);
     expect(b.rcvQueueLength).toBe(1);
-    expect(arena.receive.inUse).toBe(5 * 16384);
+    expect(arena.receive.inUse).toBe(5 * 16384 + 67 * KCP_SEGMENT_BYTES);
   });
 
 
@@ -495,5 +524,123 @@ describe('Kcps sharing one arena', () => {
     }
     for (const p of pairs) expectMessages(p.got, 100, 1000);
     expect(arena.counters().receiveDropped).toBeGreaterThan(0);
+  });
+});
+
+describe('send budget and segment records', () => {
+  it('an arena with maxSendBytes refuses a send beyond it with -4, queueing nothing; acknowledged segments give their bytes back', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxSendBytes: budget });
+    expect(arena.maxSendBytes).toBe(budget);
+    const p = new Pair(1, new KcpArena(), { ...TURBO, arena });
+    p.a.update(0);
+    p.b.update(0);
+    let accepted = 0;
+    let refusedAt = -1;
+    for (let i = 0; i < 1000; i++) {
+      const waiting = p.a.waitSnd();
+      const held = p.a.sendBytes;
+      const r = p.a.send(message(i, 3000)); // 3 segments each
+      expect(arena.sendBytes).toBeLessThanOrEqual(budget);
+      if (r === -4) {
+        refusedAt = i;
+        expect([p.a.waitSnd(), p.a.sendBytes]).toEqual([waiting, held]); // nothing queued, nothing charged
+        break;
+      }
+      expect(r).toBe(0);
+      accepted++;
+    }
+    expect(refusedAt).toBeGreaterThan(40); // 3000 bytes of payload + 3 records each: most of the budget
+    expect(p.a.counters().sendOverBudget).toBe(1);
+    expect(arena.counters()).toMatchObject({ sendRefused: 1, sendRefusedBytes: 3000 });
+    // Zero-length messages are one record each, charged too: they cannot grow the queue past the budget.
+    let empties = 0;
+    while (p.a.send(new Uint8Array(0)) === 0) empties++;
+    expect(empties).toBeLessThan(budget / 200);
+    expect(arena.sendBytes).toBeLessThanOrEqual(budget);
+    // Delivered and acknowledged: the budget is back, and sending works again.
+    for (let now = 10; now < 10_000 && p.got.length < accepted; now += 10) p.step(now, true);
+    expect(p.got.length).toBe(accepted);
+    for (let now = 10_000; now < 10_500; now += 10) p.step(now, true);
+    expect(p.a.waitSnd()).toBe(0);
+    expect(p.a.sendBytes).toBe(0);
+    expect(p.a.send(message(0, 3000))).toBe(0);
+  });
+
+  it('a message whose last segment finds no room gives back the segments already copied', () => {
+    // 3 slabs: copies may use 2 (records included). A slab takes 11 segments of 1376 bytes, so the
+    // sixth two-segment message copies its first segment into the first slab and finds no room for
+    // its second.
+    const arena = new KcpArena({ maxSendBytes: 3 * 16384 });
+    const k = new Kcp(1, () => {}, { arena });
+    const two = new Uint8Array(2 * 1376);
+    for (let i = 0; i < 5; i++) expect(k.send(two)).toBe(0);
+    const before = [k.waitSnd(), k.sendBytes, arena.send.inUse];
+    expect(k.send(two)).toBe(-4);
+    expect([k.waitSnd(), k.sendBytes, arena.send.inUse]).toEqual(before);
+    expect(k.counters().sendOverBudget).toBe(1);
+    // No copy of the refused message is left behind: once the others are gone the slab is empty and
+    // starts over, so eleven segments fit in it again.
+    k.dispose();
+    const k2 = new Kcp(2, () => {}, { arena });
+    for (let i = 0; i < 11; i++) expect(k2.send(new Uint8Array(1376))).toBe(0);
+    expect(arena.send.inUse).toBe(16384 + 11 * KCP_SEGMENT_BYTES);
+  });
+
+  it('maxSendBytes on a Kcp bounds what that Kcp holds to send (payload plus a record per segment)', () => {
+    const k = new Kcp(1, () => {}, { maxSendBytes: 10_000 });
+    expect(k.maxSendBytes).toBe(10_000);
+    let n = 0;
+    while (k.send(new Uint8Array(1000)) === 0) n++;
+    expect(k.sendBytes).toBeLessThanOrEqual(10_000);
+    expect(n).toBeGreaterThan(5);
+    expect(n).toBeLessThan(10);
+    expect(k.counters().sendOverBudget).toBe(1);
+    expect(k.arena.counters().sendRefused).toBe(1);
+    expect(() => new Kcp(1, () => {}, { maxSendBytes: 0 })).toThrow(GamewireError);
+    expect(() => new KcpArena({ maxSendBytes: -5 })).toThrow(GamewireError);
+    // Without a budget (the default), a Kcp queues as C does, up to maxSendQueueSegments.
+    expect(new Kcp(1, () => {}).maxSendBytes).toBe(Infinity);
+    expect(new KcpArena().maxSendBytes).toBe(Infinity);
+  });
+
+  it('empty out-of-order segments are charged a record each: a flood of them stops at the receive budget', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const k = new Kcp(1, () => {}, { ...TURBO, rcvWnd: 65535, arena });
+    k.update(0);
+    for (let sn = 1; sn < 65535; sn++) {
+      k.input(push(1, sn, new Uint8Array(0)), 0);
+      if (sn % 512 === 0) k.flush();
+      if (arena.receiveBytes > budget) expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+    }
+    expect(k.counters().pushOverBudget).toBeGreaterThan(0);
+    expect(k.rcvBufLength).toBeLessThan(budget / 200);
+    expect(arena.counters().receiveDropped).toBe(k.counters().pushOverBudget);
+    k.dispose();
+    expect(arena.receive.inUse).toBe(0);
+  });
+});
+
+describe('pending ACKs and the receive budget', () => {
+  it('a list grown by a burst of duplicate PUSHes is charged to the receive budget; ACKs beyond it are dropped and counted', () => {
+    const budget = 256 * 1024;
+    const arena = new KcpArena({ maxReceiveBytes: budget });
+    const k = new Kcp(1, () => {}, { ...TURBO, arena });
+    k.update(0);
+    // 65,536 copies of one in-window segment before the next flush: each is acknowledged again.
+    const d = new Uint8Array(58 * KCP_OVERHEAD);
+    for (let i = 0; i < 58; i++) encodeKcpHeader(d, i * KCP_OVERHEAD, { conv: 1, cmd: KcpCommand.PUSH, frg: 0, wnd: 128, ts: 0, sn: 0, una: 0, len: 0 });
+    for (let i = 0; i < 1130; i++) {
+      k.input(d, 0);
+      if (arena.receiveBytes > budget) expect(arena.receiveBytes).toBeLessThanOrEqual(budget);
+    }
+    expect(k.pendingAckCount * 8).toBeLessThanOrEqual(budget);
+    expect(k.counters().ackListFull).toBeGreaterThan(0);
+    expect(arena.receive.charged).toBeGreaterThan(k.pendingAckCount * 8 - 128);
+    k.flush();
+    expect(k.pendingAckCount).toBe(0);
+    k.dispose();
+    expect(arena.receive.charged).toBe(0);
   });
 });

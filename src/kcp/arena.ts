@@ -4,6 +4,13 @@ import { KCP_OVERHEAD } from './segment.js';
 /** Default `KcpArenaOptions.maxReceiveBytes`: 8 MiB. */
 export const KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT = 8 * 1024 * 1024;
 
+/**
+ * Bytes a budget charges for each segment a `Kcp` holds, beside its payload: what its record and the
+ * view of its payload take on the JS heap, rounded up. Without it, empty or one-byte segments would
+ * cost a budget almost nothing while each takes a record.
+ */
+export const KCP_SEGMENT_BYTES = 256;
+
 /** Bytes of one payload slab. */
 const SLAB_BYTES = 16384;
 /** Largest copy placed in a slab, bytes; larger ones get their own buffer. */
@@ -66,6 +73,13 @@ export class Slab {
   }
 }
 
+function budget(name: string, max: number): number {
+  if (typeof max !== 'number' || Number.isNaN(max) || max < 0 || (max !== Infinity && !Number.isInteger(max))) {
+    throw new GamewireError('invalid-argument', `${name} must be an integer ≥ 0 or Infinity, got ${String(max)}`);
+  }
+  return max;
+}
+
 function aligned(n: number): number {
   return (n + 7) & ~7;
 }
@@ -97,6 +111,8 @@ export class SlabPool {
    * `maxBytes`, at most `urgentBytes`.
    */
   readonly laterBytes: number;
+  /** Bytes charged with `charge` (part of `inUse`): costs that are not copies, such as records. */
+  charged = 0;
   /** Slabs emptied by compaction so far. */
   compactions = 0;
   /** Bytes moved by compaction so far. */
@@ -150,34 +166,65 @@ export class SlabPool {
    * Copy `src[from, to)` into `owner` (its `data`, `slab`, `held`), or return false and change nothing
    * when the budget refuses it: an `urgent` copy when it needs new memory that would take `inUse`
    * above `urgentBytes` even after packing the live copies of the emptiest slabs together (see
-   * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above.
+   * `squeeze`); another while `inUse` is above `laterBytes` or when it would take it above. `extra`
+   * bytes (what the copy's record costs) are charged with it, as `charge` would; give them back with
+   * `release(owner, extra)`.
    */
-  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false): boolean {
+  copy(owner: SlabCopy, src: Uint8Array, from: number, to: number, urgent = false, extra = 0): boolean {
     const len = to - from;
     const slab = this.cur;
     // Kept small: TurboFan inlines callees into Kcp.send and Kcp.input until a budget of bytecodes is
     // spent, and what it leaves out costs a call each. A new slab, a large copy and the budget are
     // in `copySlow` (below `laterBytes` no copy is refused).
-    if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse > this.laterBytes) {
-      return this.copySlow(owner, src, from, len, urgent);
+    if (slab === undefined || this.pos + len > this.slabBytes || len > this.maxPiece || this.inUse + extra > this.laterBytes) {
+      return this.copySlow(owner, src, from, len, urgent, extra);
     }
     this.put(owner, slab, src, from, len);
+    this.inUse += extra;
+    this.charged += extra;
     return true;
   }
 
-  private copySlow(owner: SlabCopy, src: Uint8Array, from: number, len: number, urgent: boolean): boolean {
-    const limit = urgent ? this.urgentBytes : this.laterBytes;
-    if (!urgent && this.inUse > limit) return false;
+  private copySlow(owner: SlabCopy, src: Uint8Array, from: number, len: number, urgent: boolean, extra: number): boolean {
+    const limit = (urgent ? this.urgentBytes : this.laterBytes) - extra;
+    if (this.inUse > limit) {
+      if (!urgent) return false;
+      // An urgent copy may fill the slab in use, which takes no more memory; its record does.
+      if (extra > 0 && !this.squeeze(limit)) return false;
+    }
     if (len > this.maxPiece) {
       if (this.inUse + len > limit && !(urgent && this.squeeze(limit - len))) return false;
-      while (this.allocated + len > this.maxBytes && this.free.length > 0) this.free.pop();
+      while (this.allocated + len + extra > this.maxBytes && this.free.length > 0) this.free.pop();
       owner.data = src.slice(from, from + len);
       owner.slab = undefined;
       owner.held = len;
       this.inUse += len;
-      return true;
+    } else if (!this.place(owner, src, from, len, limit, urgent)) return false;
+    if (extra > 0) {
+      while (this.allocated + extra > this.maxBytes && this.free.length > 0) this.free.pop();
+      this.inUse += extra;
+      this.charged += extra;
     }
-    return this.place(owner, src, from, len, limit, urgent);
+    return true;
+  }
+
+  /**
+   * Charge `bytes` that are not a copy (what a record costs beside its copy) to `inUse`, within the
+   * limit a copy with the same `urgent` has; returns false, charging nothing, when they do not fit.
+   * Give them back with `uncharge`.
+   */
+  charge(bytes: number, urgent = false): boolean {
+    if (this.inUse + bytes > (urgent ? this.urgentBytes : this.laterBytes)) return false;
+    while (this.allocated + bytes > this.maxBytes && this.free.length > 0) this.free.pop();
+    this.inUse += bytes;
+    this.charged += bytes;
+    return true;
+  }
+
+  /** Give back `bytes` taken with `charge`. */
+  uncharge(bytes: number): void {
+    this.inUse -= bytes;
+    this.charged -= bytes;
   }
 
   /** Make `buffer` `owner`'s data, charged as an own buffer (drop whatever it held first with `release`). */
@@ -188,11 +235,16 @@ export class SlabPool {
     this.inUse += buffer.length;
   }
 
-  /** Drop `owner`'s copy (once; a second call does nothing). Its `data` stays readable until reused. */
-  release(owner: SlabCopy): void {
+  /**
+   * Drop `owner`'s copy (once; a second call does nothing), and give back `extra` bytes charged with
+   * it (pass them once). Its `data` stays readable until reused.
+   */
+  release(owner: SlabCopy, extra = 0): void {
     const slab = owner.slab;
     const held = owner.held;
     owner.held = 0;
+    this.inUse -= extra;
+    this.charged -= extra;
     if (slab === undefined) {
       this.inUse -= held;
       return;
@@ -385,59 +437,81 @@ export class SlabPool {
 /** `KcpArena` construction options. */
 export interface KcpArenaOptions {
   /**
-   * Budget for received payload held by every `Kcp` on this arena (slabs, own buffers and slabs kept
-   * for reuse), bytes (default 8 MiB). Incoming data segments that would need memory beyond it are
-   * dropped without ACK and counted. Out-of-order segments may use only 3/4 of it, so the segment
-   * that fills a gap finds room; one 16 KiB slab is kept for compaction. Honest traffic needs about
-   * 2 × rcvWnd × (mss + 48) per `Kcp` (receive queue and buffer) at most.
+   * Budget for received segments held by every `Kcp` on this arena (slabs, own buffers and slabs kept
+   * for reuse, and `KCP_SEGMENT_BYTES` per segment), bytes (default 8 MiB). Incoming data segments
+   * that would need memory beyond it are dropped without ACK and counted. Out-of-order segments may
+   * use only 3/4 of it, so the segment that fills a gap finds room; one 16 KiB slab is kept for
+   * compaction. Honest traffic needs about 2 × rcvWnd × (mss + 48 + 256) per `Kcp` (receive queue and
+   * buffer) at most.
    */
   maxReceiveBytes?: number;
+  /**
+   * Budget for what every `Kcp` on this arena holds to send (queued and unacknowledged payload,
+   * slabs kept for reuse, and `KCP_SEGMENT_BYTES` per segment), bytes (default Infinity: none, as in
+   * C, where the send queue is bounded only by `maxSendQueueSegments`). A `send` that would need more
+   * returns -4 and queues nothing. Up to one 16 KiB slab of it is kept for compaction.
+   */
+  maxSendBytes?: number;
 }
 
 /** Counter names of a `KcpArena` (see `KcpArena.counters()`). */
-export type KcpArenaCounter = 'receiveDropped' | 'receiveDroppedBytes' | 'compactions' | 'compactedBytes';
+export type KcpArenaCounter =
+  | 'receiveDropped'
+  | 'receiveDroppedBytes'
+  | 'sendRefused'
+  | 'sendRefusedBytes'
+  | 'compactions'
+  | 'compactedBytes';
 
 /**
  * The buffers of one or more `Kcp`s: payload slabs for sent and received segments, the scratch
  * buffers datagrams are built in, and the lists of ACKs waiting for a flush (a `Kcp` holds one only
  * between a data segment and its next flush, so an idle `Kcp` holds none). A host (e.g. a server
  * with many sessions) gives every `Kcp` it owns one arena (`KcpOptions.arena`), so memory is shared
- * and bounded in one place; a `Kcp` created without one owns its own. The receive side has a byte
- * budget (`maxReceiveBytes`): no peer can make the arena hold more received payload than that; data
- * segments beyond it are dropped and counted. Sent data is the application's own and is bounded by
- * each `Kcp`'s send queue and window instead. Not thread-safe (nothing in gamewire is); all `Kcp`s
- * on an arena must run on one thread.
+ * and bounded in one place; a `Kcp` created without one owns its own. Each direction has a byte
+ * budget, payload plus `KCP_SEGMENT_BYTES` per segment: `maxReceiveBytes` (no peer can make the arena
+ * hold more received data; data segments beyond it are dropped and counted) and `maxSendBytes` (a
+ * `send` beyond it returns -4 and is counted; none by default, as in C). Not thread-safe (nothing in
+ * gamewire is); all `Kcp`s on an arena must run on one thread.
  */
 export class KcpArena {
   /** Budget for held received payload, bytes (see `KcpArenaOptions.maxReceiveBytes`). */
   readonly maxReceiveBytes: number;
   /** Slabs for received segments (budgeted: the segment at rcvNxt is an urgent copy). @internal */
   readonly receive: SlabPool;
-  /** Slabs for queued and unacknowledged sent segments (not budgeted). @internal */
-  readonly send = new SlabPool();
+  /** Budget for held sent segments, bytes (see `KcpArenaOptions.maxSendBytes`). */
+  readonly maxSendBytes: number;
+  /** Slabs for queued and unacknowledged sent segments (every copy urgent: none waits for another). @internal */
+  readonly send: SlabPool;
   /** Nesting depth of flushes in progress on this arena. @internal */
   depth = 0;
   private readonly scratch: Uint8Array[] = [];
   private readonly ackLists: Uint32Array[] = [];
   private dropped = 0;
   private droppedBytes = 0;
+  private sendRefused = 0;
+  private sendRefusedBytes = 0;
 
-  /** @param options budget; throws `GamewireError('invalid-argument')` for a negative or non-numeric one. */
+  /** @param options budgets; throws `GamewireError('invalid-argument')` for a negative or non-numeric one. */
   constructor(options: KcpArenaOptions = {}) {
-    const max = options.maxReceiveBytes ?? KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT;
-    if (typeof max !== 'number' || Number.isNaN(max) || max < 0 || (max !== Infinity && !Number.isInteger(max))) {
-      throw new GamewireError('invalid-argument', `maxReceiveBytes must be an integer ≥ 0 or Infinity, got ${String(max)}`);
-    }
-    this.maxReceiveBytes = max;
-    this.receive = new SlabPool(max);
+    this.maxReceiveBytes = budget('maxReceiveBytes', options.maxReceiveBytes ?? KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT);
+    this.maxSendBytes = budget('maxSendBytes', options.maxSendBytes ?? Infinity);
+    this.receive = new SlabPool(this.maxReceiveBytes);
+    this.send = new SlabPool(this.maxSendBytes);
   }
 
-  /** Received payload held now, bytes: in use plus slabs kept for reuse (≤ `maxReceiveBytes`). */
+  /**
+   * Received segments held now, bytes: payload in use, slabs kept for reuse and `KCP_SEGMENT_BYTES` per
+   * segment (≤ `maxReceiveBytes`).
+   */
   get receiveBytes(): number {
     return this.receive.allocated;
   }
 
-  /** Sent payload held now (queued or unacknowledged, and slabs kept for reuse), bytes. */
+  /**
+   * Sent segments held now (queued or unacknowledged), bytes: payload in use, slabs kept for reuse
+   * and, by `Kcp`s under a send budget, `KCP_SEGMENT_BYTES` per segment (≤ `maxSendBytes`).
+   */
   get sendBytes(): number {
     return this.send.allocated;
   }
@@ -451,13 +525,16 @@ export class KcpArena {
 
   /**
    * A copy of the counters: `receiveDropped`/`receiveDroppedBytes` data segments (and their payload
-   * bytes) dropped at the budget; `compactions`/`compactedBytes` slabs emptied and bytes moved to stop
-   * small long-lived segments from pinning mostly-empty slabs.
+   * bytes) dropped at the receive budget; `sendRefused`/`sendRefusedBytes` sends (and their bytes)
+   * refused at the send budget or at a `Kcp`'s own `maxSendBytes`; `compactions`/`compactedBytes`
+   * slabs emptied and bytes moved to stop small long-lived segments from pinning mostly-empty slabs.
    */
   counters(): Record<KcpArenaCounter, number> {
     return {
       receiveDropped: this.dropped,
       receiveDroppedBytes: this.droppedBytes,
+      sendRefused: this.sendRefused,
+      sendRefusedBytes: this.sendRefusedBytes,
       compactions: this.receive.compactions + this.send.compactions,
       compactedBytes: this.receive.compactedBytes + this.send.compactedBytes,
     };
@@ -467,6 +544,12 @@ export class KcpArena {
   countDrop(bytes: number): void {
     this.dropped++;
     this.droppedBytes += bytes;
+  }
+
+  /** Count one `send` of `bytes` refused for memory. @internal */
+  countSendRefused(bytes: number): void {
+    this.sendRefused++;
+    this.sendRefusedBytes += bytes;
   }
 
   /** Emptied pending-ACK lists kept for reuse (at most 64). */

@@ -45,7 +45,7 @@ function datagram(...hs: Partial<KcpSegmentHeader>[]): Uint8Array {
  * Two of our Kcp objects over an in-memory link with a seeded drop decision; returns the messages B
  * received, in order. Ticks every `tick` ms from `start` (u32 wrap allowed).
  */
-function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: Uint8Array[]; seed: number; sn?: number; maxTicks?: number; tick?: number; flushAcks?: boolean }): { received: Uint8Array[]; a: Kcp; b: Kcp } {
+function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: Uint8Array[]; seed: number; sn?: number; maxTicks?: number; tick?: number; flushAcks?: boolean; onTick?: (now: number, a: Kcp) => void }): { received: Uint8Array[]; a: Kcp; b: Kcp } {
   const rng = new NonCryptoRng(p.seed);
   const toB: Uint8Array[] = [];
   const toA: Uint8Array[] = [];
@@ -72,6 +72,7 @@ function runPair(opts: KcpOptions, p: { start: number; loss: number; messages: U
       if (p.flushAcks === true) a.flushAcks(now);
     }
     for (let m = b.recvMessage(); m !== undefined; m = b.recvMessage()) received.push(m);
+    p.onTick?.(now, a);
   }
   return { received, a, b };
 }
@@ -345,10 +346,19 @@ describe('Kcp: windows', () => {
 describe('Kcp: wrap-around', () => {
   it('delivers everything in order across the u32 clock wrap with loss', () => {
     const msgs = messages(5, 300, 3000);
-    const { received, a } = runPair({ nodelay: 1, interval: 10, resend: 2, nc: true }, { start: 2 ** 32 - 300, loss: 0.1, messages: msgs, seed: 5 });
+    // At every tick, before and after the wrap, check() is a u32 time at most one interval ahead.
+    const ahead: number[] = [];
+    const { received, a } = runPair({ nodelay: 1, interval: 10, resend: 2, nc: true }, {
+      start: 2 ** 32 - 300, loss: 0.1, messages: msgs, seed: 5,
+      onTick: (now, k) => {
+        const due = k.check(now);
+        ahead.push(due === due >>> 0 ? u32(due - now) : -1);
+      },
+    });
     expect(sameMessages(received, msgs)).toBe(true);
     expect(a.current).toBeLessThan(2 ** 31); // the clock did wrap
-    expect(a.check(a.current)).toBeGreaterThanOrEqual(0);
+    expect(ahead.length).toBeGreaterThan(30);
+    expect(ahead.filter((d) => !(d >= 0 && d <= 10))).toEqual([]);
   });
 
   it('delivers everything in order across the u32 sequence wrap with loss', () => {

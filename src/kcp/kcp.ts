@@ -1,6 +1,6 @@
 import { GamewireError } from '../core/errors.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
-import { ACK_LIST_ENTRIES, KcpArena, type Slab, type SlabCopy } from './arena.js';
+import { ACK_LIST_ENTRIES, KcpArena, KCP_SEGMENT_BYTES, type Slab, type SlabCopy } from './arena.js';
 import { Deque, SnRing } from './queues.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeHeader } from './segment.js';
 
@@ -52,13 +52,14 @@ const PROBE_SEGMENTS: readonly (readonly [number, KcpCommand])[] = [[ASK_SEND, K
 const EMPTY = new Uint8Array(0);
 const NO_ACKS = new Uint32Array(0);
 
-export { KcpArena, KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT, type KcpArenaCounter, type KcpArenaOptions } from './arena.js';
+export { KcpArena, KCP_ARENA_MAX_RECEIVE_BYTES_DEFAULT, KCP_SEGMENT_BYTES, type KcpArenaCounter, type KcpArenaOptions } from './arena.js';
 
 /** `input()` result: 0 accepted; -1 shorter than 24 bytes or conv mismatch; -2 `len` past the end; -3 unknown cmd. */
 export type KcpInputResult = 0 | -1 | -2 | -3;
 /**
- * `send()` error: -2 more than 127 fragments needed (C); -4 `maxSendQueueSegments` would be exceeded
- * (gamewire). C's -1 (negative length) cannot happen with a `Uint8Array`.
+ * `send()` error: -2 more than 127 fragments needed (C); -4 `maxSendQueueSegments`, `maxSendBytes` or
+ * the arena's send budget would be exceeded (gamewire). C's -1 (negative length) cannot happen with a
+ * `Uint8Array`.
  */
 export type KcpSendError = -2 | -4;
 /** `recv()` error: -1 nothing queued; -2 the next message is incomplete; -3 `out` is too small. */
@@ -78,6 +79,7 @@ export type KcpCounterName =
   | 'pushOverBudget'
   | 'sendTooLarge'
   | 'sendQueueFull'
+  | 'sendOverBudget'
   | 'retransmitTimeout'
   | 'retransmitFast'
   | 'outputDatagrams'
@@ -86,7 +88,7 @@ export type KcpCounterName =
 const COUNTER_NAMES: readonly KcpCounterName[] = [
   'inputDatagrams', 'inputRejectedShort', 'inputRejectedConv', 'inputRejectedLength', 'inputRejectedCommand',
   'inputTrailingBytes', 'pushOutsideWindow', 'pushDuplicate', 'ackListFull', 'pushOverBudget', 'sendTooLarge', 'sendQueueFull',
-  'retransmitTimeout', 'retransmitFast', 'outputDatagrams', 'outputBytes',
+  'sendOverBudget', 'retransmitTimeout', 'retransmitFast', 'outputDatagrams', 'outputBytes',
 ];
 
 /**
@@ -118,6 +120,8 @@ export class KcpCounters {
   sendTooLarge = 0;
   /** `send` -4: `maxSendQueueSegments` reached. */
   sendQueueFull = 0;
+  /** `send` -4: `maxSendBytes` or the arena's send budget (`KcpArena.maxSendBytes`) reached. */
+  sendOverBudget = 0;
   /** Segments resent after their RTO expired. */
   retransmitTimeout = 0;
   /** Segments resent by fast retransmit. */
@@ -185,8 +189,14 @@ export interface KcpOptions {
   /** Bound on ACKs waiting for the next flush; further ACKs are dropped and counted (default 65536). */
   maxPendingAcks?: number;
   /**
-   * Where payload copies and datagram scratch live, with the receive budget (`KcpArena`). A host
-   * passes one arena to all its `Kcp`s; by default each `Kcp` gets its own (8 MiB receive budget).
+   * Bound on what this `Kcp` holds to send (queued and unacknowledged payload plus `KCP_SEGMENT_BYTES`
+   * per segment, see `sendBytes`), bytes; `send` returns -4 beyond it (default Infinity = C). A host
+   * sets it so that no session takes the whole of a shared arena's send budget.
+   */
+  maxSendBytes?: number;
+  /**
+   * Where payload copies and datagram scratch live, with the budgets (`KcpArena`). A host passes one
+   * arena to all its `Kcp`s; by default each `Kcp` gets its own (8 MiB receive budget, no send budget).
    */
   arena?: KcpArena;
 }
@@ -252,6 +262,10 @@ export class Kcp {
   readonly maxSendQueueSegments: number;
   /** Bound on pending ACKs (see `KcpOptions.maxPendingAcks`). */
   readonly maxPendingAcks: number;
+  /** Bound on what this `Kcp` holds to send, bytes (see `KcpOptions.maxSendBytes`). */
+  readonly maxSendBytes: number;
+  // A send budget applies (this Kcp's or its arena's): only then are records charged to the send pool.
+  private readonly sendBudgeted: boolean;
   /** Where this `Kcp`'s payload copies and scratch buffers live (see `KcpOptions.arena`). */
   readonly arena: KcpArena;
 
@@ -296,6 +310,8 @@ export class Kcp {
   private readonly rcvBuf = new SnRing<Segment>(4);
   private nsndBuf = 0;
   private nrcvBuf = 0;
+  // What the send queue and buffer hold: payload bytes plus KCP_SEGMENT_BYTES per segment.
+  private sendHeld = 0;
   private disposed = false;
   // Set when a flush advertised a window cut by the arena's budget: the next read tells the new one.
   private memoryLimited = false;
@@ -304,6 +320,8 @@ export class Kcp {
   // them (see releaseAcks).
   private acks: Uint32Array = NO_ACKS;
   private ackCount = 0;
+  // Bytes of a grown list charged to the arena's receive budget (kept until dispose, as the list is).
+  private acksCharged = 0;
 
   /**
    * @param conv conversation id, u32, equal on both ends.
@@ -321,10 +339,14 @@ export class Kcp {
     if (maxQ !== Infinity) intArg('maxSendQueueSegments', maxQ, 1, 2 ** 31 - 1);
     this.maxSendQueueSegments = maxQ;
     this.maxPendingAcks = intArg('maxPendingAcks', o.maxPendingAcks ?? KCP_MAX_PENDING_ACKS_DEFAULT, 1, 2 ** 26);
+    const maxB = o.maxSendBytes ?? Infinity;
+    if (maxB !== Infinity) intArg('maxSendBytes', maxB, 1, Number.MAX_SAFE_INTEGER);
+    this.maxSendBytes = maxB;
     if (o.arena !== undefined && !(o.arena instanceof KcpArena)) {
       throw new GamewireError('invalid-argument', 'arena must be a KcpArena');
     }
     this.arena = o.arena ?? new KcpArena();
+    this.sendBudgeted = maxB !== Infinity || this.arena.maxSendBytes !== Infinity;
     if (o.mtu !== undefined && this.setMtu(o.mtu) !== 0) {
       throw new GamewireError('invalid-argument', `mtu must be at least ${KCP_MTU_MIN}, got ${o.mtu}`);
     }
@@ -576,6 +598,14 @@ export class Kcp {
     return this.nsndBuf + this.sndQueue.length;
   }
 
+  /**
+   * Bytes waiting to be sent or acknowledged, as `maxSendBytes` counts them: payload plus
+   * `KCP_SEGMENT_BYTES` per segment.
+   */
+  get sendBytes(): number {
+    return this.sendHeld;
+  }
+
   // ---- application side ---------------------------------------------------------------------
 
   /**
@@ -587,7 +617,6 @@ export class Kcp {
     if (this.disposed) throw new GamewireError('closed', 'send() after dispose()');
     const mss = this.mss_;
     let len = data.length;
-    let pos = 0;
     const tail = this.stream_ ? this.sndQueue.back() : undefined;
     const extend = tail !== undefined && tail.len < mss ? Math.min(len, mss - tail.len) : 0;
 
@@ -597,43 +626,81 @@ export class Kcp {
       this.stats.sendQueueFull++;
       return -4;
     }
+    const pool = this.arena.send;
+    const segs = count < KCP_WND_RCV ? count : 0;
+    const grow = extend > 0 && tail!.len + extend > tail!.data.length ? this.grownSize(tail!, extend) : 0;
+    // Memory is checked before anything changes: a refused send queues nothing, not even a top-up.
+    if (this.sendBudgeted && !this.chargeSend(extend + (segs > 0 ? rest : 0), segs, grow)) return this.overBudget(len);
 
-    if (this.stream_) {
-      if (tail !== undefined && tail.len < mss) {
-        this.appendToTail(tail, data, extend);
-        pos = extend;
-        len = rest;
+    if (segs > 0) {
+      // One slab copy per segment, so a long message needs no buffer of its own.
+      for (let i = 0, off = extend; i < count; i++) {
+        const size = Math.min(mss, len - off);
+        const seg = new Segment(size, this.stream_ ? 0 : count - i - 1);
+        if (size > 0 && !pool.copy(seg, data, off, off + size, true)) return this.unsend(i, segs, grow, len);
+        this.sndQueue.push(seg);
+        off += size;
       }
-      if (len <= 0) return this.sendReturnsBytes ? extend : 0;
+      this.sendHeld += rest + segs * KCP_SEGMENT_BYTES;
     }
+    if (extend > 0) {
+      this.appendToTail(tail!, data, extend, grow);
+      len = rest;
+    }
+    if (this.stream_ && len <= 0) return this.sendReturnsBytes ? extend : 0;
     if (count >= KCP_WND_RCV) {
       this.stats.sendTooLarge++;
       return this.sendReturnsBytes && this.stream_ && extend > 0 ? extend : -2;
     }
-
-    // One slab copy per segment, so a long message needs no buffer of its own.
-    const pool = this.arena.send;
-    for (let i = 0, off = pos; i < count; i++) {
-      const size = Math.min(mss, len - (off - pos));
-      const seg = new Segment(size, this.stream_ ? 0 : count - i - 1);
-      if (size > 0) pool.copy(seg, data, off, off + size);
-      this.sndQueue.push(seg);
-      off += size;
-    }
     return this.sendReturnsBytes ? data.length : 0;
   }
 
-  private appendToTail(tail: Segment, data: Uint8Array, extend: number): void {
+  // Under a send budget: `bytes` of payload in `segs` new segments (and `grow` bytes for a stream
+  // top-up's larger buffer) fit this Kcp's share and, charged, the arena's budget.
+  private chargeSend(bytes: number, segs: number, grow: number): boolean {
+    if (this.sendHeld + bytes + segs * KCP_SEGMENT_BYTES > this.maxSendBytes) return false;
+    const pool = this.arena.send;
+    if (grow > 0 && !pool.charge(grow, true)) return false;
+    if (segs > 0 && !pool.charge(segs * KCP_SEGMENT_BYTES, true)) {
+      pool.uncharge(grow);
+      return false;
+    }
+    return true;
+  }
+
+  // The copy of a message's segment `i` found no room: give back the `i` copied before it and the charges.
+  private unsend(i: number, segs: number, grow: number, bytes: number): -4 {
+    const pool = this.arena.send;
+    for (let j = 0; j < i; j++) pool.release(this.sndQueue.pop()!);
+    if (this.sendBudgeted) pool.uncharge(grow + segs * KCP_SEGMENT_BYTES);
+    return this.overBudget(bytes);
+  }
+
+  private overBudget(bytes: number): -4 {
+    this.stats.sendOverBudget++;
+    this.arena.countSendRefused(bytes);
+    return -4;
+  }
+
+  private grownSize(tail: Segment, extend: number): number {
+    return Math.min(this.mss_, Math.max(tail.len + extend, tail.data.length * 2, 64));
+  }
+
+  // `grow` bytes (0: none needed) were charged to the send pool for the grown buffer.
+  private appendToTail(tail: Segment, data: Uint8Array, extend: number, grow: number): void {
     const need = tail.len + extend;
-    if (need > tail.data.length) {
-      const grown = new Uint8Array(Math.min(this.mss_, Math.max(need, tail.data.length * 2, 64)));
+    if (grow > 0) {
+      const grown = new Uint8Array(grow);
       grown.set(tail.len === tail.data.length ? tail.data : tail.data.subarray(0, tail.len));
-      this.arena.send.release(tail);
-      this.arena.send.adopt(tail, grown);
+      const pool = this.arena.send;
+      pool.release(tail);
+      if (this.sendBudgeted) pool.uncharge(grow);
+      pool.adopt(tail, grown);
     }
     tail.data.set(extend === data.length ? data : data.subarray(0, extend), tail.len);
     tail.len = need;
     tail.frg = 0;
+    this.sendHeld += extend;
   }
 
   /**
@@ -696,7 +763,7 @@ export class Kcp {
       if (out !== undefined) out.set(seg.data, len);
       // A slab view is copied: the slab is reused once its copies are released.
       else first = seg.slab === undefined ? seg.data : seg.data.slice();
-      pool.release(seg);
+      pool.release(seg, KCP_SEGMENT_BYTES);
       len += seg.len;
       if (seg.frg === 0) break;
     }
@@ -804,8 +871,11 @@ export class Kcp {
     const seg = new Segment(len, frg);
     // Not acknowledged when refused, so the peer sends it again. Only the segment that fills the gap
     // at rcvNxt is urgent: later ones, held and already acknowledged, free nothing until it arrives,
-    // so they must not take the room it needs (see SlabPool).
-    if (len > 0 && !this.arena.receive.copy(seg, data, off, off + len, sn === this.rcvNxt_)) {
+    // so they must not take the room it needs (see SlabPool). Its record is charged too, so that
+    // empty segments cannot be held without limit.
+    const pool = this.arena.receive;
+    const urgent = sn === this.rcvNxt_;
+    if (len > 0 ? !pool.copy(seg, data, off, off + len, urgent, KCP_SEGMENT_BYTES) : !pool.charge(KCP_SEGMENT_BYTES, urgent)) {
       this.refused(len);
       return;
     }
@@ -834,7 +904,16 @@ export class Kcp {
       if (n === 0) {
         this.acks = this.arena.takeAckList();
       } else {
-        const grown = new Uint32Array(Math.min(this.acks.length * 2, 2 * this.maxPendingAcks));
+        // A grown list is the peer's doing (every PUSH in the window is acknowledged, duplicates
+        // too): it is charged to the receive budget, like data held for the peer.
+        const size = Math.min(this.acks.length * 2, 2 * this.maxPendingAcks);
+        const more = (size - this.acks.length) * 4;
+        if (!this.arena.receive.charge(more)) {
+          this.stats.ackListFull++;
+          return;
+        }
+        this.acksCharged += more;
+        const grown = new Uint32Array(size);
         grown.set(this.acks);
         this.acks = grown;
       }
@@ -873,7 +952,7 @@ export class Kcp {
     const buf = this.sndBuf;
     while (this.nsndBuf > 0 && timeDiff32(una, this.sndUna_) > 0) {
       const seg = buf.slot(this.sndUna_);
-      if (seg !== undefined) this.arena.send.release(seg);
+      if (seg !== undefined) this.dropSent(seg);
       buf.clear(this.sndUna_);
       this.nsndBuf--;
       this.sndUna_ = u32Add(this.sndUna_, 1);
@@ -881,11 +960,17 @@ export class Kcp {
     }
   }
 
+  // An acknowledged (or disposed) segment gives back its copy, its record's charge and its share.
+  private dropSent(seg: Segment): void {
+    this.arena.send.release(seg, this.sendBudgeted ? KCP_SEGMENT_BYTES : 0);
+    this.sendHeld -= seg.len + KCP_SEGMENT_BYTES;
+  }
+
   private parseAck(sn: number): void {
     if (timeDiff32(sn, this.sndUna_) < 0 || timeDiff32(sn, this.sndNxt_) >= 0) return;
     const seg = this.sndBuf.slot(sn);
     if (seg === undefined) return;
-    this.arena.send.release(seg);
+    this.dropSent(seg);
     this.sndBuf.clear(sn);
     this.nsndBuf--;
     if (sn === this.sndUna_) this.advanceUna();
@@ -988,9 +1073,10 @@ export class Kcp {
     // segment, so the peer keeps probing with data rather than waiting 7 s for a window probe).
     const pool = this.arena.receive;
     const room = pool.urgentBytes - pool.inUse;
-    if (room >= wnd * this.mss_) return wnd;
+    const per = this.mss_ + KCP_SEGMENT_BYTES;
+    if (room >= wnd * per) return wnd;
     this.memoryLimited = true;
-    return Math.max(wnd === 0 ? 0 : 1, Math.floor(room / this.mss_));
+    return Math.max(wnd === 0 ? 0 : 1, Math.floor(room / per));
   }
 
   // The ACK part of ikcp_flush: writes the pending ACKs from offset 0, emitting each full datagram,
@@ -1202,11 +1288,11 @@ export class Kcp {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    const { send, receive } = this.arena;
-    const releaseSend = (seg: Segment): void => send.release(seg);
-    const releaseReceive = (seg: Segment): void => receive.release(seg);
-    for (let seg = this.sndQueue.shift(); seg !== undefined; seg = this.sndQueue.shift()) send.release(seg);
-    for (let seg = this.rcvQueue.shift(); seg !== undefined; seg = this.rcvQueue.shift()) receive.release(seg);
+    const receive = this.arena.receive;
+    const releaseSend = (seg: Segment): void => this.dropSent(seg);
+    const releaseReceive = (seg: Segment): void => receive.release(seg, KCP_SEGMENT_BYTES);
+    for (let seg = this.sndQueue.shift(); seg !== undefined; seg = this.sndQueue.shift()) releaseSend(seg);
+    for (let seg = this.rcvQueue.shift(); seg !== undefined; seg = this.rcvQueue.shift()) releaseReceive(seg);
     this.sndBuf.drain(releaseSend);
     this.rcvBuf.drain(releaseReceive);
     this.nsndBuf = 0;
@@ -1214,6 +1300,8 @@ export class Kcp {
     this.sndUna_ = this.sndNxt_;
     this.ackCount = 0;
     this.acks = NO_ACKS;
+    receive.uncharge(this.acksCharged);
+    this.acksCharged = 0;
   }
 
   /** True after `dispose()`. */

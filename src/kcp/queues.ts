@@ -38,6 +38,16 @@ export class Deque<T> {
     this.length++;
   }
 
+  /** Remove and return the newest item (undefined when empty). */
+  pop(): T | undefined {
+    if (this.length === 0) return undefined;
+    const i = (this.head + this.length - 1) & this.mask;
+    const item = this.items[i];
+    this.items[i] = undefined;
+    this.length--;
+    return item;
+  }
+
   /** Remove and return the oldest item (undefined when empty). */
   shift(): T | undefined {
     if (this.length === 0) return undefined;

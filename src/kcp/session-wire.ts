@@ -34,6 +34,8 @@ export const KcpControlType = {
 export const KcpRefuseReason = {
   /** The server holds its maximum number of sessions. */
   SERVER_FULL: 1,
+  /** The server holds its maximum number of sessions for the client's address (IP). */
+  ADDRESS_FULL: 2,
 } as const;
 
 /** A decoded control packet. Numbers are u32 unless noted. */

@@ -5,13 +5,13 @@ import { NonCryptoRng } from '../core/rng.js';
 import type { LinkConfig } from '../sim/index.js';
 import { World } from '../sim/world.js';
 import { Kcp } from './kcp.js';
-import { readU32LE } from './segment.js';
+import { encodeKcpHeader, KCP_OVERHEAD, KcpCommand, readU32LE } from './segment.js';
 import {
   KcpClient, KcpServer, type KcpClientOptions, type KcpServerOptions, type KcpSessionEvent,
 } from './session.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
-  isWellFormedKcp, sipHashLow32, writeKeepAlive,
+  isWellFormedKcp, KcpRefuseReason, sipHashLow32, writeKeepAlive,
 } from './session-wire.js';
 
 /** Deterministic "CSPRNG" for tests only. */
@@ -339,21 +339,71 @@ describe('KcpServer / KcpClient, raw mode', () => {
   });
 
   it('never throws on random bytes and stays bounded', () => {
+    // Random bytes alone almost never pass the header check, so most datagrams here are well-formed
+    // KCP with random fields (and, in cookie mode, CONNECTs and DATA with a right or wrong cookie):
+    // they open sessions, get answers, and fill the table beyond maxSessions.
+    const key = new Uint8Array(16).fill(7);
+    const ck = cookieKeyFromBytes(key);
+    const segment = fc.record({
+      cmd: fc.integer({ min: KcpCommand.PUSH, max: KcpCommand.WINS }), frg: fc.nat(3), wnd: fc.nat(200),
+      ts: fc.nat(100), sn: fc.nat(6), una: fc.nat(3), data: fc.uint8Array({ maxLength: 40 }),
+    });
+    const bytes = fc.record({ kind: fc.constant('bytes' as const), bytes: fc.uint8Array({ maxLength: 80 }) });
+    const kcp = (kind: 'kcp' | 'cookie' | 'bad-cookie') => fc.record({ kind: fc.constant(kind), conv: fc.nat(11), segs: fc.array(segment, { minLength: 1, maxLength: 3 }) });
+    const connect = fc.record({ kind: fc.constant('connect' as const), nonce: fc.nat() });
+    const datagram = fc.oneof(
+      { arbitrary: bytes, weight: 1 }, { arbitrary: kcp('kcp'), weight: 3 }, { arbitrary: kcp('cookie'), weight: 3 },
+      { arbitrary: kcp('bad-cookie'), weight: 1 }, { arbitrary: connect, weight: 1 },
+    );
+    type Datagram = typeof datagram extends fc.Arbitrary<infer T> ? T : never;
+    const encode = (d: Datagram, from: string): Uint8Array => {
+      if (d.kind === 'bytes') return d.bytes;
+      if (d.kind === 'connect') {
+        const b = new Uint8Array(32);
+        encodeConnect(b, d.nonce);
+        return b;
+      }
+      const p = d.kind === 'kcp' ? 0 : 4;
+      const b = new Uint8Array(p + d.segs.reduce((n, x) => n + KCP_OVERHEAD + x.data.length, 0));
+      if (p > 0) new DataView(b.buffer).setUint32(0, deriveCookie(ck, from, d.conv) ^ (d.kind === 'bad-cookie' ? 1 : 0), true);
+      let off = p;
+      for (const x of d.segs) {
+        encodeKcpHeader(b, off, { conv: d.conv, cmd: x.cmd, frg: x.frg, wnd: x.wnd, ts: x.ts, sn: x.sn, una: x.una, len: x.data.length });
+        b.set(x.data, off + KCP_OVERHEAD);
+        off += KCP_OVERHEAD + x.data.length;
+      }
+      return b;
+    };
     for (const mode of ['raw', 'cookie'] as const) {
-      const s = new KcpServer({ mode, maxSessions: 8, random: seeded(3) });
+      const s = new KcpServer({ mode, maxSessions: 8, random: seeded(3), cookieKey: key, kcp: FAST });
       const out = new Uint8Array(1500);
+      let now = 0;
+      let fed = 0;
+      let maxLive = 0;
       fc.assert(
-        fc.property(fc.array(fc.uint8Array({ maxLength: 80 }), { maxLength: 30 }), fc.nat(3), (ds, who) => {
-          for (const d of ds) {
-            s.handleDatagram(1, `a${who}`, d);
-            s.handleTimeout(2);
-            while (s.pollTransmit(2, out) !== undefined);
-            while (s.pollEvent() !== undefined);
+        fc.property(fc.array(fc.tuple(datagram, fc.nat(3)), { minLength: 5, maxLength: 30 }), (ds) => {
+          now += 1000; // sessions idle out (10 s) across runs, so the table keeps turning over
+          for (const [d, who] of ds) {
+            s.handleDatagram(now, `a${who}`, encode(d, `a${who}`));
+            fed++;
+            s.handleTimeout(now + 1);
+            while (s.pollTransmit(now + 1, out) !== undefined);
+            for (let e = s.pollEvent(); e !== undefined; e = s.pollEvent()) if (e.type === 'message' && e.session.state === 'open') e.session.send(e.data);
+            maxLive = Math.max(maxLive, s.sessionCount);
+            expect(s.sessionCount).toBeLessThanOrEqual(8);
           }
-          expect(s.sessionCount).toBeLessThanOrEqual(8);
         }),
         { numRuns: 200 },
       );
+      // The datagrams reached the sessions: the table filled (and refused), and the server answered.
+      const c = s.counters();
+      expect(c.datagramsIn).toBe(fed);
+      expect(maxLive).toBe(8);
+      expect(c.sessionsOpened).toBeGreaterThan(8);
+      expect(c.refusedFull).toBeGreaterThan(0);
+      expect(c.datagramsOut).toBeGreaterThan(100);
+      expect(c.droppedMalformed).toBeGreaterThan(0);
+      if (mode === 'cookie') expect(c.handshakes + c.droppedBadCookie).toBeGreaterThan(0);
     }
   });
 });
@@ -465,7 +515,8 @@ describe('docs/kcp-session.md wire vectors', () => {
     const b = new Uint8Array(64);
     expect(hex(b.subarray(0, encodeConnect(b, 0x04030201)))).toBe(vector('CONNECT'));
     expect(hex(b.subarray(0, encodeAccept(b, 0x04030201, 0x11223344, 0xa1b2c3d4)))).toBe(vector('ACCEPT'));
-    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, 1)))).toBe(vector('REFUSE'));
+    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, KcpRefuseReason.SERVER_FULL)))).toBe(vector('REFUSE'));
+    expect(hex(b.subarray(0, encodeRefuse(b, 0x04030201, KcpRefuseReason.ADDRESS_FULL)))).toBe(vector('REFUSE_ADDRESS'));
     expect(hex(b.subarray(0, encodeClose(b, 0x11223344, 0xa1b2c3d4)))).toBe(vector('CLOSE'));
     expect(hex(b.subarray(0, writeKeepAlive(b, 0, 0x11223344, 128, 5)))).toBe(vector('KEEPALIVE'));
     expect(decodeControl(Buffer.from(vector('ACCEPT'), 'hex'))).toMatchObject({
@@ -473,6 +524,7 @@ describe('docs/kcp-session.md wire vectors', () => {
     });
     expect(decodeControl(Buffer.from(vector('CONNECT'), 'hex'))).toMatchObject({ ok: true, value: { type: 'connect', nonce: 0x04030201 } });
     expect(decodeControl(Buffer.from(vector('REFUSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'refuse', reason: 1 } });
+    expect(decodeControl(Buffer.from(vector('REFUSE_ADDRESS'), 'hex'))).toMatchObject({ ok: true, value: { type: 'refuse', reason: 2 } });
     expect(decodeControl(Buffer.from(vector('CLOSE'), 'hex'))).toMatchObject({ ok: true, value: { type: 'close', conv: 0x11223344 } });
     const key = cookieKeyFromBytes(Buffer.from(vector('COOKIE_KEY'), 'hex'));
     const cookie = deriveCookie(key, '127.0.0.1:40000', 0x11223344);
@@ -503,7 +555,8 @@ describe('docs/kcp-session.md wire vectors', () => {
 
 describe('KcpServer.pollTransmit', () => {
   it('addresses a datagram to its own peer after skipping an oversized one (regression)', () => {
-    const s = new KcpServer({ kcp: FAST, keepAliveMs: 0, idleTimeoutMs: 0 });
+    // The limit on what unvalidated addresses are sent would hold a's 1000 bytes back: off here.
+    const s = new KcpServer({ kcp: FAST, keepAliveMs: 0, idleTimeoutMs: 0, amplificationLimit: Infinity });
     const out = new Uint8Array(2048);
     for (const [addr, conv] of [['a', 1], ['b', 2]] as const) {
       const k = new Kcp(conv, (d) => s.handleDatagram(0, addr, d), FAST);

@@ -3,9 +3,10 @@ import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
+import { u32 } from '../core/wrap.js';
 import { Kcp, KcpArena, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
 import { deadlineOf } from './scheduler.js';
-import { KCP_OVERHEAD, readU32LE, writeU32LE } from './segment.js';
+import { KCP_OVERHEAD, KcpCommand, readU32LE, writeU32LE } from './segment.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
   isWellFormedKcp, KCP_COOKIE_PREFIX, KcpRefuseReason, writeKeepAlive, type CookieKey,
@@ -57,6 +58,14 @@ export interface KcpSessionOptions {
    * windows. Honest traffic needs about 2 × rcvWnd × (mss + 48) per receiving session.
    */
   maxReceiveBytes?: number;
+  /**
+   * What all sessions together hold to send (queued and unacknowledged payload plus 256 B per
+   * segment), bytes: the send budget of the host's one `KcpArena` (default 24 MiB,
+   * `KCP_HOST_MAX_SEND_BYTES_DEFAULT`). Each session may hold at most `kcp.maxSendBytes` of it
+   * (`KcpServer`: 256 KiB by default, so that no session takes the budget from the others). A `send`
+   * beyond either throws `queue-full` and is counted (`arena.counters().sendRefused`).
+   */
+  maxSendBytes?: number;
   /** Send the ACKs an input owes at once (`Kcp.flushAcks`), not at the next interval; data still waits (default false). */
   immediateAck?: boolean;
   /** Send a keep-alive probe (a KCP WASK) after this long without receiving anything (default 1000; 0 off). */
@@ -81,6 +90,7 @@ export type KcpHostCounter =
   | 'droppedBadCookie'
   | 'droppedConv'
   | 'refusedFull'
+  | 'refusedAddress'
   | 'handshakes'
   | 'sessionsOpened'
   | 'sessionsClosed'
@@ -88,16 +98,58 @@ export type KcpHostCounter =
   | 'keepAlivesSent'
   | 'outboxFull'
   | 'transmitTooLarge'
-  | 'datagramsOut';
+  | 'datagramsOut'
+  | 'addressesValidated'
+  | 'heldUnvalidated'
+  | 'probesUnvalidated'
+  | 'droppedUnvalidated';
 
 const COUNTERS: readonly KcpHostCounter[] = [
   'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
-  'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
-  'transmitTooLarge', 'datagramsOut',
+  'refusedAddress', 'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
+  'transmitTooLarge', 'datagramsOut', 'addressesValidated', 'heldUnvalidated', 'probesUnvalidated', 'droppedUnvalidated',
 ];
 
 /** Copies of each CLOSE packet sent (it is unreliable; the peer's idle timeout covers all being lost). */
 const CLOSE_COPIES = 3;
+/** Datagrams one session may queue for an address not yet validated; beyond it new ones are dropped (KCP resends). */
+const UNVALIDATED_QUEUE = 16;
+/** ACKs with a ts we never sent after which an address can no longer be validated (each is a guess). */
+const MAX_WRONG_PROOFS = 16;
+
+/**
+ * Raw mode, one remote address: its sessions (by conv) and what it has shown. Until `validated`, the
+ * bytes sent to it stay within `amplificationLimit` × the bytes received from it.
+ */
+class RawAddress {
+  readonly convs = new Map<number, KcpSession>();
+  /** Bytes received from it (well-formed datagrams for its sessions). */
+  rx = 0;
+  /** Bytes sent to it while not validated. */
+  tx = 0;
+  /** Bytes queued for it that fitted its allowance when queued (sent before anything that waits). */
+  queued = 0;
+  /** It acknowledged a segment we sent: it receives at this address. */
+  validated = false;
+  /** ACKs that echoed no ts we sent. */
+  wrong = 0;
+  /** A datagram for it is waiting for more bytes from it. */
+  waiting = false;
+  /** `rx` when we last sent it a window probe to earn allowance (one per reply). */
+  probedAt = -1;
+}
+
+/**
+ * The part of an address string that a remote cannot choose freely: "1.2.3.4:5" and "[::1]:5" without
+ * the port (sessions per address are counted by it); any other string as it is.
+ */
+export function addressGroup(address: string): string {
+  const colon = address.lastIndexOf(':');
+  if (colon <= 0 || !/^\d{1,5}$/.test(address.slice(colon + 1))) return address;
+  const host = address.slice(0, colon);
+  if (host.startsWith('[') && host.endsWith(']')) return host.slice(1, -1);
+  return host.includes(':') ? address : host;
+}
 
 interface ResolvedOptions {
   mode: KcpSessionMode;
@@ -110,8 +162,14 @@ interface ResolvedOptions {
   lingerTimeoutMs: number;
   maxOutboxDatagrams: number;
   maxReceiveBytes: number | undefined;
+  maxSendBytes: number;
   random: (out: Uint8Array) => void;
 }
+
+/** Default `KcpSessionOptions.maxSendBytes`: 24 MiB for all the sessions of a host. */
+export const KCP_HOST_MAX_SEND_BYTES_DEFAULT = 24 * 1024 * 1024;
+/** Default `kcp.maxSendBytes` of each `KcpServer` session: 256 KiB (a 127-fragment message fits). */
+export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 256 * 1024;
 
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;
@@ -137,6 +195,9 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
   const mrb = o.maxReceiveBytes;
   checkConfig(mrb === undefined || mrb === Infinity || (Number.isInteger(mrb) && mrb >= 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
   checkConfig(mrb === undefined || kcp.arena === undefined, 'give maxReceiveBytes or kcp.arena, not both');
+  const msb = o.maxSendBytes;
+  checkConfig(msb === undefined || msb === Infinity || (Number.isInteger(msb) && msb >= 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(msb === undefined || kcp.arena === undefined, 'give maxSendBytes or kcp.arena, not both');
   return {
     mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
     keepAliveMs: ms(o.keepAliveMs, 1000, 'keepAliveMs'),
@@ -145,6 +206,7 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
     lingerTimeoutMs: ms(o.lingerTimeoutMs, 5000, 'lingerTimeoutMs'),
     maxOutboxDatagrams: maxOut,
     maxReceiveBytes: mrb,
+    maxSendBytes: msb ?? KCP_HOST_MAX_SEND_BYTES_DEFAULT,
     random: o.random ?? cryptoRandom,
   };
 }
@@ -159,8 +221,10 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   /** Cookie-mode cookie (u32, never 0), or `undefined` in raw mode. */
   readonly cookie: number | undefined;
   /**
-   * The underlying KCP object, for tuning and statistics (`rxSrtt`, `waitSnd()`, `counters()`…). Do
-   * not call its `send`/`recv`/`input`/`update`/`flush` directly: the session schedules around them.
+   * The underlying KCP object, for tuning and statistics (`rxSrtt`, `waitSnd()`, `sendBytes`,
+   * `counters()`…). Do not call its `send`/`recv`/`input`/`update`/`flush` directly: the session
+   * schedules around them. A raw-mode `KcpServer` session runs it on the host's clock plus a random
+   * u32 offset (so the ts of its segments cannot be guessed), so its `current` is not the host's `now`.
    */
   readonly kcp: Kcp;
 
@@ -182,18 +246,33 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private out: Uint8Array[] | undefined;
   private outHead = 0;
   private events: KcpSessionEvent[] | undefined;
+  // Raw-mode server: the remote address's state, while anti-amplification applies; `clock` is added to
+  // the host's `now` for KCP, a random offset that makes the ts of our segments unguessable, so only
+  // an address that received one can acknowledge it (see `acknowledgesUs`).
+  private readonly gate: RawAddress | undefined;
+  private readonly clock: number;
+  private readonly firstClock: number;
+  private readonly firstSn: number;
+  // The last `unvalidated` datagrams of `out` did not fit the address's allowance when queued: they
+  // wait (counted in the owner's `unvalidatedQueued`). `headHeld`: the first of them has been counted.
+  private unvalidated = 0;
+  private headHeld = false;
 
   /** @internal created by a host. */
-  constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number) {
+  constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress) {
     this.owner = owner;
     this.opts = owner.opts;
     this.conv = conv;
     this.cookie = cookie;
     this.address_ = address;
     this.lastRecvAt = now;
+    this.gate = gate;
+    this.clock = gate === undefined ? 0 : randomU32(this.opts.random);
     const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
     this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: owner.arena, mtu: this.opts.mtu - prefix });
-    this.kcp.update(now);
+    this.kcp.update(now + this.clock);
+    this.firstClock = this.kcp.current;
+    this.firstSn = this.kcp.sndNxt;
     this.events = [{ type: 'open', session: this }];
   }
 
@@ -215,13 +294,19 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   /**
    * Queue one message (message mode) or bytes (stream mode); the bytes are copied. Throws
    * `closed` after close, `message-too-large` beyond 127 fragments (`kcp.maxMessageSize`),
-   * `queue-full` when `maxSendQueueSegments` would be exceeded (check `kcp.waitSnd()` to pace).
+   * `queue-full` when `kcp.maxSendQueueSegments`, this session's `kcp.maxSendBytes` or the host's
+   * `maxSendBytes` would be exceeded; nothing is queued then (pace with `kcp.sendBytes` or
+   * `kcp.waitSnd()`).
    */
   send(data: Uint8Array): void {
     if (this.state_ !== 'open') throw new GamewireError('closed', `send on a ${this.state_} session`);
-    const r = this.kcp.send(data);
-    if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${this.kcp.maxMessageSize}`);
-    if (r === -4) throw new GamewireError('queue-full', `send queue holds ${this.kcp.sndQueueLength} segments`);
+    const k = this.kcp;
+    const r = k.send(data);
+    if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${k.maxMessageSize}`);
+    if (r === -4) {
+      throw new GamewireError('queue-full', `send of ${data.length} bytes refused: the session holds ${k.waitSnd()} segments, ` +
+        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.owner.arena.sendBytes} of ${this.owner.arena.maxSendBytes}`);
+    }
     this.parked = false;
     this.owner.touch(this);
   }
@@ -247,16 +332,35 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   handleDatagram(now: number, bytes: Uint8Array): void {
     const view = this.cookie === undefined ? bytes : bytes.subarray(KCP_COOKIE_PREFIX);
     this.lastRecvAt = now;
-    this.kcp.input(view, now);
+    this.kcp.input(view, now + this.clock);
     this.parked = false;
-    if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now);
+    if (this.opts.immediateAck && this.kcp.pendingAckCount > 0) this.kcp.flushAcks(now + this.clock);
+  }
+
+  /**
+   * @internal Raw mode, before `handleDatagram`: 1 when `bytes` (well-formed, this conv) holds an ACK
+   * for a segment we sent that echoes its ts, -1 when its ACKs echo none we sent, 0 without ACKs
+   * or before we sent anything.
+   */
+  acknowledgesUs(now: number, bytes: Uint8Array): -1 | 0 | 1 {
+    const k = this.kcp;
+    const sent = u32(k.sndNxt - this.firstSn);
+    if (sent === 0) return 0;
+    const age = u32(((now + this.clock) >>> 0) - this.firstClock);
+    let r: -1 | 0 | 1 = 0;
+    for (let off = 0; off + KCP_OVERHEAD <= bytes.length; off += KCP_OVERHEAD + readU32LE(bytes, off + 20)) {
+      if (bytes[off + 4] !== KcpCommand.ACK) continue;
+      if (u32(readU32LE(bytes, off + 12) - this.firstSn) < sent && u32(readU32LE(bytes, off + 8) - this.firstClock) <= age) return 1;
+      r = -1;
+    }
+    return r;
   }
 
   /** Host side: run KCP and the session timers at `now` (ms). */
   handleTimeout(now: number): void {
     const kcp = this.kcp;
     if (!this.parked) {
-      kcp.update(now);
+      kcp.update(now + this.clock);
       this.parked = kcp.waitSnd() === 0 && kcp.rmtWnd !== 0;
     }
     if (kcp.isDeadLink && !this.deadSeen) {
@@ -292,18 +396,71 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     return undefined;
   }
 
-  /** @internal the next datagram itself (ownership passes to the caller), or undefined. */
+  /**
+   * @internal the next datagram itself (ownership passes to the caller), or undefined: nothing queued,
+   * or (raw mode) the next one would take what an unvalidated address was sent beyond its allowance.
+   */
   takeDatagram(): Uint8Array | undefined {
     const out = this.out;
     if (out === undefined) return undefined;
     const b = out[this.outHead]!;
+    const g = this.gate;
+    const waited = out.length - this.outHead <= this.unvalidated;
+    if (g !== undefined && !g.validated) {
+      const allowance = this.owner.amplificationLimit * g.rx - g.tx - g.queued;
+      if (waited && b.length > allowance) {
+        if (this.state_ === 'closed') {
+          this.dropOutbox();
+          return undefined;
+        }
+        g.waiting = true;
+        if (!this.headHeld) this.owner.ctr.add('heldUnvalidated');
+        this.headHeld = true;
+        // Every KCP answers a window probe (WASK) with its window (WINS, 24 bytes): it earns three
+        // times its size, and it is sent only again once the address has sent something since, so a
+        // client that went quiet after its request still gets its answer, and a spoofed one no more.
+        if (g.rx > g.probedAt && allowance >= KCP_OVERHEAD) {
+          g.probedAt = g.rx;
+          g.tx += KCP_OVERHEAD;
+          this.owner.ctr.add('probesUnvalidated');
+          return this.probe();
+        }
+        return undefined;
+      }
+      g.tx += b.length;
+      if (!waited) g.queued -= b.length;
+    }
     out[this.outHead++] = EMPTY;
     if (this.outHead === out.length) {
       this.out = undefined;
       this.outHead = 0;
     }
     this.owner.queued--;
+    if (waited && this.unvalidated > 0) {
+      this.unvalidated--;
+      this.owner.unvalidatedQueued--;
+      this.headHeld = false;
+    }
     return b;
+  }
+
+  /** @internal its address was validated: what it queued no longer counts as waiting for one. */
+  validated(): void {
+    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.unvalidated = 0;
+    this.headHeld = false;
+  }
+
+  // A closed session whose address was never validated: what still waits for it is dropped, so that
+  // its slot is freed.
+  private dropOutbox(): void {
+    const n = this.out === undefined ? 0 : this.out.length - this.outHead;
+    this.out = undefined;
+    this.outHead = 0;
+    this.owner.queued -= n;
+    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.unvalidated = 0;
+    this.owner.ctr.add('droppedUnvalidated', n);
   }
 
   /** Host side: next time (ms) the host must wake this session, or undefined. */
@@ -311,7 +468,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (this.state_ === 'closed') return undefined;
     const now = this.owner.lastNow;
     if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
-    let t = this.parked ? Infinity : deadlineOf(this.kcp, now);
+    let t = this.parked ? Infinity : deadlineOf(this.kcp, now + this.clock) - this.clock;
     const o = this.opts;
     if (o.keepAliveMs > 0 && this.state_ === 'open') {
       const k = Math.max(this.lastRecvAt, this.lastProbeAt) + o.keepAliveMs;
@@ -377,13 +534,17 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
   sendKeepAlive(): void {
+    this.owner.ctr.add('keepAlivesSent');
+    this.enqueue(this.probe());
+  }
+
+  private probe(): Uint8Array {
     const k = this.kcp;
     const p = this.cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
     const b = new Uint8Array(p + KCP_OVERHEAD);
     if (p > 0) writeU32LE(b, 0, this.cookie!);
     writeKeepAlive(b, p, this.conv, Math.max(0, k.rcvWnd - k.rcvQueueLength), k.rcvNxt);
-    this.owner.ctr.add('keepAlivesSent');
-    this.enqueue(b);
+    return b;
   }
 
   /** KCP's output callback: copy (with the cookie prefix). */
@@ -403,6 +564,20 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (owner.queued >= this.opts.maxOutboxDatagrams) {
       owner.ctr.add('outboxFull');
       return;
+    }
+    const g = this.gate;
+    if (g !== undefined && !g.validated) {
+      if (this.unvalidated === 0 && g.tx + g.queued + b.length <= owner.amplificationLimit * g.rx) g.queued += b.length;
+      else {
+        // It must wait for the address to send more or be validated. What waits is bounded per
+        // session and host-wide, so spoofed sessions cannot fill the outbox that others need.
+        if (this.unvalidated >= UNVALIDATED_QUEUE || owner.unvalidatedQueued >= owner.maxUnvalidatedQueued) {
+          owner.ctr.add('droppedUnvalidated');
+          return;
+        }
+        this.unvalidated++;
+        owner.unvalidatedQueued++;
+      }
     }
     owner.queued++;
     if (this.out === undefined) this.out = [b];
@@ -430,6 +605,12 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   lastNow = -Infinity;
   /** @internal datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
   queued = 0;
+  /** @internal of those, datagrams for addresses not yet validated (raw server). */
+  unvalidatedQueued = 0;
+  /** @internal bound on `unvalidatedQueued`: a quarter of the outbox. */
+  readonly maxUnvalidatedQueued: number;
+  /** @internal raw server: bytes sent to an unvalidated address ≤ this × bytes received from it. */
+  amplificationLimit = Infinity;
   /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
   readonly arena: KcpArena;
   protected readonly host: Host<KcpSession, KcpSessionEvent>;
@@ -441,7 +622,8 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   constructor(options: KcpSessionOptions, maxSessions: number) {
     this.opts = resolveOptions(options);
-    this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes });
+    this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes, maxSendBytes: this.opts.maxSendBytes });
+    this.maxUnvalidatedQueued = Math.max(1, this.opts.maxOutboxDatagrams >>> 2);
     this.host = new Host<KcpSession, KcpSessionEvent>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
@@ -528,8 +710,8 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     if (!this.host.sendTo(to, bytes)) this.ctr.add('outboxFull');
   }
 
-  protected newSession(conv: number, cookie: number | undefined, address: string, now: number): KcpSession {
-    const s = new KcpSession(this, conv, cookie, address, now);
+  protected newSession(conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress): KcpSession {
+    const s = new KcpSession(this, conv, cookie, address, now, gate);
     s.id = this.host.add(address, s);
     this.ctr.add('sessionsOpened');
     return s;
@@ -551,6 +733,20 @@ export interface KcpServerOptions extends KcpSessionOptions {
   acceptConv?: (conv: number) => boolean;
   /** Cookie mode: 16-byte SipHash key for cookies (default: drawn from `random`). */
   cookieKey?: Uint8Array;
+  /**
+   * Most live sessions from one address (default 64), counted per IP: the address string without
+   * its port ("1.2.3.4:5" and "[::1]:5" as the Node adapter writes them; other strings as they are,
+   * see `addressGroup`). Beyond it a new session is refused and counted (`refusedAddress`); cookie
+   * mode answers CONNECT with REFUSE(2) and refuses a migration into that IP.
+   */
+  maxSessionsPerAddress?: number;
+  /**
+   * Raw mode: until an address has acknowledged a segment we sent (an ACK echoing its ts), the bytes
+   * sent to it are at most this many times the bytes received from it (default 3, QUIC's factor;
+   * Infinity = off). Datagrams beyond wait (up to 16 per session) until it sends more or is
+   * validated, and are dropped if its session ends first.
+   */
+  amplificationLimit?: number;
 }
 
 /**
@@ -566,8 +762,12 @@ export interface KcpServerOptions extends KcpSessionOptions {
 export class KcpServer extends SessionHost {
   /** Most live sessions. */
   readonly maxSessions: number;
-  // Raw mode: address → conv → session (two levels, so no key string is built per datagram).
-  private readonly byAddr = new Map<string, Map<number, KcpSession>>();
+  /** Most live sessions per address (IP, see `KcpServerOptions.maxSessionsPerAddress`). */
+  readonly maxSessionsPerAddress: number;
+  // Raw mode: address → its state and conv → session (two levels, so no key string is built per datagram).
+  private readonly byAddr = new Map<string, RawAddress>();
+  // Live sessions per addressGroup(address).
+  private readonly perGroup = new Map<string, number>();
   private rawCount = 0;
   private readonly byConv = new Map<number, KcpSession>();
   private readonly acceptConv: ((conv: number) => boolean) | undefined;
@@ -576,8 +776,15 @@ export class KcpServer extends SessionHost {
   constructor(options: KcpServerOptions = {}) {
     const max = options.maxSessions ?? 4096;
     checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
+    const perAddr = options.maxSessionsPerAddress ?? 64;
+    checkConfig(Number.isInteger(perAddr) && perAddr >= 1, 'maxSessionsPerAddress must be an integer ≥ 1');
+    const amp = options.amplificationLimit ?? 3;
+    checkConfig(typeof amp === 'number' && amp >= 1, 'amplificationLimit must be a number ≥ 1 (Infinity = off)');
     super(options, max);
     this.maxSessions = max;
+    this.maxSessionsPerAddress = perAddr;
+    if (this.opts.mode === 'raw') this.amplificationLimit = amp;
+    this.opts.kcp.maxSendBytes ??= KCP_SESSION_MAX_SEND_BYTES_DEFAULT;
     this.acceptConv = options.acceptConv;
     if (this.opts.mode === 'cookie') {
       let key = options.cookieKey;
@@ -598,18 +805,32 @@ export class KcpServer extends SessionHost {
   sessions(): IterableIterator<KcpSession> {
     if (this.opts.mode === 'cookie') return this.byConv.values();
     const all: KcpSession[] = [];
-    for (const m of this.byAddr.values()) for (const x of m.values()) all.push(x);
+    for (const a of this.byAddr.values()) for (const x of a.convs.values()) all.push(x);
     return all.values();
   }
 
   /** The live session for (`address`, `conv`) in raw mode, or for `conv` in cookie mode. */
   session(conv: number, address?: string): KcpSession | undefined {
-    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byAddr.get(address ?? '')?.get(conv);
+    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byAddr.get(address ?? '')?.convs.get(conv);
   }
 
   /** Full: `maxSessions` live, or closed sessions whose events are not polled yet still hold the host's slots. */
   private full(live: number): boolean {
     return live >= this.maxSessions || this.host.full;
+  }
+
+  /** `address`'s IP holds `maxSessionsPerAddress` sessions (counted as `refusedAddress`). */
+  private groupFull(address: string): boolean {
+    if ((this.perGroup.get(addressGroup(address)) ?? 0) < this.maxSessionsPerAddress) return false;
+    this.ctr.add('refusedAddress');
+    return true;
+  }
+
+  private joinGroup(address: string, by: 1 | -1): void {
+    const g = addressGroup(address);
+    const n = (this.perGroup.get(g) ?? 0) + by;
+    if (n > 0) this.perGroup.set(g, n);
+    else this.perGroup.delete(g);
   }
 
   protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
@@ -622,8 +843,8 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     const conv = readU32LE(bytes, 0);
-    let convs = this.byAddr.get(from);
-    let s = convs?.get(conv);
+    let a = this.byAddr.get(from);
+    let s = a?.convs.get(conv);
     if (s === undefined) {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
         this.ctr.add('droppedConv');
@@ -633,15 +854,37 @@ export class KcpServer extends SessionHost {
         this.ctr.add('refusedFull');
         return undefined;
       }
-      s = this.newSession(conv, undefined, from, now);
-      if (convs === undefined) {
-        convs = new Map();
-        this.byAddr.set(from, convs);
+      if (this.groupFull(from)) return undefined;
+      if (a === undefined) {
+        a = new RawAddress();
+        this.byAddr.set(from, a);
       }
-      convs.set(conv, s);
+      s = this.newSession(conv, undefined, from, now, this.amplificationLimit === Infinity ? undefined : a);
+      a.convs.set(conv, s);
+      this.joinGroup(from, 1);
       this.rawCount++;
     }
+    if (this.amplificationLimit !== Infinity && a !== undefined && !a.validated) this.admit(now, a, s, bytes);
     return s.id;
+  }
+
+  // Raw mode, an address not yet validated: what it sent raises its allowance, and an ACK echoing
+  // one of our ts validates it. Its sessions that were waiting for either may send now.
+  private admit(now: number, a: RawAddress, s: KcpSession, bytes: Uint8Array): void {
+    a.rx += bytes.length;
+    if (a.wrong < MAX_WRONG_PROOFS) {
+      const p = s.acknowledgesUs(now, bytes);
+      if (p < 0) a.wrong++;
+      else if (p > 0) {
+        a.validated = true;
+        this.ctr.add('addressesValidated');
+        for (const x of a.convs.values()) x.validated();
+      }
+    }
+    if (a.waiting || a.validated) {
+      a.waiting = false;
+      for (const x of a.convs.values()) if (x !== s) this.touch(x);
+    }
   }
 
   private cookieRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
@@ -666,6 +909,12 @@ export class KcpServer extends SessionHost {
         return undefined;
       }
       if (s.address !== from) {
+        const into = addressGroup(from) !== addressGroup(s.address);
+        if (into && this.groupFull(from)) return undefined;
+        if (into) {
+          this.joinGroup(s.address, -1);
+          this.joinGroup(from, 1);
+        }
         s.moveTo(from);
         this.host.rebind(s.id, from);
         this.ctr.add('migrations');
@@ -679,8 +928,10 @@ export class KcpServer extends SessionHost {
         this.ctr.add('refusedFull');
         return undefined;
       }
+      if (this.groupFull(from)) return undefined;
       s = this.newSession(conv, prefix, from, now);
       this.byConv.set(conv, s);
+      this.joinGroup(from, 1);
     }
     return s.id;
   }
@@ -693,10 +944,11 @@ export class KcpServer extends SessionHost {
     }
     const c = r.value;
     if (c.type === 'connect') {
-      if (this.full(this.byConv.size)) {
-        this.ctr.add('refusedFull');
+      const full = this.full(this.byConv.size);
+      if (full || this.groupFull(from)) {
+        if (full) this.ctr.add('refusedFull');
         const b = new Uint8Array(11);
-        encodeRefuse(b, c.nonce, KcpRefuseReason.SERVER_FULL);
+        encodeRefuse(b, c.nonce, full ? KcpRefuseReason.SERVER_FULL : KcpRefuseReason.ADDRESS_FULL);
         this.sendReply(from, b);
         return;
       }
@@ -719,12 +971,14 @@ export class KcpServer extends SessionHost {
   }
 
   protected forget(s: KcpSession): void {
-    if (this.opts.mode === 'cookie') this.byConv.delete(s.conv);
-    else {
-      const convs = this.byAddr.get(s.address);
-      if (convs?.delete(s.conv) === true) {
+    if (this.opts.mode === 'cookie') {
+      if (this.byConv.delete(s.conv)) this.joinGroup(s.address, -1);
+    } else {
+      const a = this.byAddr.get(s.address);
+      if (a?.convs.delete(s.conv) === true) {
         this.rawCount--;
-        if (convs.size === 0) this.byAddr.delete(s.address);
+        this.joinGroup(s.address, -1);
+        if (a.convs.size === 0) this.byAddr.delete(s.address);
       }
     }
   }
