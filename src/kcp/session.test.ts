@@ -280,11 +280,18 @@ describe('KcpServer / KcpClient, raw mode', () => {
     for (let i = 0; i < 30; i++) p.client.send(new Uint8Array(500).fill(i));
     p.client.close({ linger: true });
     expect(p.client.state).toBe('closing');
-    expect(() => p.client.send(new Uint8Array(1))).toThrow(/closed/);
+    // Sending once closing or closed is a counted drop (as on every connection), never a throw.
+    expect(p.client.send(new Uint8Array(1))).toBe(false);
     net.runUntil(() => p.client.state === 'closed', 10_000);
+    expect(p.client.send(new Uint8Array(1))).toBe(false);
+    expect(p.client.counters().sendsAfterClose).toBe(2);
     expect(closedReason(p.events)).toBe('local');
     net.runFor(200);
     expect(net.serverEvents.filter((e) => e.type === 'message').length).toBe(30);
+    const [ended] = [...net.server.sessions()];
+    ended!.close();
+    expect(ended!.send(new Uint8Array(1))).toBe(false);
+    expect(net.server.counters().sendsAfterClose).toBe(1);
   });
 
   it('every session receives into the host\'s one arena, under one budget; a closed session gives its share back', () => {

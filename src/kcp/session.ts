@@ -102,12 +102,14 @@ export type KcpHostCounter =
   | 'addressesValidated'
   | 'heldUnvalidated'
   | 'probesUnvalidated'
-  | 'droppedUnvalidated';
+  | 'droppedUnvalidated'
+  | 'sendsAfterClose';
 
 const COUNTERS: readonly KcpHostCounter[] = [
   'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
   'refusedAddress', 'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
   'transmitTooLarge', 'datagramsOut', 'addressesValidated', 'heldUnvalidated', 'probesUnvalidated', 'droppedUnvalidated',
+  'sendsAfterClose',
 ];
 
 /** Copies of each CLOSE packet sent (it is unreliable; the peer's idle timeout covers all being lost). */
@@ -292,14 +294,18 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   }
 
   /**
-   * Queue one message (message mode) or bytes (stream mode); the bytes are copied. Throws
-   * `closed` after close, `message-too-large` beyond 127 fragments (`kcp.maxMessageSize`),
-   * `queue-full` when `kcp.maxSendQueueSegments`, this session's `kcp.maxSendBytes` or the host's
-   * `maxSendBytes` would be exceeded; nothing is queued then (pace with `kcp.sendBytes` or
-   * `kcp.waitSnd()`).
+   * Queue one message (message mode) or bytes (stream mode); the bytes are copied. Returns true when
+   * queued. Once the session is closing or closed nothing is queued: returns false and counts
+   * `sendsAfterClose` in the host's counters, so answering a message that arrived together with the
+   * end is safe. Throws `message-too-large` beyond 127 fragments (`kcp.maxMessageSize`), `queue-full`
+   * when `kcp.maxSendQueueSegments`, this session's `kcp.maxSendBytes` or the host's `maxSendBytes`
+   * would be exceeded; nothing is queued then (pace with `kcp.sendBytes` or `kcp.waitSnd()`).
    */
-  send(data: Uint8Array): void {
-    if (this.state_ !== 'open') throw new GamewireError('closed', `send on a ${this.state_} session`);
+  send(data: Uint8Array): boolean {
+    if (this.state_ !== 'open') {
+      this.owner.ctr.add('sendsAfterClose');
+      return false;
+    }
     const k = this.kcp;
     const r = k.send(data);
     if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${k.maxMessageSize}`);
@@ -309,6 +315,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     }
     this.parked = false;
     this.owner.touch(this);
+    return true;
   }
 
   /**
@@ -1053,14 +1060,18 @@ export class KcpClient extends SessionHost {
     return this.session_?.conv ?? this.conv_;
   }
 
-  /** Send one message; throws `invalid-state` before `'open'`, else as `KcpSession.send`. */
-  send(data: Uint8Array): void {
+  /**
+   * Send one message, as `KcpSession.send` (false once closing or closed, counted `sendsAfterClose`);
+   * throws `invalid-state` before `'open'`.
+   */
+  send(data: Uint8Array): boolean {
     const s = this.session_;
     if (s === undefined) {
-      if (this.state_ === 'closed') throw new GamewireError('closed', 'send on a closed client');
-      throw new GamewireError('invalid-state', 'send before the session is open (wait for the open event)');
+      if (this.state_ !== 'closed') throw new GamewireError('invalid-state', 'send before the session is open (wait for the open event)');
+      this.ctr.add('sendsAfterClose');
+      return false;
     }
-    s.send(data);
+    return s.send(data);
   }
 
   /** Close (see `KcpSession.close`); before the handshake completes it just stops. */

@@ -170,9 +170,9 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
     return self;
   }
 
-  /** Queue one message (see `KcpSession.send`); the session wakes the driver. */
-  send(data: Uint8Array): void {
-    this.client.send(data);
+  /** Queue one message (see `KcpClient.send`: false once closed); the session wakes the driver. */
+  send(data: Uint8Array): boolean {
+    return this.client.send(data);
   }
 
   /** Close the session (see `KcpSession.close`), then the socket once it is done. */
