@@ -55,6 +55,8 @@ export class Slab {
   sparse = false;
   /** Index in the pool's list of retired slabs, or -1. */
   retiredAt = -1;
+  /** Bytes up to which copies were placed when the slab was retired (its space less the tail it could not use). */
+  filled = 0;
   /**
    * Holders of (some) copies made into this slab; an entry is stale once its `slab` points
    * elsewhere. A new array each time the slab empties: it drops the dead holders at once, and a
@@ -307,6 +309,7 @@ export class SlabPool {
     // A fresh slab is allocated only when none is free, and then `allocated` equals `inUse`.
     if (this.inUse + this.slabBytes > limit) return undefined;
     if (slab !== undefined) {
+      slab.filled = this.pos;
       slab.retiredAt = this.retired.length;
       this.retired.push(slab);
       if (!slab.sparse && slab.live < this.sparseBelow) this.markSparse(slab);
@@ -401,9 +404,13 @@ export class SlabPool {
    */
   private squeeze(target: number): boolean {
     if (this.compacting) return false;
-    let room = this.cur === undefined ? 0 : this.slabBytes - this.cur.live;
-    for (const slab of this.retired) room += this.slabBytes - slab.live;
-    if (room < 2 * this.slabBytes) return this.inUse <= target;
+    if (this.inUse <= target) return true;
+    // Only the holes released copies left can be won back: packing copies again leaves the same
+    // tails. When they cannot reach the target, moving copies would be repeated by the next refused
+    // copy for nothing (a flood that fills the budget with live copies made each one cost a full pass).
+    let room = this.cur === undefined ? 0 : this.pos - this.cur.live;
+    for (const slab of this.retired) room += slab.filled - slab.live;
+    if (room < 2 * this.slabBytes || this.inUse - target > room - this.slabBytes) return false;
     const order = this.retired.slice().sort((a, b) => a.live - b.live);
     this.compacting = true;
     try {

@@ -79,29 +79,32 @@ describe('send budget under a flood (raw mode)', () => {
     // every echo waits in its session's send queue for a window that never opens.
     const e = new EchoServer({ kcp: FAST, keepAliveMs: 0 });
     const arena = e.server.arena;
-    expect(arena.maxSendBytes).toBe(24 * MiB);
+    expect(arena.maxSendBytes).toBe(32 * MiB);
     expect(arena.maxReceiveBytes).toBe(8 * MiB);
     let peak = 0;
     let now = 0;
-    for (let sn = 0; sn < 160; sn++, now += 10) {
+    for (let sn = 0; sn < 250; sn++, now += 10) {
       for (let a = 0; a < 16; a++) {
         for (let c = 0; c < 8; c++) e.feed(now, `10.0.0.${a}:4000`, segment(100 + c, KcpCommand.PUSH, sn, 1376));
       }
       e.run(now);
       peak = Math.max(peak, arena.sendBytes);
-      if (arena.sendBytes > 24 * MiB) expect(arena.sendBytes).toBeLessThanOrEqual(24 * MiB);
+      if (arena.sendBytes > 32 * MiB) expect(arena.sendBytes).toBeLessThanOrEqual(32 * MiB);
       if (arena.receiveBytes > 8 * MiB) expect(arena.receiveBytes).toBeLessThanOrEqual(8 * MiB);
     }
     expect(e.server.sessionCount).toBe(128);
     // The budget was what stopped it, and no session holds more than its share.
-    expect(peak).toBeGreaterThan(23 * MiB);
+    expect(peak).toBeGreaterThan(31 * MiB);
     const sessions = [...e.server.sessions()];
-    expect(sessions[0]!.kcp.maxSendBytes).toBe(256 * 1024);
-    expect(Math.max(...sessions.map((s) => s.kcp.sendBytes))).toBeLessThanOrEqual(256 * 1024);
+    expect(sessions[0]!.kcp.maxSendBytes).toBe(384 * 1024);
+    expect(Math.max(...sessions.map((s) => s.kcp.sendBytes))).toBeLessThanOrEqual(384 * 1024);
     expect(e.refused).toBeGreaterThan(0);
     expect(arena.counters().sendRefused).toBe(e.refused);
     const overBudget = sessions.reduce((n, s) => n + s.kcp.counters().sendOverBudget, 0);
     expect(overBudget).toBe(e.refused);
+    // A budget full of live copies has no holes to pack: refused sends move nothing (each used to
+    // repack the pool, a full pass per refusal).
+    expect(arena.counters().compactedBytes).toBe(0);
   });
 
   it('one flooding session cannot take the send budget from another: an honest client is echoed in full beside it', () => {
@@ -148,8 +151,8 @@ describe('send budget under a flood (raw mode)', () => {
     }, { maxTimeMs: 10_000 }).ok;
     expect(ok).toBe(true);
     expect(got.every((m, i) => m.length === 1000 && m[0] === (i & 0xff))).toBe(true);
-    expect(maxFlooder).toBeGreaterThan(200 * 1024);
-    expect(maxFlooder).toBeLessThanOrEqual(256 * 1024);
+    expect(maxFlooder).toBeGreaterThan(330 * 1024);
+    expect(maxFlooder).toBeLessThanOrEqual(384 * 1024);
     expect(refused).toBeGreaterThan(0);
   });
 });

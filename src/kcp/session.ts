@@ -60,9 +60,9 @@ export interface KcpSessionOptions {
   maxReceiveBytes?: number;
   /**
    * What all sessions together hold to send (queued and unacknowledged payload plus 256 B per
-   * segment), bytes: the send budget of the host's one `KcpArena` (default 24 MiB,
+   * segment), bytes: the send budget of the host's one `KcpArena` (default 32 MiB,
    * `KCP_HOST_MAX_SEND_BYTES_DEFAULT`). Each session may hold at most `kcp.maxSendBytes` of it
-   * (`KcpServer`: 256 KiB by default, so that no session takes the budget from the others). A `send`
+   * (`KcpServer`: 384 KiB by default, so that no session takes the budget from the others). A `send`
    * beyond either throws `queue-full` and is counted (`arena.counters().sendRefused`).
    */
   maxSendBytes?: number;
@@ -168,10 +168,13 @@ interface ResolvedOptions {
   random: (out: Uint8Array) => void;
 }
 
-/** Default `KcpSessionOptions.maxSendBytes`: 24 MiB for all the sessions of a host. */
-export const KCP_HOST_MAX_SEND_BYTES_DEFAULT = 24 * 1024 * 1024;
-/** Default `kcp.maxSendBytes` of each `KcpServer` session: 256 KiB (a 127-fragment message fits). */
-export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 256 * 1024;
+/** Default `KcpSessionOptions.maxSendBytes`: 32 MiB for all the sessions of a host. */
+export const KCP_HOST_MAX_SEND_BYTES_DEFAULT = 32 * 1024 * 1024;
+/**
+ * Default `kcp.maxSendBytes` of each `KcpServer` session: 384 KiB (two send windows of full segments,
+ * a 127-fragment message, or about 1,400 small messages; 64 sessions of one IP hold less than the host's 32 MiB).
+ */
+export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 384 * 1024;
 
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;

@@ -142,14 +142,12 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
   static async open(options: KcpUdpClientOptions): Promise<KcpUdpClient> {
     checkConfig(typeof options === 'object' && options !== null && options.server !== undefined, 'server address is required');
     const client = new KcpClient({ remote: addressKey(options.server.host, options.server.port), ...options });
-    // Events stay queued inside the client until our listener is attached (open() already drives it).
-    let attached = false;
     const peer: DrivablePeer<KcpSessionEvent> = {
       handleDatagram: (now, bytes) => client.handleDatagram(now, client.remote, bytes),
       handleTimeout: (now) => client.handleTimeout(now),
       pollTransmit: (now, out) => client.pollTransmit(now, out)?.length,
       pollTimeout: () => client.pollTimeout(),
-      pollEvent: () => (attached ? client.pollEvent() : undefined),
+      pollEvent: () => client.pollEvent(),
       setWaker: (waker) => client.setWaker(waker),
     };
     const driver = await UdpDriver.open<KcpSessionEvent>(peer, {
@@ -162,10 +160,6 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
     driver.on('event', (ev) => emitSessionEvent(self, ev));
     driver.on('socket-error', (err) => {
       if (self.listenerCount('socket-error') > 0) self.emit('socket-error', err);
-    });
-    queueMicrotask(() => {
-      attached = true;
-      driver.kick();
     });
     return self;
   }
