@@ -189,6 +189,10 @@ describe('UdpLinkProxy over real loopback', () => {
     await proxy.close();
   });
 
+  it('a target host that does not resolve rejects open() with invalid-argument (it used to start, then crash on the first datagram)', async () => {
+    await expect(UdpLinkProxy.open({ target: { host: 'nosuch.invalid', port: 1 } })).rejects.toMatchObject({ code: 'invalid-argument' });
+  });
+
   it('refuses a bad link config before binding', async () => {
     await expect(UdpLinkProxy.open({ target: { host: '127.0.0.1', port: 9 }, toServer: { loss: 2 } })).rejects.toMatchObject({
       code: 'invalid-config',

@@ -650,7 +650,8 @@ function validate(options: UdpSocketOptions): { recvBytes: number; sendBytes: nu
  * An IP literal as is; a name resolved once, up front, so a name that does not resolve rejects
  * `open` with a clear error before any socket exists (dgram's own connect would report it later).
  */
-async function resolveHost(host: string, localHost: string | undefined): Promise<string> {
+/** @internal `host` as an IP literal (resolved in the family of `localHost`, if it is one); rejects with `invalid-argument`. */
+export async function resolveHost(host: string, localHost: string | undefined): Promise<string> {
   if (isIP(host) !== 0) return host;
   const localFamily = isIP(localHost ?? '');
   try {

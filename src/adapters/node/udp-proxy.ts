@@ -7,7 +7,7 @@ import { checkConfig } from '../../core/errors.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { createLinkPair } from '../../sim/pair.js';
 import { deriveSeed, type Link, type LinkCounters } from '../../sim/link.js';
-import { addressKey, parseAddressKey, syncLiteralLookup, type UdpAddress } from './udp-driver.js';
+import { addressKey, parseAddressKey, resolveHost, syncLiteralLookup, type UdpAddress } from './udp-driver.js';
 
 /** Options of {@link UdpLinkProxy.open}. Times in ms, sizes in bytes. */
 export interface UdpLinkProxyOptions {
@@ -257,7 +257,8 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
 
   /**
    * Bind the listening socket (upstream sockets open per client). Throws `invalid-config` on bad
-   * options (including bad link configs); rejects on a bind failure.
+   * options (including bad link configs); rejects with `invalid-argument` when `target.host` does
+   * not resolve (to IPv4), and on a bind failure.
    */
   static async open(options: UdpLinkProxyOptions): Promise<UdpLinkProxy> {
     const port = options.listenPort ?? 0;
@@ -275,6 +276,8 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
     checkConfig(Number.isInteger(bufBytes) && bufBytes > 0, 'socketBufferBytes must be a positive integer');
     // Validate the link configs before touching sockets.
     createLinkPair(options.toServer ?? {}, seed, options.toClient ?? options.toServer ?? {});
+    // Upstream sockets are udp4 and connect per client: a name that does not resolve fails here, not at the first datagram.
+    const target = { host: await resolveHost(t.host, '0.0.0.0'), port: t.port };
 
     // Sends to clients name their address: resolve it synchronously, or the send would go out after
     // the scratch buffer holds the next datagram (see syncLiteralLookup).
@@ -286,7 +289,7 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
       throw err;
     }
     setBuffers(front, bufBytes);
-    return new UdpLinkProxy(front, options, bufBytes, maxClients, idleMs);
+    return new UdpLinkProxy(front, { ...options, target }, bufBytes, maxClients, idleMs);
   }
 
   /** The clients holding a slot now (each has its own links and upstream socket). */
