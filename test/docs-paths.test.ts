@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { expect, it } from 'vitest';
 
 // The markdown the package ships (package.json "files") must not send a reader to files only the
-// project's own machines have: its steering repository (shared/…) or a build machine's paths.
+// project's own machines have: its steering repository (shared/…, research/…) or a build machine's paths.
 const ROOT = resolve(import.meta.dirname, '..');
 
 it('no shipped document names a path outside the package (shared/…, /work/…, /home/…)', () => {
@@ -11,7 +11,7 @@ it('no shipped document names a path outside the package (shared/…, /work/…,
   const found: string[] = [];
   for (const doc of docs) {
     readFileSync(join(ROOT, doc), 'utf8').split('\n').forEach((line, i) => {
-      const m = /(?:^|[\s`(])((?:\.\.\/)*shared\/[\w./-]+|\/(?:work|home|root)\/[\w./-]+)/.exec(line);
+      const m = /(?:^|[\s`(])((?:\.\.\/)*(?:shared|research)\/[\w./-]+|\/(?:work|home|root)\/[\w./-]+)/.exec(line);
       if (m !== null) found.push(`${doc}:${i + 1}: ${m[1]}`);
     });
   }
