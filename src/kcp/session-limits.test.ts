@@ -460,15 +460,15 @@ describe('sessions per address', () => {
     expect(s.sessionCount).toBe(65);
   });
 
-  it('groups by IP: "ip:port" and "[v6]:port" without the port; other strings as they are', () => {
+  it('groups by IP (IPv6 by /64): "ip:port" and "[v6]:port" without the port; other strings as they are', () => {
     const s = new KcpServer({ kcp: FAST, random: seeded(8), maxSessionsPerAddress: 1 });
     const open = (from: string): boolean => {
       const before = s.sessionCount;
       s.handleDatagram(0, from, segment(1, KcpCommand.WASK, 0, 0, 128));
       return s.sessionCount > before;
     };
-    expect(['10.0.0.1:5', '10.0.0.1:6', '[::1]:5', '[::1]:6', '[2001:db8::1]:7', '[2001:db8::2]:7', 'peer-a', 'peer-b', 'peer-a:1'].map(open))
-      .toEqual([true, false, true, false, true, true, true, true, false]);
+    expect(['10.0.0.1:5', '10.0.0.1:6', '[::1]:5', '[::1]:6', '[2001:db8::1]:7', '[2001:db8::2]:7', '[2001:db8:0:1::2]:7', 'peer-a', 'peer-b', 'peer-a:1'].map(open))
+      .toEqual([true, false, true, false, true, false, true, true, true, false]);
   });
 });
 

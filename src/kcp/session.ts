@@ -1,3 +1,4 @@
+import { addressGroup } from '../core/address-group.js';
 import { Counters } from '../core/counters.js';
 import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
@@ -139,18 +140,6 @@ class RawAddress {
   waiting = false;
   /** `rx` when we last sent it a window probe to earn allowance (one per reply). */
   probedAt = -1;
-}
-
-/**
- * The part of an address string that a remote cannot choose freely: "1.2.3.4:5" and "[::1]:5" without
- * the port (sessions per address are counted by it); any other string as it is.
- */
-export function addressGroup(address: string): string {
-  const colon = address.lastIndexOf(':');
-  if (colon <= 0 || !/^\d{1,5}$/.test(address.slice(colon + 1))) return address;
-  const host = address.slice(0, colon);
-  if (host.startsWith('[') && host.endsWith(']')) return host.slice(1, -1);
-  return host.includes(':') ? address : host;
 }
 
 interface ResolvedOptions {
@@ -744,9 +733,9 @@ export interface KcpServerOptions extends KcpSessionOptions {
   /** Cookie mode: 16-byte SipHash key for cookies (default: drawn from `random`). */
   cookieKey?: Uint8Array;
   /**
-   * Most live sessions from one address (default 64), counted per IP: the address string without
-   * its port ("1.2.3.4:5" and "[::1]:5" as the Node adapter writes them; other strings as they are,
-   * see `addressGroup`). Beyond it a new session is refused and counted (`refusedAddress`); cookie
+   * Most live sessions from one source (default 64), counted per IPv4 address or IPv6 /64: the
+   * address string without its port ("1.2.3.4:5" and "[::1]:5" as the Node adapter writes them; other
+   * strings as they are, see `addressGroup` in core/address-group.ts). Beyond it a new session is refused and counted (`refusedAddress`); cookie
    * mode answers CONNECT with REFUSE(2) and refuses a migration into that IP.
    */
   maxSessionsPerAddress?: number;

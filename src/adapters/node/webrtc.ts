@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
+import { ipGroup } from '../../core/address-group.js';
 import { Counters } from '../../core/counters.js';
 import type { Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
@@ -136,19 +137,9 @@ function withoutCandidates(sdp: string): string {
   return sdp.split(/\r?\n/).filter((l) => !l.startsWith('a=candidate:')).join('\r\n');
 }
 
-/**
- * @internal The key per-address limits count by: an IPv4 address (also when IPv4-mapped), or the
- * /64 an IPv6 address is in (one host is often given a whole /64).
- */
-export function sourceKey(ip: string | undefined): string {
-  if (ip === undefined) return '';
-  if (!ip.includes(':')) return ip;
-  if (/^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(ip)) return ip.slice(7);
-  const [head = '', tail] = ip.split('%')[0]!.split('::');
-  const h = head === '' ? [] : head.split(':');
-  const t = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill('0'), ...t];
-  return `${groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16)).join(':')}::/64`;
+/** The per-source key of a request's remote IP (`ipGroup`; '' when the socket has none). */
+function sourceKey(ip: string | undefined): string {
+  return ip === undefined ? '' : ipGroup(ip);
 }
 
 /** Add `d` to `key`'s count in `m`, forgetting keys that reach 0 (so the map holds only live counts). */
