@@ -6,7 +6,7 @@ import { ConnectionHost } from '../connection/host.js';
 import type { ConnectionLaneConfig } from '../connection/options.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import {
-  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, untilStopped,
   UsageError, type HostPort,
 } from './units.js';
 
@@ -59,12 +59,7 @@ export interface EchoClientOptions {
  * connection (each client is told) and resolve to 130.
  */
 export async function runEchoServer(o: EchoServerOptions): Promise<number> {
-  const stop = stopSignal();
-  try {
-    return await serveUntil(o, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => serveUntil(o, signal));
 }
 
 async function serveUntil(o: EchoServerOptions, signal: AbortSignal): Promise<number> {
@@ -102,12 +97,7 @@ async function serveUntil(o: EchoServerOptions, signal: AbortSignal): Promise<nu
  */
 export async function runEchoClient(o: EchoClientOptions): Promise<number> {
   const resolved = await resolveHostPort(o.to, '--connect');
-  const stop = stopSignal();
-  try {
-    return await echoUntil(o, resolved, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => echoUntil(o, resolved, signal));
 }
 
 async function echoUntil(o: EchoClientOptions, resolved: HostPort, signal: AbortSignal): Promise<number> {

@@ -4,7 +4,7 @@ import { KcpUdpClient, KcpUdpServer } from '../adapters/node/kcp.js';
 import type { KcpOptions } from '../kcp/kcp.js';
 import type { KcpSession } from '../kcp/session.js';
 import {
-  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, untilStopped,
   UsageError, type HostPort,
 } from './units.js';
 
@@ -63,12 +63,7 @@ export function echoPayload(i: number, size: number): Uint8Array {
  * address + conv), every message echoed on its own session. Resolves to 130 once stopped.
  */
 export async function runKcpEchoServer(o: KcpEchoServerOptions): Promise<number> {
-  const stop = stopSignal();
-  try {
-    return await serveUntil(o, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => serveUntil(o, signal));
 }
 
 async function serveUntil(o: KcpEchoServerOptions, signal: AbortSignal): Promise<number> {
@@ -151,12 +146,7 @@ export function sendOnSchedule(count: number, intervalMs: number, send: (i: numb
  */
 export async function runKcpEchoClient(o: KcpEchoClientOptions): Promise<number> {
   const server = await resolveHostPort(o.to, '--connect');
-  const stop = stopSignal();
-  try {
-    return await echoUntil(o, server, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => echoUntil(o, server, signal));
 }
 
 async function echoUntil(o: KcpEchoClientOptions, server: HostPort, signal: AbortSignal): Promise<number> {

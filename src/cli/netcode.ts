@@ -11,7 +11,7 @@ import { CONNECT_TOKEN_BYTES, generateConnectToken, readConnectToken } from '../
 import { readInput, writeOutput } from './files.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import {
-  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, stopSignal,
+  aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, untilStopped,
   UsageError, type HostPort,
 } from './units.js';
 
@@ -103,12 +103,7 @@ export function serverDrops(c: Readonly<Record<string, unknown>>): { total: numb
  * client. On the signal it closes every client (each is told), prints a summary and resolves to 130.
  */
 export async function runServe(o: ServeCommandOptions): Promise<number> {
-  const stop = stopSignal();
-  try {
-    return await serveUntil(o, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => serveUntil(o, signal));
 }
 
 async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<number> {
@@ -195,12 +190,7 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
       expireSeconds: 60, timeoutSeconds: 5, crypto: aead,
     });
   }
-  const stop = stopSignal();
-  try {
-    return await connectUntil(o, token, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => connectUntil(o, token, signal));
 }
 
 async function connectUntil(o: ConnectCommandOptions, token: Uint8Array, signal: AbortSignal): Promise<number> {

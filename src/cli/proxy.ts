@@ -1,7 +1,7 @@
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
 import type { LinkConfig } from '../sim/config.js';
 import { preset } from '../sim/presets.js';
-import { aborted, EXIT_INTERRUPTED, type HostPort, resolveHostPort, stopSignal, UsageError } from './units.js';
+import { aborted, EXIT_INTERRUPTED, type HostPort, resolveHostPort, untilStopped, UsageError } from './units.js';
 
 /** Parsed options of `gamewire proxy`. Times in ms, rate in bytes/s. */
 export interface ProxyCommandOptions {
@@ -52,12 +52,7 @@ export function proxyLinkConfig(o: ProxyCommandOptions): Partial<LinkConfig> {
 export async function runProxy(o: ProxyCommandOptions): Promise<number> {
   const link = proxyLinkConfig(o);
   const target = await resolveHostPort(o.to, '--to');
-  const stop = stopSignal();
-  try {
-    return await proxyUntil(o, link, target, stop.signal);
-  } finally {
-    stop.dispose();
-  }
+  return untilStopped((signal) => proxyUntil(o, link, target, signal));
 }
 
 async function proxyUntil(o: ProxyCommandOptions, link: Partial<LinkConfig>, target: HostPort, signal: AbortSignal): Promise<number> {

@@ -67,6 +67,16 @@ export function stopSignal(): { signal: AbortSignal; dispose: () => void } {
   };
 }
 
+/** Run `task` with a signal that SIGINT/SIGTERM abort (a second one exits at once), removing the handlers after. */
+export async function untilStopped<T>(task: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const stop = stopSignal();
+  try {
+    return await task(stop.signal);
+  } finally {
+    stop.dispose();
+  }
+}
+
 /** A bad command-line value; the CLI prints `message` and exits with code 2. */
 export class UsageError extends Error {
   constructor(message: string) {
