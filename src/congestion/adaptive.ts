@@ -606,7 +606,7 @@ export class AdaptiveRate implements RateController {
     if (total < LOSS_EPOCH_DATAGRAMS * this.maxDatagram || dur < (this.srtt > 0 ? this.srtt : 100) || dur <= 0) return;
     const frac = this.epLost / total;
     // Loss of an epoch whose queue never drained below half the target may be our own overflow; learnt
-    // as baseline it would be compensated, i.e. sustained (measured: 50 % queue drops for whole transfers).
+    // as baseline it would be compensated, i.e. sustained: the queue would stay full for the whole transfer.
     const learn = this.lastIdleAt >= this.epStart;
     if (learn) {
       this.cumTotal += total;

@@ -2,7 +2,7 @@ import type { RttEstimator } from './rtt.js';
 
 /**
  * A send-rate controller: decides how fast a path may put bytes on the wire. One per `Path`, shared
- * by every lane on it (`chunk/`, later `channels/`). Sans-IO: every method takes `now` in ms; nothing
+ * by every lane on it (message lanes and the block lane). Sans-IO: every method takes `now` in ms; nothing
  * reads a clock.
  *
  * The path calls `onSent` for every datagram written (wire bytes, including the transport's

@@ -20,7 +20,7 @@ const HAND_COPY = 32;
 /**
  * A longer copy that ends its source and starts at most this many bytes into it is made with the
  * bytes before it (a datagram's KCP header, and an ACK's): one copy of the source as it is, where
- * copying the range alone would first make a view of it (about 4 % of bench:kcp b's instructions).
+ * copying the range alone would first make a view of it, a typed array per segment.
  */
 const MAX_HEAD = 2 * KCP_OVERHEAD;
 /** Emptied slabs kept for reuse per direction. */
@@ -60,8 +60,8 @@ export class Slab {
   /**
    * Holders of (some) copies made into this slab; an entry is stale once its `slab` points
    * elsewhere. A new array each time the slab empties: it drops the dead holders at once, and a
-   * young array takes young holders without the write barrier's slow path (a long-lived one cost
-   * about 90 instructions per copy in bench:kcp b).
+   * young array takes young holders without the write barrier's slow path, which a long-lived one
+   * takes on every copy.
    */
   owners: SlabCopy[] = [];
   /** The slab's storage. */
@@ -150,7 +150,7 @@ export class SlabPool {
     this.laterBytes = Math.min(this.urgentBytes, Math.floor((maxBytes * 3) / 4));
     // A live copy of at least 1/16 slab keeps its slab from being sparse, so compaction never moves
     // it; only squeezing (a budgeted pool under pressure) does. Recording fewer holders saves a push
-    // per copy (about 80 of 6,200 instructions per message in bench:kcp b, see bench:kcp-instr).
+    // per copy (bench:kcp-instr shows it).
     this.recordBelow = maxBytes === Infinity ? this.sparseBelow : Infinity;
   }
 
@@ -353,7 +353,7 @@ export class SlabPool {
     this.unretire(slab);
     this.inUse -= this.slabBytes;
     // Not fewer while fewer are in use: a window's worth of slabs is often released at once by one
-    // ACK, and trimming as they empty made every such burst allocate them again (bench:kcp b -12 %).
+    // ACK, and trimming as they empty would make every such burst allocate them again.
     if (this.free.length < this.maxFree) this.free.push(slab);
   }
 

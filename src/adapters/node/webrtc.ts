@@ -94,9 +94,8 @@ export const WEBRTC_ADDRESS_PREFIX = 'webrtc:';
 const MAX_MESSAGE_BYTES = 1500;
 /**
  * Bytes queued in a channel above which datagrams to it are dropped (an unreliable path: dropping is
- * the outcome, and the lanes resend). SCTP's window under loss is small; a deep queue behind it costs
- * seconds (bench:browser echo p99: 937 ms at 256 KiB, ~250 ms at 16 KiB, 2.9-47 s at 4 KiB, where
- * too much is dropped).
+ * the outcome, and the lanes resend). SCTP's window under loss is small: a deep queue behind it costs
+ * seconds of latency, a shallow one drops too much (bench:browser measures both; docs/browser.md).
  */
 const MAX_BUFFERED_BYTES = 16 * 1024;
 /** How long a peer connection stays after its netcode client disconnected, so the redundant DISCONNECTs leave. */
