@@ -280,7 +280,7 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
       }
       const t = server.pollTimeout();
       if (t !== undefined && t <= now) server.handleTimeout(now);
-      for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) toClient[indexOf.get(d.to)!]!.push(d.bytes);
+      for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) toClient[indexOf.get(t.to)!]!.push(out.slice(0, t.length));
     } else {
       for (let i = 0; i < N; i++) {
         const q = toServer[i]!;
@@ -380,6 +380,7 @@ function buildIdleKcps(): unknown {
 function buildIdleServer(echo = false): unknown {
   const server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: 0, idleTimeoutMs: 0 });
   const clients = new Map<string, Kcp>();
+  const out = new Uint8Array(2048);
   const clientOpts = { ...SCALE_KCP, arena: new KcpArena() };
   for (let i = 0; i < N; i++) {
     const addr = `10.0.${i >> 8}.${i & 255}:4000`;
@@ -395,14 +396,14 @@ function buildIdleServer(echo = false): unknown {
       if (echo && ev.type === 'message') ev.session.send(ev.data);
     }
     server.handleTimeout(now);
-    for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) clients.get(d.to)!.input(d.bytes, now);
+    for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) clients.get(t.to)!.input(out.subarray(0, t.length), now);
     for (const c of clients.values()) {
       while (c.recvMessage() !== undefined);
       c.update(now);
     }
   }
   server.handleTimeout(100);
-  while (server.pollDatagram(100) !== undefined);
+  while (server.pollTransmit(100, out) !== undefined);
   clients.clear();
   if (server.sessionCount !== N) throw new Error('sessions missing');
   for (const s of server.sessions()) {
