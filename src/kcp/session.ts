@@ -105,6 +105,7 @@ export type KcpHostCounter =
   | 'droppedUnvalidated'
   | 'sendsAfterClose';
 
+// `datagramsIn`/`datagramsOut` are the core host's counts (`counters()` reads them there); they are listed for their place only.
 const COUNTERS: readonly KcpHostCounter[] = [
   'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
   'refusedAddress', 'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
