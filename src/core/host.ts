@@ -711,9 +711,9 @@ function grownInt32(a: Int32Array, n: number): Int32Array {
  * (`ConnectionHost`, `ChunkHost`, netcode's `Server`) shows a driver. Subclasses make `host` and say
  * what an event is (`pollEvent`).
  */
-export abstract class HostEndpoint<P extends HostedPeer<PE>, PE, E> implements Endpoint<E> {
-  /** The host of the peers; made by the subclass's constructor. */
-  protected abstract readonly host: Host<P, PE>;
+export abstract class HostEndpoint<P extends HostedPeer<PE>, PE, E, K = never> implements Endpoint<E> {
+  /** The host of the peers (`K`: its keys); made by the subclass's constructor. */
+  protected abstract readonly host: Host<P, PE, K>;
 
   handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
     this.host.handleDatagram(now, from, bytes);
