@@ -593,8 +593,8 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
 const EMPTY = new Uint8Array(0);
 
-/** Monotonic deadline (ms) from `kcp.check()`'s u32 answer; never earlier than `now`. */
-function deadlineOf(kcp: Kcp, now: number): number {
+/** @internal Monotonic deadline (ms) from `kcp.check()`'s u32 answer; never earlier than `now`. */
+export function deadlineOf(kcp: Kcp, now: number): number {
   const d = timeDiff32(kcp.check(now), now >>> 0);
   return d > 0 ? now + d : now;
 }
