@@ -63,6 +63,7 @@ const ENTRIES: [entry: string, file: string][] = [
   ['gamewire/browser', 'src/browser.ts'],
   ['gamewire/sim', 'src/sim/index.ts'],
   ['gamewire/testing', 'src/testing.ts'],
+  ['gamewire/extend', 'src/extend.ts'],
 ];
 
 describe('public API', () => {
@@ -96,8 +97,19 @@ describe('public API', () => {
     expect(doc).toContain(`gamewire has ${words[ENTRIES.length - 1]} entry points.`);
   });
 
-  it('keeps wire codecs and internal helpers out of the root entry', () => {
+  it('the root entry holds products, their options, events and errors: at most 40 names, no building blocks', () => {
     const root = all(exportedNames(join(ROOT, 'src/index.ts')));
+    expect(root.length).toBeLessThanOrEqual(40);
+    const blocks = all(exportedNames(join(ROOT, 'src/extend.ts')));
+    for (const name of ['DriveLoop', 'Host', 'Channels', 'PacketAcks', 'Path', 'Kcp', 'KcpArena', 'Endpoint']) {
+      expect(blocks).toContain(name);
+      expect(root).not.toContain(name);
+    }
+    expect(root.filter((n) => blocks.includes(n))).toEqual([]);
+  });
+
+  it('keeps wire codecs and internal helpers out of the root and extend entries', () => {
+    const root = [...all(exportedNames(join(ROOT, 'src/index.ts'))), ...all(exportedNames(join(ROOT, 'src/extend.ts')))];
     for (const internal of ['decodeChunkPacket', 'encodeSlice', 'ByteReader', 'ByteWriter', 'seqDiff16', 'crc32Of', 'sipHash24', 'Counters', 'DeadlineHeap', 'KcpCounters']) {
       expect(root).not.toContain(internal);
     }

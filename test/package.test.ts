@@ -145,7 +145,7 @@ describe('the packed package (npm pack --dry-run)', () => {
     symlinkSync(stage, join(app, 'node_modules', 'gamewire'), 'dir');
     symlinkSync(join(ROOT, 'node_modules', '@types', 'node'), join(app, 'node_modules', '@types', 'node'), 'dir');
     writeFileSync(join(app, 'package.json'), '{ "type": "module" }');
-    writeFileSync(join(app, 'browser.ts'), "import { ChunkReceiver, ChunkSender } from 'gamewire';\nimport { World } from 'gamewire/testing';\nvoid [ChunkReceiver, ChunkSender, World];\n");
+    writeFileSync(join(app, 'browser.ts'), "import { ChunkReceiver, ChunkSender } from 'gamewire';\nimport { DriveLoop } from 'gamewire/extend';\nimport { World } from 'gamewire/testing';\nvoid [ChunkReceiver, ChunkSender, DriveLoop, World];\n");
     writeFileSync(join(app, 'server.ts'), "import { UdpDriver } from 'gamewire/node';\nvoid UdpDriver;\n");
     const tsc = (file: string, types: string[]): string => {
       const config = join(app, `tsconfig.${file}.json`);

@@ -72,8 +72,8 @@ describe('docs/netcode.md', () => {
 });
 
 describe('README', () => {
-  it('the ten-line messages example prints the echo and exits by itself', async () => {
-    const { code, out } = await runExample(docExample('README.md', '## Ten lines: messages', await freePort()));
+  it('the game server and client example connects, echoes over netcode and exits by itself', async () => {
+    const { code, out } = await runExample(docExample('README.md', '## A game server and a client', await freePort()));
     expect(out).toContain('hello');
     expect(code).toBe(0);
   });
