@@ -14,7 +14,7 @@ import { writeReadmeSection } from './readme.js';
 import { ChunkReceiver, ChunkSender, type ChunkSenderConfig, DEFAULT_SLICE_BYTES, SLICE_HEADER_BYTES } from '../src/chunk/index.js';
 import { FixedRate } from '../src/congestion/fixed.js';
 import { Link, type LinkConfig } from '../src/sim/index.js';
-import { PairWorld as World } from '../src/sim/pair-world.js';
+import { PairWorld } from '../src/sim/pair-world.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const QUICK = process.argv.includes('--quick');
@@ -83,13 +83,13 @@ function wireOf(c: { sent: number; bytesSent: number }): number {
   return c.bytesSent + c.sent * UDP_IP;
 }
 
-/** gamewire: ChunkSender → sim Link → ChunkReceiver (acks back over the reverse Link), in a World. */
+/** gamewire: ChunkSender → sim Link → ChunkReceiver (acks back over the reverse Link), in a PairWorld. */
 function runChunk(p: Path, loss: number, bytes: number, seed: number, sender: ChunkSenderConfig, capMs: number): Run {
   const t0 = performance.now();
   const tx = new ChunkSender({ ...sender, maxQueuedBytes: Math.max(bytes, 1) });
   const rx = new ChunkReceiver({ maxBlockBytes: Math.max(bytes, 1) });
   const cfg = linkConfig(p, loss);
-  const world = new World({ seed, aToB: cfg, bToA: cfg, a: tx, b: rx });
+  const world = new PairWorld({ seed, aToB: cfg, bToA: cfg, a: tx, b: rx });
   tx.sendBlock(block(bytes));
   let done = false;
   const r = world.runUntil(() => {

@@ -68,8 +68,8 @@ const RING = 256;
 const DEQUE = 256;
 const FIRST_CAP = 8;
 /** Fields per ack event (time, acked total, queueing delay, raw queueing delay) and per deque entry (time, RTT). */
-const EV = 4;
-const DQ = 2;
+const ACK_EVENT_STRIDE = 4;
+const MIN_RTTS_STRIDE = 2;
 const NO_SAMPLES: Float64Array<ArrayBuffer> = new Float64Array(0);
 
 /** `buf` (entries of `stride` numbers in a ring of `cap` entries, `len` of them from `head`) grown to twice its entries, oldest first. */
@@ -126,9 +126,9 @@ export class AdaptiveRate implements RateController {
   private readonly targetMs: number;
   private readonly rttWindowMs: number;
 
-  private st: AdaptiveRateState = 'startup';
+  private phase: AdaptiveRateState = 'startup';
   private rate: number;
-  private bw = 0;
+  private bandwidth = 0;
   private probeLevel = 0;
   private burstLeft: number;
   private gotAck = false;
@@ -138,40 +138,40 @@ export class AdaptiveRate implements RateController {
   private rtt: RttEstimator | undefined;
   private minRtt = Infinity;
   private srtt = 0;
-  // Sliding-window minimum of RTT samples: a ring of (time, RTT) pairs, dqCap entries.
-  private dq = NO_SAMPLES;
-  private dqCap = 0;
-  private dqHead = 0;
-  private dqLen = 0;
+  // Sliding-window minimum of RTT samples: a ring of (time, RTT) pairs, minRttsCap entries.
+  private minRtts = NO_SAMPLES;
+  private minRttsCap = 0;
+  private minRttsHead = 0;
+  private minRttsLen = 0;
   private jitPeak = 0;
-  private rawQd = 0;
-  private qd = 0;
+  private rawQueueDelay = 0;
+  private queueDelay = 0;
   private lastIdleAt = -Infinity;
 
-  // Recent ack events, a ring of EV numbers per entry (evCap entries; see pushEvent).
-  private ev = NO_SAMPLES;
-  private evCap = 0;
-  private evHead = 0;
-  private evN = 0;
+  // Recent ack events, a ring of ACK_EVENT_STRIDE numbers per entry (ackEventsCap entries; see pushEvent).
+  private ackEvents = NO_SAMPLES;
+  private ackEventsCap = 0;
+  private ackEventsHead = 0;
+  private ackEventsLen = 0;
   private ackedTotal = 0;
 
   private roundStart = NaN;
   private roundSent = 0;
-  private roundMaxQd = 0;
-  private roundMinQd = Infinity;
+  private roundMaxQueueDelay = 0;
+  private roundMinQueueDelay = Infinity;
   private roundMinRtt = Infinity;
   private roundMult = 0;
   private roundAcked = 0;
   private roundLost = 0;
   private roundMultN = 0;
-  private prevMinQd = Infinity;
+  private prevMinQueueDelay = Infinity;
   private prevDrainMs = 0;
   private stuckRounds = 0;
-  private bwNormal = 0;
-  private bwRoundStart = 0;
+  private normalBandwidth = 0;
+  private roundStartBandwidth = 0;
   private rebases = 0;
   private ceilingMs = Infinity;
-  private prevRoundMaxQd = 0;
+  private prevRoundMaxQueueDelay = 0;
   private jumped = false;
   private jitterQuietUntil = -Infinity;
   private lowerOnly = false;
@@ -179,8 +179,8 @@ export class AdaptiveRate implements RateController {
   private epStart = NaN;
   private epAcked = 0;
   private epLost = 0;
-  private epMaxQd = 0;
-  private prevEpMaxQd = 0;
+  private epMaxQueueDelay = 0;
+  private prevEpMaxQueueDelay = 0;
   private lossBase = 0;
   private lossEpochs = 0;
   private cumTotal = 0;
@@ -219,7 +219,7 @@ export class AdaptiveRate implements RateController {
 
   /** Current phase: 'startup' (exponential search), 'steady' (delay-targeting), 'probe-rtt' (min-RTT refresh). */
   get state(): AdaptiveRateState {
-    return this.st;
+    return this.phase;
   }
 
   /** Pacing rate in bytes/s at `now` (ms), always within the configured min..max. */
@@ -260,7 +260,7 @@ export class AdaptiveRate implements RateController {
     if (isNum(rttMs) && rttMs >= 0) {
       // A path that got shorter: for about one old RTT, acks of both paths interleave and every step
       // between them reads as jitter (tens of ms) that would inflate the target for seconds.
-      if (this.st !== 'startup' && rttMs < before - Math.max(2, 3 * this.jitPeak)) this.jitterQuietUntil = now + 2 * before;
+      if (this.phase !== 'startup' && rttMs < before - Math.max(2, 3 * this.jitPeak)) this.jitterQuietUntil = now + 2 * before;
       this.rttSample(now, rttMs);
     }
     this.pushEvent(now);
@@ -282,12 +282,12 @@ export class AdaptiveRate implements RateController {
   /** A snapshot of the controller's estimates at `now` (ms). */
   stats(now: number): AdaptiveRateStats {
     return {
-      state: this.st,
+      state: this.phase,
       pacingRate: this.pacingRate(now),
-      bandwidth: this.bw,
+      bandwidth: this.bandwidth,
       minRttMs: this.minRtt,
       smoothedRttMs: this.srtt,
-      queueDelayMs: this.qd,
+      queueDelayMs: this.queueDelay,
       targetQueueMs: this.target(),
       jitterMs: this.jitPeak,
       baselineLoss: this.lossBase,
@@ -308,7 +308,7 @@ export class AdaptiveRate implements RateController {
    */
   private target(jitterGain = JITTER_GAIN): number {
     let q = this.targetMs;
-    if (this.bw > 0) q += (FAIR_DATAGRAMS * this.maxDatagram * 1000) / this.bw;
+    if (this.bandwidth > 0) q += (FAIR_DATAGRAMS * this.maxDatagram * 1000) / this.bandwidth;
     return Math.max(q, Math.min(jitterGain * this.jitPeak, this.ceilingMs / 2));
   }
 
@@ -331,35 +331,35 @@ export class AdaptiveRate implements RateController {
     // outlier among the first samples (an event-loop stall, a slow first ack) must fade as 1/n, not 2 % per round.
     if (now >= this.jitterQuietUntil && (this.rtt!.samples <= 16 || jit > this.jitPeak)) this.jitPeak = jit;
     // Sliding-window minimum (monotonic deque): jitter only ever adds delay.
-    while (this.dqLen > 0 && this.dq[((this.dqHead + this.dqLen - 1) % this.dqCap) * DQ + 1] >= rtt) this.dqLen--;
-    if (this.dqLen === this.dqCap) {
-      if (this.dqCap < DEQUE) {
-        this.dq = grow(this.dq, DQ, this.dqCap, this.dqHead, this.dqLen);
-        this.dqCap = this.dq.length / DQ;
-        this.dqHead = 0;
+    while (this.minRttsLen > 0 && this.minRtts[((this.minRttsHead + this.minRttsLen - 1) % this.minRttsCap) * MIN_RTTS_STRIDE + 1] >= rtt) this.minRttsLen--;
+    if (this.minRttsLen === this.minRttsCap) {
+      if (this.minRttsCap < DEQUE) {
+        this.minRtts = grow(this.minRtts, MIN_RTTS_STRIDE, this.minRttsCap, this.minRttsHead, this.minRttsLen);
+        this.minRttsCap = this.minRtts.length / MIN_RTTS_STRIDE;
+        this.minRttsHead = 0;
       } else {
-        this.dqHead = (this.dqHead + 1) % this.dqCap;
-        this.dqLen--;
+        this.minRttsHead = (this.minRttsHead + 1) % this.minRttsCap;
+        this.minRttsLen--;
       }
     }
-    const dq = this.dq;
-    const cap = this.dqCap;
-    const tail = (this.dqHead + this.dqLen) % cap;
-    dq[tail * DQ] = now;
-    dq[tail * DQ + 1] = rtt;
-    this.dqLen++;
+    const win = this.minRtts;
+    const cap = this.minRttsCap;
+    const tail = (this.minRttsHead + this.minRttsLen) % cap;
+    win[tail * MIN_RTTS_STRIDE] = now;
+    win[tail * MIN_RTTS_STRIDE + 1] = rtt;
+    this.minRttsLen++;
     const from = now - this.window();
-    while (dq[this.dqHead * DQ] < from) {
-      this.dqHead = (this.dqHead + 1) % cap;
-      this.dqLen--;
+    while (win[this.minRttsHead * MIN_RTTS_STRIDE] < from) {
+      this.minRttsHead = (this.minRttsHead + 1) % cap;
+      this.minRttsLen--;
     }
-    this.qd = Math.max(0, dq[this.dqHead * DQ + 1] - this.minRtt);
-    this.rawQd = rtt - this.minRtt;
-    if (this.qd <= this.target() / 2) this.lastIdleAt = now;
-    if (this.qd > this.roundMaxQd) this.roundMaxQd = this.qd;
-    if (this.qd < this.roundMinQd) this.roundMinQd = this.qd;
+    this.queueDelay = Math.max(0, win[this.minRttsHead * MIN_RTTS_STRIDE + 1] - this.minRtt);
+    this.rawQueueDelay = rtt - this.minRtt;
+    if (this.queueDelay <= this.target() / 2) this.lastIdleAt = now;
+    if (this.queueDelay > this.roundMaxQueueDelay) this.roundMaxQueueDelay = this.queueDelay;
+    if (this.queueDelay < this.roundMinQueueDelay) this.roundMinQueueDelay = this.queueDelay;
     if (rtt < this.roundMinRtt) this.roundMinRtt = rtt;
-    if (this.qd > this.epMaxQd) this.epMaxQd = this.qd;
+    if (this.queueDelay > this.epMaxQueueDelay) this.epMaxQueueDelay = this.queueDelay;
   }
 
   /**
@@ -368,43 +368,43 @@ export class AdaptiveRate implements RateController {
    */
   private recentQueue(now: number): number {
     const from = now - this.minRtt / 4;
-    for (let k = 0; k < this.dqLen; k++) {
-      const i = ((this.dqHead + k) % this.dqCap) * DQ;
-      if (this.dq[i] >= from) return this.dq[i + 1] - this.minRtt;
+    for (let k = 0; k < this.minRttsLen; k++) {
+      const i = ((this.minRttsHead + k) % this.minRttsCap) * MIN_RTTS_STRIDE;
+      if (this.minRtts[i] >= from) return this.minRtts[i + 1] - this.minRtt;
     }
     return 0;
   }
 
   private pushEvent(now: number): void {
-    if (this.evN === this.evCap && this.evCap < RING) {
-      this.ev = grow(this.ev, EV, this.evCap, this.evHead, this.evN);
-      this.evHead = this.evN;
-      this.evCap = this.ev.length / EV;
+    if (this.ackEventsLen === this.ackEventsCap && this.ackEventsCap < RING) {
+      this.ackEvents = grow(this.ackEvents, ACK_EVENT_STRIDE, this.ackEventsCap, this.ackEventsHead, this.ackEventsLen);
+      this.ackEventsHead = this.ackEventsLen;
+      this.ackEventsCap = this.ackEvents.length / ACK_EVENT_STRIDE;
     }
-    const i = this.evHead * EV;
-    this.ev[i] = now;
-    this.ev[i + 1] = this.ackedTotal;
-    this.ev[i + 2] = this.qd;
-    this.ev[i + 3] = this.rawQd;
-    this.evHead = (this.evHead + 1) % this.evCap;
-    if (this.evN < this.evCap) this.evN++;
+    const i = this.ackEventsHead * ACK_EVENT_STRIDE;
+    this.ackEvents[i] = now;
+    this.ackEvents[i + 1] = this.ackedTotal;
+    this.ackEvents[i + 2] = this.queueDelay;
+    this.ackEvents[i + 3] = this.rawQueueDelay;
+    this.ackEventsHead = (this.ackEventsHead + 1) % this.ackEventsCap;
+    if (this.ackEventsLen < this.ackEventsCap) this.ackEventsLen++;
   }
 
   /** Ack event `i`'s time, acked total, queueing delay and raw queueing delay. */
-  private evT(i: number): number {
-    return this.ev[i * EV]!;
+  private ackEventTime(i: number): number {
+    return this.ackEvents[i * ACK_EVENT_STRIDE]!;
   }
 
-  private evCum(i: number): number {
-    return this.ev[i * EV + 1]!;
+  private ackEventAcked(i: number): number {
+    return this.ackEvents[i * ACK_EVENT_STRIDE + 1]!;
   }
 
-  private evQd(i: number): number {
-    return this.ev[i * EV + 2]!;
+  private ackEventQueueDelay(i: number): number {
+    return this.ackEvents[i * ACK_EVENT_STRIDE + 2]!;
   }
 
-  private evRaw(i: number): number {
-    return this.ev[i * EV + 3]!;
+  private ackEventRawQueueDelay(i: number): number {
+    return this.ackEvents[i * ACK_EVENT_STRIDE + 3]!;
   }
 
   /**
@@ -415,45 +415,45 @@ export class AdaptiveRate implements RateController {
   private bandwidthSample(now: number): void {
     const minBytes = 4 * this.maxDatagram;
     const wantSpan = this.window();
-    const cap = this.evCap;
-    const newest = (this.evHead + cap - 1) % cap;
+    const cap = this.ackEventsCap;
+    const newest = (this.ackEventsHead + cap - 1) % cap;
     let pick = -1;
-    for (let k = 1; k < this.evN; k++) {
+    for (let k = 1; k < this.ackEventsLen; k++) {
       const i = (newest + cap - k) % cap;
-      const dB = this.ackedTotal - this.evCum(i);
-      const dt = now - this.evT(i);
+      const dB = this.ackedTotal - this.ackEventAcked(i);
+      const dt = now - this.ackEventTime(i);
       if (dB >= minBytes && dt > 0) {
         pick = i;
         if (dt >= wantSpan) break;
       }
     }
     if (pick < 0) return;
-    const dt = now - this.evT(pick);
-    const sample = ((this.ackedTotal - this.evCum(pick)) * 1000) / dt;
+    const dt = now - this.ackEventTime(pick);
+    const sample = ((this.ackedTotal - this.ackEventAcked(pick)) * 1000) / dt;
     const q = this.target();
     let busy: boolean;
-    if (this.st === 'startup') {
+    if (this.phase === 'startup') {
       busy = this.trainDispersed(pick, dt, q);
     } else {
-      const rise = this.qd - this.evQd(pick);
-      busy = (this.evQd(pick) > q / 2 && this.lastIdleAt < this.evT(pick))
+      const rise = this.queueDelay - this.ackEventQueueDelay(pick);
+      busy = (this.ackEventQueueDelay(pick) > q / 2 && this.lastIdleAt < this.ackEventTime(pick))
         || rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2));
     }
     if (busy) {
-      if (this.st === 'startup') {
-        this.bw = sample;
+      if (this.phase === 'startup') {
+        this.bandwidth = sample;
         this.exitStartup();
       } else {
-        const prev = this.evT((newest + cap - 1) % cap);
+        const prev = this.ackEventTime((newest + cap - 1) % cap);
         const w = Math.min(1, (now - prev) / this.minRtt);
-        this.bw += (sample - this.bw) * w;
+        this.bandwidth += (sample - this.bandwidth) * w;
       }
-    } else if (sample > this.bw && (this.st !== 'startup' || dt >= wantSpan)) {
+    } else if (sample > this.bandwidth && (this.phase !== 'startup' || dt >= wantSpan)) {
       // In start-up the ring holds few acks: a span shorter than the window can be a compressed burst
       // of acks (reordering, head-of-line jitter), e.g. 7 datagrams in 0.6 ms read as 111 Mbit/s on 10.
-      // In steady state we never send above 1.5 × bw (p + probe ≤ 0.5), so more than that delivered is
+      // In steady state we never send above 1.5 × the bandwidth (p + probe ≤ 0.5), so more than that delivered is
       // acks arriving bunched (a path that got shorter overtakes what was in flight).
-      this.bw = this.st === 'startup' || this.bw <= 0 ? sample : Math.min(sample, STEADY_MAX_GROWTH * this.bw);
+      this.bandwidth = this.phase === 'startup' || this.bandwidth <= 0 ? sample : Math.min(sample, STEADY_MAX_GROWTH * this.bandwidth);
     }
   }
 
@@ -463,44 +463,44 @@ export class AdaptiveRate implements RateController {
    * sender) and never fell (jitter would make it wobble).
    */
   private trainDispersed(pick: number, dt: number, q: number): boolean {
-    // Two or three acks can rise by chance (reordering jitter): one pair once set 265 Mbit/s on a 10 Mbit/s path.
-    const cap = this.evCap;
-    if ((this.evHead + cap - 1 - pick) % cap < TRAIN_MIN_STEPS) return false;
-    const rise = this.rawQd - this.evRaw(pick);
+    // Two or three acks can rise by chance (reordering jitter) and would set a rate many times the path's.
+    const cap = this.ackEventsCap;
+    if ((this.ackEventsHead + cap - 1 - pick) % cap < TRAIN_MIN_STEPS) return false;
+    const rise = this.rawQueueDelay - this.ackEventRawQueueDelay(pick);
     if (!(rise > Math.max(MIN_RISE_MS, Math.min(q / 8, (dt - rise) / 2)))) return false;
-    let prev = this.evRaw(pick);
+    let prev = this.ackEventRawQueueDelay(pick);
     for (let i = (pick + 1) % cap; ; i = (i + 1) % cap) {
-      if (this.evRaw(i) < prev - MIN_RISE_MS) return false;
-      prev = this.evRaw(i);
-      if (i === (this.evHead + cap - 1) % cap) return true;
+      if (this.ackEventRawQueueDelay(i) < prev - MIN_RISE_MS) return false;
+      prev = this.ackEventRawQueueDelay(i);
+      if (i === (this.ackEventsHead + cap - 1) % cap) return true;
     }
   }
 
   private exitStartup(): void {
-    this.st = 'steady';
+    this.phase = 'steady';
     this.probeLevel = 0;
   }
 
   private control(now: number): void {
     const q = this.target();
-    if (this.st === 'startup') {
+    if (this.phase === 'startup') {
       let r = this.rate;
       if (this.minRtt > 0 && this.minRtt < Infinity) r = Math.max(r, (this.burstBytes * 1000) / this.minRtt);
-      r = Math.max(r, STARTUP_GAIN * this.bw);
+      r = Math.max(r, STARTUP_GAIN * this.bandwidth);
       this.rate = this.clamp(r);
       // The rate doubles per round: a queue as large as the jitter is already a round too late on a
       // shallow buffer, and so is a filter as long as the steady state's (8 × jitter) while it grows.
-      if (this.qd > q || this.recentQueue(now) > this.target(STARTUP_JITTER_GAIN)) {
+      if (this.queueDelay > q || this.recentQueue(now) > this.target(STARTUP_JITTER_GAIN)) {
         this.exitStartup();
       } else {
         return;
       }
     }
-    if (this.bw <= 0) return;
+    if (this.bandwidth <= 0) return;
     const T = Math.max(DRAIN_RTTS * this.minRtt, 4 * q);
     // On a jittery path the filter spans 8 × jitter (several RTTs) and lags a growing queue by as much;
     // the minimum of the last quarter RTT is noisier but already shows it (a shallow buffer fills in one RTT).
-    const e = (q - Math.max(this.qd, this.recentQueue(now))) / T;
+    const e = (q - Math.max(this.queueDelay, this.recentQueue(now))) / T;
     // The loop reacts a filtering window after the queue does: where the window outlasts the RTT
     // (jitter), every increase per round must shrink with it or the queue overshoots a shallow buffer.
     const up = Math.min(1, Math.max(this.minRtt, RAMP_MIN_RTT_MS) / (1.5 * this.window()));
@@ -509,7 +509,7 @@ export class AdaptiveRate implements RateController {
     let m = 1 + p + probe;
     if (m < 0.5) m = 0.5;
     const lossComp = 1 / (1 - Math.min(this.lossBase, 0.5));
-    this.rate = this.clamp(this.bw * lossComp * m);
+    this.rate = this.clamp(this.bandwidth * lossComp * m);
     this.roundMult += m;
     this.roundMultN++;
   }
@@ -528,25 +528,25 @@ export class AdaptiveRate implements RateController {
     const m = this.roundMultN > 0 ? this.roundMult / this.roundMultN : 1;
     const total = this.roundAcked + this.roundLost;
     const lossy = total > 0 && this.roundLost / total > this.lossBase + 0.01;
-    const stuck = !lossy && m < REBASE_BELOW && this.roundMinQd > 2 * q && this.roundMinQd > this.prevMinQd - this.prevDrainMs / 2;
+    const stuck = !lossy && m < REBASE_BELOW && this.roundMinQueueDelay > 2 * q && this.roundMinQueueDelay > this.prevMinQueueDelay - this.prevDrainMs / 2;
     this.stuckRounds = stuck ? this.stuckRounds + 1 : 0;
     // The estimate as the round began: a path that got longer collapses it within the round (the first
     // acks after the gap span it), before the queue shows.
-    if (this.roundMaxQd <= 2 * q) this.bwNormal = this.bwRoundStart;
-    this.prevMinQd = this.roundMinQd;
+    if (this.roundMaxQueueDelay <= 2 * q) this.normalBandwidth = this.roundStartBandwidth;
+    this.prevMinQueueDelay = this.roundMinQueueDelay;
     this.prevDrainMs = (1 - m) * dur;
     if (this.stuckRounds < REBASE_ROUNDS || this.roundMinRtt === Infinity) return;
     this.rtt!.rebaseMin(now, this.roundMinRtt);
     this.readRtt();
-    this.bw = Math.max(this.bw, this.bwNormal);
+    this.bandwidth = Math.max(this.bandwidth, this.normalBandwidth);
     this.rebases++;
     this.stuckRounds = 0;
-    this.prevMinQd = Infinity;
+    this.prevMinQueueDelay = Infinity;
     this.probeLevel = 0;
-    this.epMaxQd = 0;
-    this.prevEpMaxQd = 0;
-    this.dqLen = 0;
-    this.qd = 0;
+    this.epMaxQueueDelay = 0;
+    this.prevEpMaxQueueDelay = 0;
+    this.minRttsLen = 0;
+    this.queueDelay = 0;
     this.control(now);
   }
 
@@ -556,43 +556,43 @@ export class AdaptiveRate implements RateController {
     const dur = now - this.roundStart;
     this.appLimited = this.roundSent < (0.5 * this.rate * dur) / 1000;
     const q = this.target();
-    if (this.st !== 'startup') this.checkStanding(now, dur, q);
-    if (this.st === 'steady') {
-      if (this.roundMaxQd > PROBE_BELOW * q) this.probeLevel = 0;
+    if (this.phase !== 'startup') this.checkStanding(now, dur, q);
+    if (this.phase === 'steady') {
+      if (this.roundMaxQueueDelay > PROBE_BELOW * q) this.probeLevel = 0;
       else if (!this.appLimited) this.probeLevel++;
       // A queue that jumps from normal to well above target within a round, and stays up through the
       // next, is most often a newcomer's start-up (a burst of bunched acks passes within the round).
       // Dip (as in probe-rtt, but the minimum may only fall): with every flow backing off together the
       // shared queue drains, and the newcomer measures the true minimum RTT instead of taking our
       // standing queue for part of it (which would hand it most of the link).
-      const jump = this.jumped && this.roundMinQd > 2 * q;
-      this.jumped = this.roundMaxQd > 4 * q && this.prevRoundMaxQd <= 2 * q;
+      const jump = this.jumped && this.roundMinQueueDelay > 2 * q;
+      this.jumped = this.roundMaxQueueDelay > 4 * q && this.prevRoundMaxQueueDelay <= 2 * q;
       if (jump || now - (this.rtt?.minRttAtMs ?? now) > this.rttWindowMs) {
         this.lowerOnly = jump;
-        this.st = 'probe-rtt';
-        this.slowUntil = now + (jump ? Math.max(this.qd, 2) : Math.max(2 * this.qd + 1, 2));
+        this.phase = 'probe-rtt';
+        this.slowUntil = now + (jump ? Math.max(this.queueDelay, 2) : Math.max(2 * this.queueDelay + 1, 2));
         this.collectUntil = this.slowUntil + 1.5 * this.srtt + 5;
         this.collectMin = Infinity;
       }
-    } else if (this.st === 'probe-rtt' && now >= this.collectUntil) {
+    } else if (this.phase === 'probe-rtt' && now >= this.collectUntil) {
       const m = this.collectMin < Infinity ? this.collectMin : this.minRtt;
       this.rtt!.rebaseMin(now, this.lowerOnly ? Math.min(m, this.minRtt) : m);
       this.readRtt();
-      this.st = 'steady';
+      this.phase = 'steady';
     }
     this.jitPeak = now < this.jitterQuietUntil ? this.jitPeak : Math.max(this.rtt?.jitterMs ?? 0, this.jitPeak * JITTER_DECAY);
     this.ceilingMs *= CEILING_RELAX;
     this.roundStart = now;
     this.roundSent = 0;
-    this.prevRoundMaxQd = this.roundMaxQd;
-    this.roundMaxQd = 0;
-    this.roundMinQd = Infinity;
+    this.prevRoundMaxQueueDelay = this.roundMaxQueueDelay;
+    this.roundMaxQueueDelay = 0;
+    this.roundMinQueueDelay = Infinity;
     this.roundMinRtt = Infinity;
     this.roundMult = 0;
     this.roundMultN = 0;
     this.roundAcked = 0;
     this.roundLost = 0;
-    this.bwRoundStart = this.bw;
+    this.roundStartBandwidth = this.bandwidth;
   }
 
   /**
@@ -616,7 +616,7 @@ export class AdaptiveRate implements RateController {
     // queue seen. Keep the jitter allowance of the target within half of that (a shallow buffer).
     const excess = frac - this.lossBase;
     if (!learn && excess > Math.max(0.005, 3 * Math.sqrt((Math.max(this.lossBase, 0.01) * (1 - this.lossBase)) / (total / this.maxDatagram)))) {
-      const seen = Math.max(this.epMaxQd, this.prevEpMaxQd);
+      const seen = Math.max(this.epMaxQueueDelay, this.prevEpMaxQueueDelay);
       if (seen > 0) this.ceilingMs = Math.min(this.ceilingMs, seen);
     }
     if (this.lossEpochs < WARMUP_EPOCHS) {
@@ -626,16 +626,16 @@ export class AdaptiveRate implements RateController {
       const q = this.target();
       const n = total / this.maxDatagram;
       const sigma = Math.sqrt((Math.max(base, 0.01) * (1 - base)) / n);
-      const maxQd = Math.max(this.epMaxQd, this.prevEpMaxQd);
-      const overflow = frac - base > Math.max(0.03, 3 * sigma) && maxQd > 4 * q;
+      const maxQueueDelay = Math.max(this.epMaxQueueDelay, this.prevEpMaxQueueDelay);
+      const overflow = frac - base > Math.max(0.03, 3 * sigma) && maxQueueDelay > 4 * q;
       const congested = overflow || frac > 2 * base + 0.1;
       if (congested && now - this.lastCutAt > this.srtt) {
         const delivered = (this.epAcked * 1000) / dur / (1 - Math.min(base, 0.5));
-        this.bw = Math.max(this.bw * 0.5, Math.min(this.bw, delivered));
+        this.bandwidth = Math.max(this.bandwidth * 0.5, Math.min(this.bandwidth, delivered));
         this.probeLevel = 0;
         this.lastCutAt = now;
         this.cuts++;
-        if (this.st === 'startup') this.exitStartup();
+        if (this.phase === 'startup') this.exitStartup();
         this.control(now);
       }
       if (learn) this.lossBase += (frac - base) * (congested ? 1 / 32 : 1 / 8);
@@ -644,7 +644,7 @@ export class AdaptiveRate implements RateController {
     this.epStart = now;
     this.epAcked = 0;
     this.epLost = 0;
-    this.prevEpMaxQd = this.epMaxQd;
-    this.epMaxQd = 0;
+    this.prevEpMaxQueueDelay = this.epMaxQueueDelay;
+    this.epMaxQueueDelay = 0;
   }
 }

@@ -4,7 +4,7 @@ import { sipHash24, type SipHashKey } from '../core/siphash.js';
 /**
  * The unsecured connection framing (docs/connection.md). Every datagram starts with a kind byte;
  * DATA carries the receiver's connection id, then the packet layer's header and the channel frames.
- * Netcode (later) replaces this framing and keeps what follows it.
+ * The netcode framing (src/netcode/) is the secure alternative: it replaces this framing and keeps what follows it.
  */
 export const FrameKind = {
   Connect: 0x01,

@@ -4,7 +4,7 @@ import { ChunkHost } from '../../src/chunk/host.js';
 import { ChunkReceiver, ChunkSender, decodeChunkPacket } from '../../src/chunk/index.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World as SimWorld } from '../../src/sim/world.js';
-import { type Direction, World, sameBytes } from '../harness/index.js';
+import { type Direction, PairWorld, sameBytes } from '../harness/index.js';
 
 /** Mutate one real datagram: flip bits, truncate, extend, duplicate, or replace it with noise. */
 function mutate(rng: NonCryptoRng, bytes: Uint8Array): Uint8Array[] {
@@ -57,7 +57,7 @@ describe('chunk fuzz', () => {
       const rng = new NonCryptoRng(1000 + seed);
       const sender = new ChunkSender({ sessionId: seed, rateBytesPerSec: 2e6, sliceBytes: 500, stallTimeoutMs: 500 });
       const receiver = new ChunkReceiver({ maxBlockBytes: 300_000 });
-      const world = new World({ seed, aToB: { latencyMs: 5, jitterMs: 5, loss: 0.05 }, a: sender, b: receiver, reuseReceiveBuffer: true });
+      const world = new PairWorld({ seed, aToB: { latencyMs: 5, jitterMs: 5, loss: 0.05 }, a: sender, b: receiver, reuseReceiveBuffer: true });
       const c: Checker = { sender, receiver, peakRx: 0, peakTx: 0 };
       let mutated = 0;
       world.onDeliver = (_dir: Direction, bytes: Uint8Array) => {
@@ -99,7 +99,7 @@ describe('chunk fuzz', () => {
     const capture: Uint8Array[] = [];
     const s0 = new ChunkSender({ sessionId: 5, rateBytesPerSec: 5e6, sliceBytes: 256 });
     const r0 = new ChunkReceiver({ maxBlockBytes: 1 << 20 });
-    const w0 = new World({ seed: 77, aToB: { latencyMs: 3, loss: 0.2 }, a: s0, b: r0 });
+    const w0 = new PairWorld({ seed: 77, aToB: { latencyMs: 3, loss: 0.2 }, a: s0, b: r0 });
     w0.onTransmit = (_d, bytes) => {
       if (capture.length < 400) capture.push(bytes.slice());
     };
@@ -136,7 +136,7 @@ describe('chunk fuzz', () => {
     expect(receiver.counters().malformed).toBeGreaterThan(1000);
     // The same objects, joined by a clean link, finish a transfer (the receiver drops the captured
     // session once it has been silent for sessionIdleMs and adopts the sender's).
-    const world = new World({ seed: 78, aToB: { latencyMs: 5 }, a: sender, b: receiver, startMs: now + 1 });
+    const world = new PairWorld({ seed: 78, aToB: { latencyMs: 5 }, a: sender, b: receiver, startMs: now + 1 });
     const clean = new NonCryptoRng(79).fill(new Uint8Array(90_000));
     while (sender.pollEvent() !== undefined);
     sender.sendBlock(clean);

@@ -2,7 +2,7 @@ import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
 import { GamewireError } from '../../src/core/errors.js';
 import type { SansIoPeer } from '../../src/core/peer.js';
-import { World } from './world.js';
+import { PairWorld } from './index.js';
 
 type LogEntry = [who: string, what: 'recv' | 'timeout', now: number];
 
@@ -126,11 +126,11 @@ class FloodPeer implements SansIoPeer {
   }
 }
 
-describe('World: virtual time and step order', () => {
+describe('PairWorld: virtual time and step order', () => {
   it('drives a ping/echo pair in virtual time with exact RTTs', () => {
     const pinger = new Pinger(100, 10);
     const echo = new EchoPeer();
-    const world = new World({ seed: 1, aToB: { latencyMs: 25 }, bToA: { latencyMs: 25 }, a: pinger, b: echo });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 25 }, bToA: { latencyMs: 25 }, a: pinger, b: echo });
     const r = world.runUntil(() => pinger.rtts.length === 10, { maxTimeMs: 10_000 });
     expect(r).toEqual({ ok: true, now: 950, steps: 30, reason: 'pred' });
     expect(pinger.rtts).toEqual(new Array(10).fill(50));
@@ -151,7 +151,7 @@ describe('World: virtual time and step order', () => {
   it('processes events in time order; at equal times deliveries come before timers', () => {
     const log: LogEntry[] = [];
     // Echo returns after 2 × 25 = 50 ms, exactly when the next ping timer is due.
-    const world = new World({ seed: 1, aToB: { latencyMs: 25 }, a: new Pinger(50, 5, log), b: new EchoPeer(log) });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 25 }, a: new Pinger(50, 5, log), b: new EchoPeer(log) });
     world.runUntil(() => false, { maxTimeMs: 1000 });
     for (let i = 1; i < log.length; i++) expect(log[i][2]).toBeGreaterThanOrEqual(log[i - 1][2]);
     const at50 = log.filter((e) => e[2] === 50).map((e) => `${e[0]}:${e[1]}`);
@@ -160,7 +160,7 @@ describe('World: virtual time and step order', () => {
 
   it('hands pollTransmit a buffer of the configured mtu', () => {
     const echo = new EchoPeer();
-    const world = new World({ seed: 1, mtu: 1200, a: new Pinger(10, 1), b: echo });
+    const world = new PairWorld({ seed: 1, mtu: 1200, a: new Pinger(10, 1), b: echo });
     world.runUntil(() => false, { maxTimeMs: 100 });
     expect(echo.outSizes.length).toBeGreaterThan(0);
     expect(echo.outSizes.every((n) => n === 1200)).toBe(true);
@@ -169,7 +169,7 @@ describe('World: virtual time and step order', () => {
   it('rounds event times up to whole ms with integerTime', () => {
     const log: LogEntry[] = [];
     const pinger = new Pinger(7, 50, log);
-    const world = new World({ seed: 3, aToB: { latencyMs: 3.3, jitterMs: 4 }, integerTime: true, a: pinger, b: new EchoPeer(log) });
+    const world = new PairWorld({ seed: 3, aToB: { latencyMs: 3.3, jitterMs: 4 }, integerTime: true, a: pinger, b: new EchoPeer(log) });
     world.runUntil(() => pinger.rtts.length === 50, { maxTimeMs: 10_000 });
     expect(pinger.rtts.length).toBe(50);
     expect(log.every((e) => Number.isInteger(e[2]))).toBe(true);
@@ -179,7 +179,7 @@ describe('World: virtual time and step order', () => {
   it('is deterministic: same seed, same trace; another seed, another trace', () => {
     const trace = (seed: number): [number, number][] => {
       const pinger = new Pinger(10, 300);
-      const world = new World({ seed, aToB: 'lossy', a: pinger, b: new EchoPeer() });
+      const world = new PairWorld({ seed, aToB: 'lossy', a: pinger, b: new EchoPeer() });
       world.runUntil(() => false, { maxTimeMs: 5000 });
       return pinger.echoes;
     };
@@ -191,10 +191,10 @@ describe('World: virtual time and step order', () => {
   });
 });
 
-describe('World: run limits', () => {
+describe('PairWorld: run limits', () => {
   it('stops at the deadline without processing later events, and leaves the clock there', () => {
     const pinger = new Pinger(100, 1000);
-    const world = new World({ seed: 1, aToB: { latencyMs: 30 }, a: pinger, b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 30 }, a: pinger, b: new EchoPeer() });
     const r = world.runUntil(() => false, { maxTimeMs: 1000 });
     expect(r.reason).toBe('deadline');
     expect(r.ok).toBe(false);
@@ -207,14 +207,14 @@ describe('World: run limits', () => {
   });
 
   it('stops after maxSteps', () => {
-    const world = new World({ seed: 1, aToB: { latencyMs: 5 }, a: new Pinger(10, 100), b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 5 }, a: new Pinger(10, 100), b: new EchoPeer() });
     const r = world.runUntil(() => false, { maxTimeMs: 100_000, maxSteps: 7 });
     expect(r).toMatchObject({ ok: false, steps: 7, reason: 'max-steps' });
     expect(world.stats.steps).toBe(7);
   });
 
   it('stops when idle, and returns at once when the predicate already holds', () => {
-    const world = new World({ seed: 1, a: new EchoPeer(), b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, a: new EchoPeer(), b: new EchoPeer() });
     expect(world.runUntil(() => true, { maxTimeMs: 10 })).toEqual({ ok: true, now: 0, steps: 0, reason: 'pred' });
     expect(world.runUntil(() => false, { maxTimeMs: 10 })).toEqual({ ok: false, now: 0, steps: 0, reason: 'idle' });
     expect(world.step()).toBe(false);
@@ -222,7 +222,7 @@ describe('World: run limits', () => {
 
   it('runFor advances the clock by exactly the duration even when idle', () => {
     const pinger = new Pinger(100, 3);
-    const world = new World({ seed: 1, aToB: { latencyMs: 10 }, a: pinger, b: new EchoPeer(), startMs: 1000 });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 10 }, a: pinger, b: new EchoPeer(), startMs: 1000 });
     const r = world.runFor(5000);
     expect(r.now).toBe(6000);
     expect(world.now).toBe(6000);
@@ -231,17 +231,17 @@ describe('World: run limits', () => {
   });
 
   it('rejects bad limits', () => {
-    const world = new World({ seed: 1, a: new EchoPeer(), b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, a: new EchoPeer(), b: new EchoPeer() });
     expect(() => world.runUntil(() => false, { maxTimeMs: Infinity })).toThrow(GamewireError);
     expect(() => world.runUntil(() => false, { maxTimeMs: -1 })).toThrow(GamewireError);
     expect(() => world.runUntil(() => false, { maxTimeMs: 1, maxSteps: -1 })).toThrow(GamewireError);
   });
 });
 
-describe('World: misbehaving peers cannot spin forever', () => {
+describe('PairWorld: misbehaving peers cannot spin forever', () => {
   it('pushes back the timer of a peer that makes no progress, and counts it', () => {
     const stuck = new StuckPeer();
-    const world = new World({ seed: 1, a: stuck, b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, a: stuck, b: new EchoPeer() });
     const r = world.runUntil(() => false, { maxTimeMs: 100 });
     expect(r.reason).toBe('deadline');
     expect(r.now).toBe(100);
@@ -251,14 +251,14 @@ describe('World: misbehaving peers cannot spin forever', () => {
 
   it('honours stallStepMs', () => {
     const stuck = new StuckPeer();
-    const world = new World({ seed: 1, a: new EchoPeer(), b: stuck, stallStepMs: 10 });
+    const world = new PairWorld({ seed: 1, a: new EchoPeer(), b: stuck, stallStepMs: 10 });
     world.runUntil(() => false, { maxTimeMs: 100 });
     expect(stuck.fired).toBe(11);
     expect(world.stats.b.stalls).toBe(11);
   });
 
   it('caps firings at one instant for a peer that makes progress forever', () => {
-    const world = new World({ seed: 1, aToB: { latencyMs: 1 }, a: new BusyPeer(), b: new EchoPeer(), maxFiresPerInstant: 50 });
+    const world = new PairWorld({ seed: 1, aToB: { latencyMs: 1 }, a: new BusyPeer(), b: new EchoPeer(), maxFiresPerInstant: 50 });
     const r = world.runUntil(() => false, { maxTimeMs: 10 });
     expect(r.reason).toBe('deadline');
     const s = world.stats;
@@ -268,7 +268,7 @@ describe('World: misbehaving peers cannot spin forever', () => {
   });
 
   it('cuts short the drain of a peer that always has something to send', () => {
-    const world = new World({
+    const world = new PairWorld({
       seed: 1, aToB: { latencyMs: 1, maxInFlight: 500 }, a: new FloodPeer(), b: new EchoPeer(), maxTransmitsPerDrain: 100,
     });
     const r = world.runUntil(() => false, { maxTimeMs: 5 });
@@ -284,19 +284,19 @@ describe('World: misbehaving peers cannot spin forever', () => {
       pollEvent: () => undefined, handleDatagram() {}, handleTimeout() {}, pollTimeout: () => undefined,
       pollTransmit: (_now, out) => out.length + 1,
     };
-    const world = new World({ seed: 1, a: liar, b: new EchoPeer() });
+    const world = new PairWorld({ seed: 1, a: liar, b: new EchoPeer() });
     expect(() => world.step()).toThrow(expect.objectContaining({ code: 'invalid-state' }));
     const nan: SansIoPeer = { pollEvent: () => undefined, handleDatagram() {}, handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => Number.NaN };
-    const w2 = new World({ seed: 1, a: new EchoPeer(), b: nan });
+    const w2 = new PairWorld({ seed: 1, a: new EchoPeer(), b: nan });
     expect(() => w2.step()).toThrow(expect.objectContaining({ code: 'invalid-state' }));
   });
 });
 
-describe('World: traffic hooks', () => {
-  function pair(): { world: World; pinger: Pinger; echo: EchoPeer } {
+describe('PairWorld: traffic hooks', () => {
+  function pair(): { world: PairWorld; pinger: Pinger; echo: EchoPeer } {
     const pinger = new Pinger(10, 10);
     const echo = new EchoPeer();
-    const world = new World({ seed: 2, aToB: { latencyMs: 5 }, a: pinger, b: echo });
+    const world = new PairWorld({ seed: 2, aToB: { latencyMs: 5 }, a: pinger, b: echo });
     return { world, pinger, echo };
   }
 
@@ -342,26 +342,26 @@ describe('World: traffic hooks', () => {
   });
 });
 
-describe('World: construction', () => {
+describe('PairWorld: construction', () => {
   it('attaches peers once and guards access before that', () => {
-    const world = new World({ seed: 1 });
+    const world = new PairWorld({ seed: 1 });
     expect(() => world.a).toThrow(GamewireError);
     expect(world.step()).toBe(false);
     const a = new EchoPeer();
     world.attach(a, new EchoPeer());
     expect(world.a).toBe(a);
     expect(() => world.attach(new EchoPeer(), new EchoPeer())).toThrow(GamewireError);
-    expect(() => new World({ seed: 1, a })).toThrow(GamewireError);
-    expect(() => new World({ seed: 1, mtu: 0 })).toThrow(GamewireError);
-    expect(() => new World({ seed: 1, aToB: { loss: 2 } })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
+    expect(() => new PairWorld({ seed: 1, a })).toThrow(GamewireError);
+    expect(() => new PairWorld({ seed: 1, mtu: 0 })).toThrow(GamewireError);
+    expect(() => new PairWorld({ seed: 1, aToB: { loss: 2 } })).toThrow(expect.objectContaining({ code: 'invalid-config' }));
   });
 });
 
-describe('World: reused receive buffer', () => {
+describe('PairWorld: reused receive buffer', () => {
   it('gives the same results as fresh copies, and grows for oversized datagrams', () => {
     const run = (reuse: boolean): [number, number][] => {
       const pinger = new Pinger(5, 200);
-      const world = new World({ seed: 4, aToB: 'mobile', a: pinger, b: new EchoPeer(), mtu: 64, reuseReceiveBuffer: reuse });
+      const world = new PairWorld({ seed: 4, aToB: 'mobile', a: pinger, b: new EchoPeer(), mtu: 64, reuseReceiveBuffer: reuse });
       world.runUntil(() => false, { maxTimeMs: 5000 });
       return pinger.echoes;
     };
@@ -374,7 +374,7 @@ describe('World: reused receive buffer', () => {
       handleDatagram: (_now, bytes) => { seen.push(bytes.length); },
       pollEvent: () => undefined, handleTimeout() {}, pollTransmit: () => undefined, pollTimeout: () => undefined,
     };
-    const world = new World({ seed: 1, a: new EchoPeer(), b: sink, mtu: 16, reuseReceiveBuffer: true });
+    const world = new PairWorld({ seed: 1, a: new EchoPeer(), b: sink, mtu: 16, reuseReceiveBuffer: true });
     world.links.aToB.send(0, new Uint8Array(100));
     world.links.aToB.send(0, new Uint8Array(3));
     expect(world.runUntil(() => seen.length === 2, { maxTimeMs: 10 }).ok).toBe(true);
@@ -382,7 +382,7 @@ describe('World: reused receive buffer', () => {
   });
 });
 
-describe('World: property', () => {
+describe('PairWorld: property', () => {
   it('for any links and ping rate: time never goes backwards, RTTs respect latency, counts add up', () => {
     const linkArb = fc.record({
       latencyMs: fc.integer({ min: 0, max: 40 }),
@@ -396,7 +396,7 @@ describe('World: property', () => {
       const log: LogEntry[] = [];
       const pinger = new Pinger(interval, 60, log);
       const echo = new EchoPeer(log);
-      const world = new World({ seed, aToB: ab, bToA: ba, a: pinger, b: echo, integerTime: intTime });
+      const world = new PairWorld({ seed, aToB: ab, bToA: ba, a: pinger, b: echo, integerTime: intTime });
       // Generous: at 20 kbit/s, 60 pings, their duplicates and the echoes take over a second to serialise; the run must end idle.
       const r = world.runUntil(() => false, { maxTimeMs: 600_000 });
       if (r.reason !== 'idle') return false;
@@ -410,11 +410,11 @@ describe('World: property', () => {
   });
 });
 
-describe('World: links changed mid-run', () => {
+describe('PairWorld: links changed mid-run', () => {
   it('reconfiguring a link at a set time keeps every datagram in flight', () => {
     const pinger = new Pinger(1, 2000);
     const echo = new EchoPeer();
-    const world = new World({ seed: 8, aToB: { latencyMs: 40, reorder: false }, a: pinger, b: echo });
+    const world = new PairWorld({ seed: 8, aToB: { latencyMs: 40, reorder: false }, a: pinger, b: echo });
     world.at(500, () => world.links.aToB.reconfigure(world.now, { latencyMs: 5 }));
     world.at(1200, () => {
       world.links.aToB.reconfigure(world.now, { latencyMs: 80 });

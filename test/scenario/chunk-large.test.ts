@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ChunkReceiver, ChunkSender } from '../../src/chunk/index.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
-import { World, sameBytes } from '../harness/index.js';
+import { PairWorld, sameBytes } from '../harness/index.js';
 
 const MiB = 1024 * 1024;
 
@@ -10,7 +10,7 @@ describe('chunk scenarios: size and count extremes', () => {
     const data = new NonCryptoRng(41).fill(new Uint8Array(64 * MiB));
     const sender = new ChunkSender({ sessionId: 41, rateBytesPerSec: 500e6, maxQueuedBytes: 64 * MiB });
     const receiver = new ChunkReceiver({ maxBlockBytes: 64 * MiB });
-    const world = new World({ seed: 41, aToB: { latencyMs: 2, loss: 0.001 }, a: sender, b: receiver, reuseReceiveBuffer: true });
+    const world = new PairWorld({ seed: 41, aToB: { latencyMs: 2, loss: 0.001 }, a: sender, b: receiver, reuseReceiveBuffer: true });
     sender.sendBlock(data);
     let got: Uint8Array | undefined;
     let peakRx = 0;
@@ -40,7 +40,7 @@ describe('chunk scenarios: size and count extremes', () => {
     const total = 70_000;
     const sender = new ChunkSender({ sessionId: 42, rateBytesPerSec: 100e6, maxQueuedBlocks: 64 });
     const receiver = new ChunkReceiver({ maxBlockBytes: 64 });
-    const world = new World({ seed: 42, aToB: { latencyMs: 1, loss: 0.02, duplicate: 0.02, jitterMs: 1 }, a: sender, b: receiver, reuseReceiveBuffer: true });
+    const world = new PairWorld({ seed: 42, aToB: { latencyMs: 1, loss: 0.02, duplicate: 0.02, jitterMs: 1 }, a: sender, b: receiver, reuseReceiveBuffer: true });
     const payload = (i: number): Uint8Array => {
       const b = new Uint8Array(i % 50);
       for (let k = 0; k < b.length; k++) b[k] = (i * 31 + k) & 0xff;

@@ -4,7 +4,7 @@ import {
   type ChunkSenderEvent,
 } from '../../src/chunk/index.js';
 import type { LinkConfig } from '../../src/sim/index.js';
-import { World, type WorldStats, sameBytes, randomBlocks } from '../harness/index.js';
+import { PairWorld, type PairWorldStats, sameBytes, randomBlocks } from '../harness/index.js';
 
 /** One chunk transfer scenario: blocks from A (sender) to B (receiver) over seeded links. */
 interface Scenario {
@@ -29,7 +29,7 @@ interface Outcome {
   txEvents: ChunkSenderEvent[];
   sender: ChunkSender;
   receiver: ChunkReceiver;
-  stats: WorldStats;
+  stats: PairWorldStats;
   peakRxMemory: number;
   peakTxMemory: number;
 }
@@ -40,7 +40,7 @@ const LINK: Partial<LinkConfig> = { latencyMs: 25, rateBitsPerSec: 40e6, queueBy
 function run(sc: Scenario): Outcome {
   const sender = new ChunkSender({ sessionId: 0x5eed0000 + sc.seed, rateBytesPerSec: 1_000_000, ...sc.sender });
   const receiver = new ChunkReceiver({ maxBlockBytes: 8 * 1024 * 1024, ...sc.receiver });
-  const world = new World({
+  const world = new PairWorld({
     seed: sc.seed, aToB: sc.aToB, bToA: sc.bToA ?? sc.aToB, a: sender, b: receiver, mtu: sc.mtu ?? 1500,
     reuseReceiveBuffer: true,
   });
@@ -296,7 +296,7 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
   it('chunk-sender-restart (seed 35): a new sender session takes over after the old one dies, stale slices ignored', () => {
     const rx = new ChunkReceiver({ sessionIdleMs: 1000 });
     const old = new ChunkSender({ sessionId: 1, rateBytesPerSec: 1e6 });
-    const w1 = new World({ seed: 35, aToB: LINK, a: old, b: rx });
+    const w1 = new PairWorld({ seed: 35, aToB: LINK, a: old, b: rx });
     const stale: Uint8Array[] = [];
     w1.onTransmit = (dir, bytes) => {
       if (dir === 'aToB' && stale.length < 50) stale.push(bytes.slice());
@@ -306,7 +306,7 @@ describe('chunk scenarios: pipelining, cancel, refusal, sessions', () => {
     expect(rx.memoryBytes()).toBeGreaterThan(0);
     // The old process dies; a new one (new session, chunk ids from 0 again) starts later.
     const fresh = new ChunkSender({ sessionId: 2, rateBytesPerSec: 1e6 });
-    const w2 = new World({ seed: 36, aToB: LINK, a: fresh, b: rx, startMs: 2000 });
+    const w2 = new PairWorld({ seed: 36, aToB: LINK, a: fresh, b: rx, startMs: 2000 });
     const data = randomBlocks(36, [300_000, 10]);
     fresh.sendBlock(data[0]);
     fresh.sendBlock(data[1]);
