@@ -7,7 +7,7 @@
  *   npx tsx bench/cpuprofile.ts FILE.cpuprofile [--server]   (print the summary; --server keeps only
  *   samples under the netcode Server's calls, for profiles where clients share the process)
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { pathToFileURL } from 'node:url';
 
@@ -32,19 +32,24 @@ export interface CpuProfile {
   endTime: number;
 }
 
-/** Start sampling every `intervalUs` µs; the returned function stops and writes the profile to `file`. */
-export function startProfile(file: string, intervalUs = 100): () => void {
+/** Start sampling every `intervalUs` µs; the returned function stops and returns the profile. */
+export function startProfile(intervalUs = 100): () => CpuProfile {
   const session = new Session();
   session.connect();
   session.post('Profiler.enable');
   session.post('Profiler.setSamplingInterval', { interval: intervalUs });
   session.post('Profiler.start');
   return () => {
+    let profile: CpuProfile | undefined;
+    let error: Error | null = null;
+    // A same-thread inspector session answers synchronously.
     session.post('Profiler.stop', (err, r) => {
-      if (err !== null) throw err;
-      writeFileSync(file, JSON.stringify(r.profile));
+      error = err;
+      profile = r?.profile as CpuProfile | undefined;
     });
     session.disconnect();
+    if (profile === undefined) throw error ?? new Error('the profiler returned no profile');
+    return profile;
   };
 }
 
@@ -132,7 +137,7 @@ export function summarise(p: CpuProfile, keep?: (f: CallFrame) => boolean): Prof
     total += ms;
     layers.set(layer, (layers.get(layer) ?? 0) + ms);
     const file = n.callFrame.url.replace(/^.*\/(src|bench)\//, '$1/').replace(/^file:\/\//, '');
-    const key = `${n.callFrame.functionName || '(anonymous)'} ${file}${file === '' ? '' : `:${n.callFrame.lineNumber + 1}`}`;
+    const key = `${n.callFrame.functionName || '(anonymous)'}${file === '' ? '' : ` ${file}`}`;
     const f = fns.get(key) ?? { layer, ms: 0 };
     f.ms += ms;
     fns.set(key, f);

@@ -1,8 +1,8 @@
 /**
  * The client process of bench:netcode's real-socket row (started by bench/netcode-udp.ts): N netcode
  * `Client`s, each on its own `UdpDriver` socket at 127.0.0.1 (so the server sees N addresses, as with N
- * players), connecting with tokens made here, then each sending a 40-byte input at 20 Hz on the
- * reliable-ordered lane. The clients' phases are spread over the period in ten 5 ms groups, as
+ * players), connecting with tokens made here, then, once all are connected, each sending a 40-byte input
+ * at 20 Hz on the reliable-ordered lane. The clients' phases are spread over the period in ten 5 ms groups, as
  * independent players' clocks would be.
  * Usage (IPC child only): netcode-udp-clients.ts sodium|null CLIENTS SERVER_PORT.
  */
@@ -20,6 +20,15 @@ const GROUPS = 10;
 const CONNECT_BATCH = 100;
 const CONNECT_GAP_MS = 25;
 
+const go = new Promise<void>((resolve) => {
+  const onGo = (m: ParentMessage): void => {
+    if (m.type !== 'go') return;
+    process.off('message', onGo);
+    resolve();
+  };
+  process.on('message', onGo);
+});
+
 async function main(): Promise<void> {
   const [cryptoName, nArg, portArg] = process.argv.slice(2);
   const n = Number(nArg);
@@ -33,41 +42,15 @@ async function main(): Promise<void> {
   let disconnects = 0;
   const t0 = performance.now();
   let allConnected = false;
-  for (let i = 0; i < n; i++) {
-    const c = new Client({ crypto });
-    const d = await UdpDriver.openEndpoint(c, { host: '127.0.0.1', port: 0, maxSendsPerTick: 8, recvBufferBytes: 1 << 18, sendBufferBytes: 1 << 16 });
-    d.on('event', (e: ClientEvent) => {
-      if (e.type === 'message') messagesIn++;
-      else if (e.type === 'connected') {
-        connected++;
-        if (connected === n && !allConnected) {
-          allConnected = true;
-          say({ type: 'connected', clients: n, ms: performance.now() - t0 });
-        }
-      } else if (e.type === 'disconnected') {
-        connected--;
-        disconnects++;
-      }
-    });
-    clients.push(c);
-    drivers.push(d);
-  }
-  const nowUnix = Math.floor(Date.now() / 1000);
-  for (let i = 0; i < n; i += CONNECT_BATCH) {
-    for (let j = i; j < Math.min(n, i + CONNECT_BATCH); j++) {
-      const token = generateConnectToken({
-        protocolId: UDP_PROTOCOL, privateKey: UDP_KEY, clientId: BigInt(j + 1), serverAddresses: [server], nowUnixSeconds: nowUnix,
-        expireSeconds: 600, timeoutSeconds: 10, crypto,
-      });
-      clients[j]!.connect(drivers[j]!.now(), token);
-    }
-    await new Promise((r) => setTimeout(r, CONNECT_GAP_MS));
-  }
-
   const input = new Uint8Array(INPUT_BYTES).fill(5);
   const step = 1000 / UDP_HZ / GROUPS;
   let group = 0;
-  let due = performance.now() + step;
+  let due = 0;
+  // Inputs start once every client is in (traffic during the handshakes would decide how many get in).
+  function startInputs(): void {
+    due = performance.now() + step;
+    setTimeout(tick, step);
+  }
   const tick = (): void => {
     // Groups that came due while the process was busy are sent now (at most one period's worth).
     const now = performance.now();
@@ -85,7 +68,39 @@ async function main(): Promise<void> {
     if (due <= now) due = now + step;
     setTimeout(tick, Math.max(0, due - performance.now()));
   };
-  setTimeout(tick, step);
+
+  for (let i = 0; i < n; i++) {
+    const c = new Client({ crypto });
+    const d = await UdpDriver.openEndpoint(c, { host: '127.0.0.1', port: 0, maxSendsPerTick: 8, recvBufferBytes: 1 << 18, sendBufferBytes: 1 << 16 });
+    d.on('event', (e: ClientEvent) => {
+      if (e.type === 'message') messagesIn++;
+      else if (e.type === 'connected') {
+        connected++;
+        if (connected === n && !allConnected) {
+          allConnected = true;
+          startInputs();
+          say({ type: 'connected', clients: n, ms: performance.now() - t0 });
+        }
+      } else if (e.type === 'disconnected') {
+        connected--;
+        disconnects++;
+      }
+    });
+    clients.push(c);
+    drivers.push(d);
+  }
+  await go;
+  const nowUnix = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < n; i += CONNECT_BATCH) {
+    for (let j = i; j < Math.min(n, i + CONNECT_BATCH); j++) {
+      const token = generateConnectToken({
+        protocolId: UDP_PROTOCOL, privateKey: UDP_KEY, clientId: BigInt(j + 1), serverAddresses: [server], nowUnixSeconds: nowUnix,
+        expireSeconds: 600, timeoutSeconds: 10, crypto,
+      });
+      clients[j]!.connect(drivers[j]!.now(), token);
+    }
+    await new Promise((r) => setTimeout(r, CONNECT_GAP_MS));
+  }
 
   const sum = (): { din: number; dout: number } => {
     let din = 0;
@@ -99,6 +114,7 @@ async function main(): Promise<void> {
   };
   process.on('message', (m: ParentMessage) => {
     if (m.type === 'stop') process.exit(0);
+    if (m.type !== 'measure') return;
     const cpu0 = process.cpuUsage();
     const elu0 = performance.eventLoopUtilization();
     const at = performance.now();

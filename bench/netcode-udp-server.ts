@@ -1,9 +1,11 @@
 /**
  * The server process of bench:netcode's real-socket row (started by bench/netcode-udp.ts): a netcode
  * `Server` on `UdpDriver.openEndpoint` at 127.0.0.1:PORT, one reliable-ordered lane, sending a 100-byte
- * state to every connected client at 20 Hz (one game tick for all of them, as a game server does).
+ * state to every connected client at 20 Hz (one game tick for all of them, as a game server does) from
+ * the moment all CLIENTS are connected.
  * Usage (IPC child only): netcode-udp-server.ts sodium|null CLIENTS PORT.
  */
+import { writeFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
 import { Server, type ServerClient, type ServerEvent } from '../src/netcode/server.js';
@@ -38,7 +40,10 @@ async function main(): Promise<void> {
   let disconnects = 0;
   driver.on('event', (e: ServerEvent) => {
     if (e.type === 'message') messagesIn++;
-    else if (e.type === 'connected') live.add(e.client);
+    else if (e.type === 'connected') {
+      live.add(e.client);
+      if (live.size === n && due === 0) start();
+    }
     else if (e.type === 'disconnected') {
       live.delete(e.client);
       disconnects++;
@@ -47,7 +52,12 @@ async function main(): Promise<void> {
 
   const state = new Uint8Array(STATE_BYTES).fill(3);
   const period = 1000 / UDP_HZ;
-  let due = performance.now() + period;
+  let due = 0;
+  // The game starts once every client is in: traffic during the handshakes would decide how many get in.
+  const start = (): void => {
+    due = performance.now() + period;
+    setTimeout(tick, period);
+  };
   const tick = (): void => {
     const now = performance.now();
     for (const c of live) c.send(0, state);
@@ -56,7 +66,6 @@ async function main(): Promise<void> {
     due = Math.max(due + period, now);
     setTimeout(tick, Math.max(0, due - performance.now()));
   };
-  setTimeout(tick, period);
 
   const snapshot = (): { cpu: NodeJS.CpuUsage; elu: ReturnType<typeof performance.eventLoopUtilization>; at: number; din: number; dout: number; min: number; mout: number; disc: number; drop: number } => {
     const k = driver.counters();
@@ -71,11 +80,12 @@ async function main(): Promise<void> {
       void driver.close().then(() => process.exit(0));
       return;
     }
-    const stopProfile = m.profile === undefined ? undefined : startProfile(m.profile);
+    if (m.type !== 'measure') return;
+    const stopProfile = m.profile === undefined ? undefined : startProfile();
     const a = snapshot();
     setTimeout(() => {
       const b = snapshot();
-      stopProfile?.();
+      if (stopProfile !== undefined) writeFileSync(m.profile!, JSON.stringify(stopProfile()));
       const cpu = process.cpuUsage(a.cpu);
       const window: UdpWindow = {
         wallMs: b.at - a.at, userMs: cpu.user / 1000, systemMs: cpu.system / 1000,
