@@ -8,8 +8,9 @@
  *
  * Alone, for one row or a profile:
  *   npx tsx bench/netcode-udp.ts [sodium|null] [clients]
- *   NETCODE_UDP_PROFILE=/tmp/udp.cpuprofile npx tsx bench/netcode-udp.ts null 250   (the server's CPU profile over the window;
- *   summarise it with bench/cpuprofile-layers.ts)
+ *   NETCODE_UDP_PROFILE=/tmp/udp.cpuprofile npx tsx bench/netcode-udp.ts null 250   (the server's CPU profile over the
+ *   window; summarise it with bench/cpuprofile.ts)
+ *   NETCODE_UDP_NODE_ARGS=--perf-basic-prof ...   (more node options for the server process, e.g. for Linux perf)
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
@@ -110,6 +111,8 @@ export interface UdpRowOptions {
   windowMs?: number;
   /** Longest wait for a quiet machine before the run (default 20 000). */
   quietWaitMs?: number;
+  /** More node options for the server process (e.g. `--perf-basic-prof` for Linux perf). */
+  serverNodeArgs?: string[];
   /**
    * Write a V8 CPU profile of the server process over the window to this file (.cpuprofile; sampled
    * every 100 µs through node:inspector, which slows the server: the row's figures are then not comparable).
@@ -223,7 +226,7 @@ export async function udpRow(o: UdpRowOptions): Promise<UdpRow> {
   const waitedS = await waitForQuiet(o.quietWaitMs ?? 20_000);
   const port = await freePort();
   // Both start at once; the clients open their sockets and connect when told the server is ready.
-  const server = new Child('netcode-udp-server.ts', [o.crypto, String(o.clients), String(port)], ['--expose-gc']);
+  const server = new Child('netcode-udp-server.ts', [o.crypto, String(o.clients), String(port)], ['--expose-gc', ...(o.serverNodeArgs ?? [])]);
   const clients = new Child('netcode-udp-clients.ts', [o.crypto, String(o.clients), String(port)], []);
   try {
     await server.next('ready', 30_000);
@@ -262,6 +265,10 @@ export async function udpRow(o: UdpRowOptions): Promise<UdpRow> {
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const crypto = (process.argv[2] ?? 'null') as UdpCrypto;
   const n = Number(process.argv[3] ?? 1000);
-  const r = await udpRow({ clients: n, crypto, ...(process.env.NETCODE_UDP_PROFILE ? { profile: process.env.NETCODE_UDP_PROFILE } : {}) });
+  const r = await udpRow({
+    clients: n, crypto,
+    ...(process.env.NETCODE_UDP_PROFILE ? { profile: process.env.NETCODE_UDP_PROFILE } : {}),
+    ...(process.env.NETCODE_UDP_NODE_ARGS ? { serverNodeArgs: process.env.NETCODE_UDP_NODE_ARGS.split(' ') } : {}),
+  });
   console.log(JSON.stringify(r, null, 1));
 }

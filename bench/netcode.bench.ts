@@ -14,7 +14,8 @@
  *    packet goes on both paths (one CPU-profiled run of each, by layer).
  * NETCODE_BENCH_PARTS=12 (any of 1..4) runs only those parts and writes nothing; NETCODE_BENCH_SCALE=1000 sets
  * part 4's client counts, NETCODE_BENCH_CPU=0 skips its CPU runs (simulated and real), NETCODE_BENCH_UDP=250,1000
- * sets the real-socket rows' client counts (0: none), NETCODE_BENCH_PROFILE=0 skips the profiled runs.
+ * sets the real-socket rows' client counts (0: none), NETCODE_BENCH_PROFILE=0 skips the profiled runs and
+ * NETCODE_BENCH_PROFILE=DIR also keeps their .cpuprofile files there (summarise one with bench/cpuprofile.ts).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
@@ -455,7 +456,7 @@ async function part4(): Promise<{ data: unknown; text: string }> {
       const cpu = median(rs.map((r) => r.share));
       const saturated = rs.some((r) => r.saturated);
       rows.push([fmt(n), `${UDP_CRYPTO_NAME[name]}, UdpDriver over loopback`, `${fmt(cpu * 100, 1)} %${saturated ? ' (could not keep up)' : ''}`,
-        cpu <= 1 && !saturated ? 'yes' : '**no**', fmt(median(rs.map((r) => r.server.bytesPerClient ?? 0))), rs.length]);
+        cpu <= 1 && !saturated ? 'yes' : '**no**', '–', rs.length]);
     }
   }
   const udpDetail = table(
@@ -474,9 +475,11 @@ async function part4(): Promise<{ data: unknown; text: string }> {
   const profiles: { head: string; summary: ProfileSummary; usPerPacket: number }[] = [];
   const simNull = data.find((d) => d.crypto.startsWith('null') && d.clients === 1000);
   const steadyNull = udp.filter((r) => r.crypto === 'null' && !r.saturated);
+  const keepProfiles = process.env.NETCODE_BENCH_PROFILE === undefined || process.env.NETCODE_BENCH_PROFILE === '0' ? undefined : process.env.NETCODE_BENCH_PROFILE;
   if (cpuRuns && process.env.NETCODE_BENCH_PROFILE !== '0') {
     if (simNull !== undefined) {
       const p = traffic(1000, nul, true).profile!;
+      if (keepProfiles !== undefined) writeFileSync(join(keepProfiles, 'simulator-server.cpuprofile'), JSON.stringify(p));
       profiles.push({ head: 'simulator, 1,000 clients (the server\'s calls)', summary: summarise(p, serverFrame), usPerPacket: (median(simNull.cpuShare) * 1e6) / (60 * 1000) });
     }
     if (steadyNull.length > 0) {
@@ -486,6 +489,7 @@ async function part4(): Promise<{ data: unknown; text: string }> {
         const file = join(dir, 'server.cpuprofile');
         await udpRow({ clients: n, crypto: 'null', warmupMs: 2000, windowMs: 4000, profile: file });
         const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+        if (keepProfiles !== undefined) writeFileSync(join(keepProfiles, 'udp-server.cpuprofile'), JSON.stringify(p));
         profiles.push({ head: `UdpDriver over loopback, ${fmt(n)} clients (the server process)`, summary: summarise(p), usPerPacket: median(steadyNull.filter((r) => r.clients === n).map((r) => r.usPerPacket)) });
       } finally {
         rmSync(dir, { recursive: true, force: true });
@@ -524,16 +528,16 @@ async function part4(): Promise<{ data: unknown; text: string }> {
       '',
       '#### Over real sockets',
       '',
-      'Rows "UdpDriver over loopback": the same traffic between two processes (bench/netcode-udp.ts). The server process runs',
-      'the `Server` on `UdpDriver.openEndpoint` at 127.0.0.1 and sends every connected client its state in one 20 Hz tick;',
-      'the client process runs N `Client`s, each on its own `UdpDriver` socket (N addresses, as N players), sending their',
-      'inputs at 20 Hz in phases spread over the period. After every client is connected and 2 s of traffic, both',
-      'processes measure the same 4 s: server CPU = process.cpuUsage (user + system, all threads) / wall time, and',
-      'µs per datagram = that CPU / the datagrams through the server\'s socket (in + out, the driver\'s counters).',
-      'Memory per client: the server process\'s heap and array buffers after the window minus before the first client',
-      '(after garbage collection). A server that read under 90 % of what the clients sent could not keep up. Both',
-      'processes share the machine\'s cores with whatever else runs: each run waits (up to 20 s) for the machine to be',
-      'under 15 % busy, and "other processes\' CPU" is what the rest of the machine used during the window (100 % = one core).',
+      'Rows "UdpDriver over loopback": the same traffic between two processes (bench/netcode-udp.ts). The server process',
+      'runs the `Server` on `UdpDriver.openEndpoint` at 127.0.0.1 and sends every client its state in one 20 Hz tick; the',
+      'client process runs N `Client`s, each on its own `UdpDriver` socket (N addresses, as N players), sending inputs at',
+      '20 Hz in phases spread over the period. Once every client is connected and after 2 s of traffic, both processes',
+      'measure the same 4 s: server CPU = process.cpuUsage (user + system, all threads) / wall time; µs per datagram = that',
+      'CPU / the datagrams through the server\'s socket (in + out, the driver\'s counters). A server that read under 90 %',
+      'of what the clients sent could not keep up. No memory figure: the server process\'s growth from before the first',
+      'client to after the window also holds the code compiled meanwhile (results/netcode.json keeps it, bytesPerClient).',
+      'Both processes share the machine\'s cores with whatever else runs: each run first waits (up to 20 s) for the',
+      'machine to be under 15 % busy; "other processes\' CPU" is what the rest of the machine used during the window.',
       '',
       udpDetail,
     ]),
