@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DeadlineHeap, grownLength } from './deadline-heap.js';
+import { DeadlineHeap, deferStuck, grownLength } from './deadline-heap.js';
 
 describe('DeadlineHeap', () => {
   it('behaves like a sorted list under random set/delete/popDue (model check)', () => {
@@ -62,6 +62,24 @@ describe('DeadlineHeap', () => {
       last = t;
     }
     expect(h.size).toBe(0);
+  });
+});
+
+describe('deferStuck: the one stuck-deadline rule (Host, DriveLoop, World)', () => {
+  it('moves a deadline at or before the wake-up instant one step past it, and leaves a later one alone', () => {
+    expect(deferStuck(100, 100, 1)).toBe(101);
+    expect(deferStuck(40, 100, 1)).toBe(101);
+    expect(deferStuck(-Infinity, 100, 1)).toBe(101);
+    expect(deferStuck(100.25, 100, 1)).toBe(100.25);
+    expect(deferStuck(100, 100, 10)).toBe(110);
+    expect(deferStuck(100, 99.5, 0.25)).toBe(100);
+    // Never woken: any deadline stands.
+    expect(deferStuck(40, -Infinity, 1)).toBe(40);
+    fc.assert(fc.property(fc.double({ noNaN: true, min: -1e9, max: 1e9 }), fc.double({ noNaN: true, min: -1e9, max: 1e9 }),
+      fc.double({ min: 1e-3, max: 1e3, noNaN: true }), (d, w, step) => {
+        const t = deferStuck(d, w, step);
+        return t > w && (d > w ? t === d : t === w + step);
+      }));
   });
 });
 

@@ -9,6 +9,16 @@ export function grownLength(length: number, need: number, max: number): number {
 }
 
 /**
+ * The stuck-deadline rule, the one every scheduler applies (`Host`, `DriveLoop`, the simulator's
+ * `World`): an owner woken at `wokeAt` (ms) that still asks for a deadline at or before that instant
+ * has had its turn there, and waking it again at the same instant could only spin; it is next woken
+ * `stepMs` later. A later deadline stands. Returns the time (ms) to wake it next.
+ */
+export function deferStuck(deadline: number, wokeAt: number, stepMs: number): number {
+  return deadline > wokeAt ? deadline : wokeAt + stepMs;
+}
+
+/**
  * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
  * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
  * typed arrays that grow with the largest id seen (doubling, never past `maxIds`); no allocation per
@@ -93,12 +103,12 @@ export class DeadlineHeap {
   }
 
   /**
-   * The re-key rule of every host of many peers: give `id` the deadline `at` (ms), but never at or
-   * before `wokeAt`, the instant it was last woken; then at `wokeAt + 1`. A peer that is still due
-   * right after its own wake-up had its chance at that instant, and waking it again there could only spin.
+   * The re-key rule of every host of many peers: give `id` the deadline `at` (ms), but by
+   * `deferStuck` with a 1 ms step: never at or before `wokeAt`, the instant it was last woken
+   * (`-Infinity`: not woken), then at `wokeAt + 1`.
    */
   reschedule(id: number, at: number, wokeAt: number): void {
-    this.set(id, at > wokeAt ? at : wokeAt + 1);
+    this.set(id, deferStuck(at, wokeAt, 1));
   }
 
   /** Remove and return the id with the earliest deadline if it is ≤ `now` (ms), else -1. */

@@ -1,3 +1,4 @@
+import { deferStuck } from '../core/deadline-heap.js';
 import type { Address, Endpoint } from '../core/endpoint.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../core/peer.js';
@@ -618,7 +619,8 @@ export class World {
     const stuck = t !== undefined && t <= now && s.datagramsSent === sentBefore;
     if (stuck || slot.firesAtInstant >= this.maxFiresPerInstant) {
       s.stalls++;
-      slot.deferUntil = now + this.stallStepMs;
+      // Held off by the stuck-deadline rule as if it still asked for `now`, until its next firing.
+      slot.deferUntil = deferStuck(now, now, this.stallStepMs);
     } else {
       slot.deferUntil = -Infinity;
     }
