@@ -38,6 +38,52 @@ describe('DeadlineHeap', () => {
     );
   });
 
+  it('with ranks, orders ties by rank and visits exactly the due ids (model check)', () => {
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('set' as const), id: fc.nat(40), t: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({ k: fc.constant('rank' as const), id: fc.nat(40), r: fc.integer({ min: -5, max: 5 }) }),
+      fc.record({ k: fc.constant('del' as const), id: fc.nat(40) }),
+      fc.record({ k: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({ k: fc.constant('due' as const), now: fc.integer({ min: 0, max: 5 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 50, maxLength: 300, size: 'max' }), (ops) => {
+        const h = new DeadlineHeap(2, 41);
+        const model = new Map<number, number>();
+        const rank = new Map<number, number>();
+        const key = (id: number): [number, number, number] => [model.get(id)!, rank.get(id) ?? id, id];
+        const before = (a: number, b: number): boolean => {
+          const x = key(a);
+          const y = key(b);
+          return x[0] < y[0] || (x[0] === y[0] && (x[1] < y[1] || (x[1] === y[1] && x[2] < y[2])));
+        };
+        for (const o of ops) {
+          if (o.k === 'set') {
+            h.set(o.id, o.t);
+            model.set(o.id, o.t);
+          } else if (o.k === 'rank') {
+            h.setRank(o.id, o.r);
+            rank.set(o.id, o.r);
+          } else if (o.k === 'del') {
+            h.delete(o.id);
+            model.delete(o.id);
+          } else if (o.k === 'pop') {
+            let best = -1;
+            for (const id of model.keys()) if (model.get(id)! <= o.now && (best < 0 || before(id, best))) best = id;
+            expect(h.popDue(o.now)).toBe(best);
+            if (best >= 0) model.delete(best);
+          } else {
+            const seen: number[] = [];
+            h.forEachDue(o.now, (id) => seen.push(id));
+            expect(seen.sort((a, b) => a - b)).toEqual([...model.keys()].filter((id) => model.get(id)! <= o.now).sort((a, b) => a - b));
+          }
+          expect(h.size).toBe(model.size);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('reschedule never puts an id at or before the instant it was woken', () => {
     const h = new DeadlineHeap();
     h.reschedule(3, 100, 100);

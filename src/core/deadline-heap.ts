@@ -20,7 +20,8 @@ export function deferStuck(deadline: number, wokeAt: number, stepMs: number): nu
 
 /**
  * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
- * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
+ * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Ids due at
+ * the same time come out lowest id first, or lowest rank first once `setRank` is used. Storage is
  * typed arrays that grow with the largest id seen (doubling, never past `maxIds`); no allocation per
  * operation.
  */
@@ -28,7 +29,10 @@ export class DeadlineHeap {
   private heap: Int32Array;
   private pos: Int32Array;
   private time: Float64Array;
+  // Tie order, once an owner gives one (`setRank`); an id without a rank of its own ranks as itself.
+  private rank: Float64Array | undefined;
   private n = 0;
+  private stack: Int32Array | undefined;
 
   /**
    * @param capacity initial number of ids (grows on demand).
@@ -111,6 +115,45 @@ export class DeadlineHeap {
     this.set(id, deferStuck(at, wokeAt, 1));
   }
 
+  /**
+   * Order `id` (integer ≥ 0) among ids due at the same time by `rank` (lower first; equal ranks by id)
+   * instead of by the id itself: for owners whose ids are reused but whose ties must follow another
+   * order (the `World`: creation order). Kept until set again; moves `id` if it has a deadline.
+   */
+  setRank(id: number, rank: number): void {
+    if (id >= this.pos.length) this.grow(id + 1);
+    if (this.rank === undefined) {
+      this.rank = new Float64Array(this.pos.length);
+      for (let i = 0; i < this.rank.length; i++) this.rank[i] = i;
+    }
+    this.rank[id] = rank;
+    const p = this.pos[id];
+    if (p >= 0) {
+      this.up(p);
+      this.down(this.pos[id]);
+    }
+  }
+
+  /**
+   * Call `visit(id)` for every id whose deadline is ≤ `now` (ms), in no particular order, without
+   * removing any: O(ids visited). `visit` must not change the heap.
+   */
+  forEachDue(now: number, visit: (id: number) => void): void {
+    if (this.n === 0 || this.time[this.heap[0]] > now) return;
+    if (this.stack === undefined || this.stack.length < this.heap.length) this.stack = new Int32Array(this.heap.length);
+    const stack = this.stack;
+    let top = 0;
+    stack[top++] = 0;
+    while (top > 0) {
+      const i = stack[--top];
+      visit(this.heap[i]);
+      const l = 2 * i + 1;
+      if (l < this.n && this.time[this.heap[l]] <= now) stack[top++] = l;
+      if (l + 1 < this.n && this.time[this.heap[l + 1]] <= now) stack[top++] = l + 1;
+
+    }
+  }
+
   /** Remove and return the id with the earliest deadline if it is ≤ `now` (ms), else -1. */
   popDue(now: number): number {
     if (this.n === 0) return -1;
@@ -125,7 +168,9 @@ export class DeadlineHeap {
     const b = this.heap[j];
     const ta = this.time[a];
     const tb = this.time[b];
-    return ta < tb || (ta === tb && a < b);
+    if (ta !== tb) return ta < tb;
+    const r = this.rank;
+    return r === undefined ? a < b : r[a] < r[b] || (r[a] === r[b] && a < b);
   }
 
   private swap(i: number, j: number): void {
@@ -167,6 +212,12 @@ export class DeadlineHeap {
     time.set(this.time);
     this.pos = pos;
     this.time = time;
+    if (this.rank !== undefined) {
+      const rank = new Float64Array(cap);
+      rank.set(this.rank);
+      for (let i = this.rank.length; i < cap; i++) rank[i] = i;
+      this.rank = rank;
+    }
   }
 
   private growHeap(): void {
