@@ -38,13 +38,12 @@ describe('DeadlineHeap', () => {
     );
   });
 
-  it('with ranks, orders ties by rank and visits exactly the due ids (model check)', () => {
+  it('with ranks, orders ties by rank (model check)', () => {
     const op = fc.oneof(
       fc.record({ k: fc.constant('set' as const), id: fc.nat(40), t: fc.integer({ min: 0, max: 5 }) }),
       fc.record({ k: fc.constant('rank' as const), id: fc.nat(40), r: fc.integer({ min: -5, max: 5 }) }),
       fc.record({ k: fc.constant('del' as const), id: fc.nat(40) }),
       fc.record({ k: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 5 }) }),
-      fc.record({ k: fc.constant('due' as const), now: fc.integer({ min: 0, max: 5 }) }),
     );
     fc.assert(
       fc.property(fc.array(op, { minLength: 50, maxLength: 300, size: 'max' }), (ops) => {
@@ -67,15 +66,11 @@ describe('DeadlineHeap', () => {
           } else if (o.k === 'del') {
             h.delete(o.id);
             model.delete(o.id);
-          } else if (o.k === 'pop') {
+          } else {
             let best = -1;
             for (const id of model.keys()) if (model.get(id)! <= o.now && (best < 0 || before(id, best))) best = id;
             expect(h.popDue(o.now)).toBe(best);
             if (best >= 0) model.delete(best);
-          } else {
-            const seen: number[] = [];
-            h.forEachDue(o.now, (id) => seen.push(id));
-            expect(seen.sort((a, b) => a - b)).toEqual([...model.keys()].filter((id) => model.get(id)! <= o.now).sort((a, b) => a - b));
           }
           expect(h.size).toBe(model.size);
         }

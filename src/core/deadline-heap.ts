@@ -32,7 +32,6 @@ export class DeadlineHeap {
   // Tie order, once an owner gives one (`setRank`); an id without a rank of its own ranks as itself.
   private rank: Float64Array | undefined;
   private n = 0;
-  private stack: Int32Array | undefined;
 
   /**
    * @param capacity initial number of ids (grows on demand).
@@ -131,26 +130,6 @@ export class DeadlineHeap {
     if (p >= 0) {
       this.up(p);
       this.down(this.pos[id]);
-    }
-  }
-
-  /**
-   * Call `visit(id)` for every id whose deadline is ≤ `now` (ms), in no particular order, without
-   * removing any: O(ids visited). `visit` must not change the heap.
-   */
-  forEachDue(now: number, visit: (id: number) => void): void {
-    if (this.n === 0 || this.time[this.heap[0]] > now) return;
-    if (this.stack === undefined || this.stack.length < this.heap.length) this.stack = new Int32Array(this.heap.length);
-    const stack = this.stack;
-    let top = 0;
-    stack[top++] = 0;
-    while (top > 0) {
-      const i = stack[--top];
-      visit(this.heap[i]);
-      const l = 2 * i + 1;
-      if (l < this.n && this.time[this.heap[l]] <= now) stack[top++] = l;
-      if (l + 1 < this.n && this.time[this.heap[l + 1]] <= now) stack[top++] = l + 1;
-
     }
   }
 
