@@ -9,12 +9,16 @@
  * 3. Bytes of overhead per payload packet against the standard's minimum.
  * 4. Scale: 1,000 and 10,000 connected clients on one server at 20 Hz each way (real `Client`s,
  *    real `Server`; only the server's calls are timed): CPU share of one core, and memory per idle
- *    client on the server.
+ *    client on the server. Then the same traffic over real sockets (bench/netcode-udp.ts: the server on
+ *    `UdpDriver` over loopback, the clients in another process), and where the server's time per
+ *    packet goes on both paths (one CPU-profiled run of each, by layer).
  * NETCODE_BENCH_PARTS=12 (any of 1..4) runs only those parts and writes nothing; NETCODE_BENCH_SCALE=1000 sets
- * part 4's client counts, NETCODE_BENCH_CPU=0 skips its CPU runs.
+ * part 4's client counts, NETCODE_BENCH_CPU=0 skips its CPU runs (simulated and real), NETCODE_BENCH_UDP=250,1000
+ * sets the real-socket rows' client counts (0: none), NETCODE_BENCH_PROFILE=0 skips the profiled runs and
+ * NETCODE_BENCH_PROFILE=DIR also keeps their .cpuprofile files there (summarise one with bench/cpuprofile.ts).
  */
-import { writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
@@ -28,6 +32,8 @@ import type { CryptoProvider } from '../src/crypto/provider.js';
 import { Client } from '../src/netcode/client.js';
 import { Server } from '../src/netcode/server.js';
 import { generateConnectToken, NetcodePacketType, readPacket, writePacket } from '../src/netcode/wire.js';
+import { type CpuProfile, type ProfileSummary, serverFrame, startProfile, summarise } from './cpuprofile.js';
+import { udpRow, type UdpCrypto, type UdpRow } from './netcode-udp.js';
 import { table, writeReadmeSection } from './readme.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -317,13 +323,17 @@ function serverBytesPerClient(b: Bench): number {
   return (withServer - memoryAfterGc()) / n;
 }
 
-/** Server CPU share of one core with `n` clients at 20 Hz each way for 5 s of virtual time; then the server's bytes per client. */
-function traffic(n: number, crypto: CryptoProvider): { share: number; bench: Bench } {
+/**
+ * Server CPU share of one core with `n` clients at 20 Hz each way for 5 s of virtual time; then the server's
+ * bytes per client. With `profile`, the traffic (not the handshakes) is CPU-profiled, which slows it.
+ */
+function traffic(n: number, crypto: CryptoProvider, profile = false): { share: number; bench: Bench; profile?: CpuProfile } {
   const b = connected(n, crypto);
   const input = new Uint8Array(40);
   const state = new Uint8Array(100);
   const t0 = b.now;
   b.serverMs = 0;
+  const stop = profile ? startProfile() : undefined;
   const sc = b.server.clients();
   for (let tick = 0; tick < 100; tick++) {
     for (const c of b.clients) c.send(0, input);
@@ -333,15 +343,16 @@ function traffic(n: number, crypto: CryptoProvider): { share: number; bench: Ben
     b.settle();
     b.runTo(b.now + 50, 5);
   }
+  const p = stop?.();
   sc.length = 0;
-  return { share: b.serverMs / (b.now - t0), bench: b };
+  return { share: b.serverMs / (b.now - t0), bench: b, ...(p === undefined ? {} : { profile: p }) };
 }
 
 /**
  * What the CPU rows mean per packet, and why 10,000 clients at 20 Hz cannot fit one core here: the
  * target's budget per packet against what sealing one costs alone (measured now, same process).
  */
-function floor(data: { clients: number; crypto: string; cpuShare: number[] }[]): string[] {
+function floor(data: { clients: number; crypto: string; cpuShare: number[] }[], udp: readonly UdpRow[]): string[] {
   const body = new Uint8Array(100);
   const out = new Uint8Array(1300);
   const n = 100_000;
@@ -362,10 +373,62 @@ function floor(data: { clients: number; crypto: string; cpuShare: number[] }[]):
     `600,000 packets a second: within one core that leaves ${fmt(budget, 2)} µs per packet for everything, while writing one`,
     `sealed 100-byte payload packet alone takes ${fmt(seal, 2)} µs with the fastest provider (median of 3 × 100,000, this run).`,
     `**Target missed**: at this run's rate one core carries about ${fmt(Math.round(perCore / 100) * 100)} clients at 20 Hz each way.`,
+    ...udpFloor(udp, us),
   ];
 }
 
-function part4(): { data: unknown; text: string } {
+const UDP_CRYPTO_NAME: Record<UdpCrypto, string> = { sodium: 'sodium', null: 'null (packets not encrypted)' };
+
+/** The real-socket rows' reading: what real sockets cost per datagram, and the clients one core carries. */
+function udpFloor(udp: readonly UdpRow[], sim: (name: string) => string): string[] {
+  const lines: string[] = [];
+  for (const name of ['sodium', 'null'] as const) {
+    const parts: string[] = [];
+    for (const n of [...new Set(udp.filter((r) => r.crypto === name).map((r) => r.clients))]) {
+      const rs = udp.filter((r) => r.crypto === name && r.clients === n);
+      const m = (f: (r: UdpRow) => number): number => median(rs.map(f));
+      if (rs.some((r) => r.saturated)) {
+        parts.push(`at ${fmt(n)} clients the server could not keep up: it read ${fmt(m((r) => r.readFraction) * 100, 0)} % of the ` +
+          'datagrams the clients sent (the rest overflowed its socket\'s receive buffer), with its loop busy ' +
+          `${fmt(m((r) => r.server.loopBusy) * 100, 0)} % of the window`);
+      } else {
+        parts.push(`${fmt(m((r) => r.usPerPacket), 1)} µs per datagram at ${fmt(n)} clients, ${fmt(m((r) => r.packetsPerClientSecond), 0)} ` +
+          'datagrams per client per second through the server\'s socket (the simulator counts 60: here an input and a state ' +
+          'that do not meet within `maxAckDelayMs` are acked by separate packets), so about ' +
+          `${fmt(Math.round(n / m((r) => r.share) / 50) * 50)} clients within one core`);
+      }
+    }
+    if (parts.length === 0) continue;
+    lines.push('', `Over real sockets with ${UDP_CRYPTO_NAME[name]}: ${parts.join('; ')}. The simulator's figure: ${sim(UDP_CRYPTO_NAME[name])}.`);
+  }
+  return lines;
+}
+
+/** Part 4's real-socket rows: `counts` clients with sodium and with null crypto; 3 runs below 1,000 clients, 1 from 1,000 on. */
+async function udpRows(counts: readonly number[]): Promise<UdpRow[]> {
+  const rows: UdpRow[] = [];
+  for (const n of counts) {
+    for (const crypto of ['sodium', 'null'] as const) {
+      for (let run = 0; run < (n >= 1000 ? 1 : 3); run++) rows.push(await udpRow({ clients: n, crypto, warmupMs: 2000, windowMs: 4000 }));
+    }
+  }
+  return rows;
+}
+
+/** Self time by layer in µs per packet: each profile's shares times the unprofiled rows' µs per packet. */
+function layerTable(cols: { head: string; summary: ProfileSummary; usPerPacket: number }[]): string {
+  const layers = [...new Set(cols.flatMap((c) => c.summary.layers.map((l) => l.layer)))];
+  const at = (c: (typeof cols)[number], layer: string): number => c.summary.layers.find((l) => l.layer === layer)?.share ?? 0;
+  layers.sort((a, b) => Math.max(...cols.map((c) => at(c, b))) - Math.max(...cols.map((c) => at(c, a))));
+  const rows = layers.map((layer) => [layer, ...cols.map((c) => `${fmt(at(c, layer) * c.usPerPacket, 2)} µs (${fmt(at(c, layer) * 100, 1)} %)`)]);
+  rows.push(['total', ...cols.map((c) => `${fmt(c.usPerPacket, 2)} µs`)]);
+  return table(['layer (self time)', ...cols.map((c) => c.head)], rows);
+}
+
+const topFunctions = (s: ProfileSummary, n: number): string =>
+  s.functions.slice(0, n).map((f) => `\`${f.fn.replace(/ (src|bench)\/.*$/, '')}\` (${f.layer}) ${fmt(f.share * 100, 1)} %`).join(', ');
+
+async function part4(): Promise<{ data: unknown; text: string }> {
   // Packets unencrypted, connect tokens still sealed (a null tag would make every token's MAC the same: "reused").
   const nul = { ...nullCryptoForBenchmarks('I understand this disables encryption'), xseal: sodium.xseal, xopen: sodium.xopen };
   const counts = (process.env.NETCODE_BENCH_SCALE ?? '1000,10000').split(',').map(Number);
@@ -383,6 +446,55 @@ function part4(): { data: unknown; text: string } {
     const cpu = median(runs.map((r) => r.share));
     data.push({ clients: n, crypto: name, cpuShare: runs.map((r) => r.share), activeBytesPerClient: runs.map((r) => r.activeBytes) });
     rows.push([fmt(n), name, `${fmt(cpu * 100, 1)} %`, cpu <= 1 ? 'yes' : '**no**', fmt(median(runs.map((r) => r.activeBytes))), rounds]);
+  }
+  const cpuRuns = process.env.NETCODE_BENCH_CPU !== '0';
+  const udpCounts = cpuRuns ? (process.env.NETCODE_BENCH_UDP ?? '250,1000').split(',').map(Number).filter((n) => n > 0) : [];
+  const udp = await udpRows(udpCounts);
+  for (const n of udpCounts) {
+    for (const name of ['sodium', 'null'] as const) {
+      const rs = udp.filter((r) => r.clients === n && r.crypto === name);
+      const cpu = median(rs.map((r) => r.share));
+      const saturated = rs.some((r) => r.saturated);
+      rows.push([fmt(n), `${UDP_CRYPTO_NAME[name]}, UdpDriver over loopback`, `${fmt(cpu * 100, 1)} %${saturated ? ' (could not keep up)' : ''}`,
+        cpu <= 1 && !saturated ? 'yes' : '**no**', '–', rs.length]);
+    }
+  }
+  const udpDetail = table(
+    ['clients', 'crypto', 'server CPU (user + system)', 'µs per datagram', 'datagrams per client per s', 'server read / clients sent', 'server loop busy', 'client process CPU', 'other processes\' CPU', 'runs'],
+    udpCounts.flatMap((n) => (['sodium', 'null'] as const).map((name) => {
+      const rs = udp.filter((r) => r.clients === n && r.crypto === name);
+      const m = (f: (r: UdpRow) => number): number => median(rs.map(f));
+      return [fmt(n), UDP_CRYPTO_NAME[name], `${fmt(m((r) => r.share) * 100, 1)} % (${fmt(m((r) => r.server.userMs / r.server.wallMs) * 100, 1)} + ${fmt(m((r) => r.server.systemMs / r.server.wallMs) * 100, 1)})`,
+        fmt(m((r) => r.usPerPacket), 1), fmt(m((r) => r.packetsPerClientSecond), 1), `${fmt(m((r) => r.readFraction) * 100, 1)} %`,
+        `${fmt(m((r) => r.server.loopBusy) * 100, 0)} %`, `${fmt(m((r) => (r.clientProcess.userMs + r.clientProcess.systemMs) / r.clientProcess.wallMs) * 100, 0)} %`,
+        `${fmt(m((r) => r.othersCores) * 100, 0)} %`, rs.length];
+    })),
+  );
+
+  // Where the time goes: one profiled run of each path with packets not encrypted (not in the figures above).
+  const profiles: { head: string; summary: ProfileSummary; usPerPacket: number }[] = [];
+  const simNull = data.find((d) => d.crypto.startsWith('null') && d.clients === 1000);
+  const steadyNull = udp.filter((r) => r.crypto === 'null' && !r.saturated);
+  const keepProfiles = process.env.NETCODE_BENCH_PROFILE === undefined || process.env.NETCODE_BENCH_PROFILE === '0' ? undefined : process.env.NETCODE_BENCH_PROFILE;
+  if (cpuRuns && process.env.NETCODE_BENCH_PROFILE !== '0') {
+    if (simNull !== undefined) {
+      const p = traffic(1000, nul, true).profile!;
+      if (keepProfiles !== undefined) writeFileSync(join(keepProfiles, 'simulator-server.cpuprofile'), JSON.stringify(p));
+      profiles.push({ head: 'simulator, 1,000 clients (the server\'s calls)', summary: summarise(p, serverFrame), usPerPacket: (median(simNull.cpuShare) * 1e6) / (60 * 1000) });
+    }
+    if (steadyNull.length > 0) {
+      const n = steadyNull[0]!.clients;
+      const dir = mkdtempSync(join(tmpdir(), 'gamewire-prof-'));
+      try {
+        const file = join(dir, 'server.cpuprofile');
+        await udpRow({ clients: n, crypto: 'null', warmupMs: 2000, windowMs: 4000, profile: file });
+        const p = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
+        if (keepProfiles !== undefined) writeFileSync(join(keepProfiles, 'udp-server.cpuprofile'), JSON.stringify(p));
+        profiles.push({ head: `UdpDriver over loopback, ${fmt(n)} clients (the server process)`, summary: summarise(p), usPerPacket: median(steadyNull.filter((r) => r.clients === n).map((r) => r.usPerPacket)) });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
   }
   const memRows: (string | number)[][] = [];
   const mem: { clients: number; lanes: number[]; raw: number[] }[] = [];
@@ -411,25 +523,62 @@ function part4(): { data: unknown; text: string } {
     '',
     table(['clients', 'server bytes per idle client (lanes)', '≤ 8 KiB', 'the same in raw mode (netcode only)', 'runs'], memRows),
     '',
-    ...floor(data),
+    ...floor(data, udp),
+    ...(udp.length === 0 ? [] : [
+      '',
+      '#### Over real sockets',
+      '',
+      'Rows "UdpDriver over loopback": the same traffic between two processes (bench/netcode-udp.ts). The server process',
+      'runs the `Server` on `UdpDriver.openEndpoint` at 127.0.0.1 and sends every client its state in one 20 Hz tick; the',
+      'client process runs N `Client`s, each on its own `UdpDriver` socket (N addresses, as N players), sending inputs at',
+      '20 Hz in phases spread over the period. Once every client is connected and after 2 s of traffic, both processes',
+      'measure the same 4 s: server CPU = process.cpuUsage (user + system, all threads) / wall time; µs per datagram = that',
+      'CPU / the datagrams through the server\'s socket (in + out, the driver\'s counters). A server that read under 90 %',
+      'of what the clients sent could not keep up. No memory figure: the server process\'s growth from before the first',
+      'client to after the window also holds the code compiled meanwhile (results/netcode.json keeps it, bytesPerClient).',
+      'Both processes share the machine\'s cores with whatever else runs: each run first waits (up to 20 s) for the',
+      'machine to be under 15 % busy; "other processes\' CPU" is what the rest of the machine used during the window.',
+      '',
+      udpDetail,
+    ]),
+    ...(profiles.length === 0 ? [] : [
+      '',
+      '#### Where the server\'s time per packet goes',
+      '',
+      'Packets not encrypted; one CPU-profiled run of each path (V8\'s sampler through node:inspector, every 100 µs; its',
+      'figures are not in the tables above), self time by layer (a native call or builtin is charged to the layer that',
+      'called it: "dgram + send syscall" includes the kernel\'s sendmsg, which on loopback also delivers the datagram into',
+      'the receiving socket), scaled to the µs per packet of the unprofiled rows. The simulator column keeps only samples',
+      'under the server\'s calls; the real-socket column is the server process\'s main thread, idle left out.',
+      '',
+      layerTable(profiles),
+      '',
+      ...profiles.map((p) => `Top functions, ${p.head}: ${topFunctions(p.summary, 8)}.`),
+    ]),
   ].join('\n');
-  return { data: { cpu: data, idleMemory: mem }, text };
+  return {
+    data: {
+      cpu: data, idleMemory: mem, udp,
+      profiles: profiles.map((p) => ({ path: p.head, usPerPacket: p.usPerPacket, layers: p.summary.layers, functions: p.summary.functions.slice(0, 30) })),
+    },
+    text,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
 
-function main(): void {
+async function main(): Promise<void> {
   const t0 = Date.now();
   const only = process.env.NETCODE_BENCH_PARTS;
   const wants = (p: string): boolean => only === undefined || only.includes(p);
-  const parts: { key: string; run: () => { data: unknown; text: string } }[] = [
+  const parts: { key: string; run: () => { data: unknown; text: string } | Promise<{ data: unknown; text: string }> }[] = [
     { key: '1', run: part1 }, { key: '2', run: part2 }, { key: '3', run: part3 }, { key: '4', run: part4 },
   ];
   const texts: string[] = [];
   const data: Record<string, unknown> = {};
   for (const p of parts) {
     if (!wants(p.key)) continue;
-    const r = p.run();
+    const r = await p.run();
     texts.push(r.text);
     data[`part${p.key}`] = r.data;
     console.log(r.text + '\n');
@@ -446,4 +595,4 @@ function main(): void {
   writeReadmeSection('## netcode', ['## netcode', '', '`npm run bench:netcode` (bench/netcode.bench.ts; raw figures in bench/results/netcode.json).', '', ...texts.flatMap((t) => [t, '']), machine, ''].join('\n'));
 }
 
-main();
+await main();

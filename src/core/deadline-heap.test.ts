@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DeadlineHeap, grownLength } from './deadline-heap.js';
+import { DeadlineHeap, deferStuck, grownLength } from './deadline-heap.js';
 
 describe('DeadlineHeap', () => {
   it('behaves like a sorted list under random set/delete/popDue (model check)', () => {
@@ -38,6 +38,47 @@ describe('DeadlineHeap', () => {
     );
   });
 
+  it('with ranks, orders ties by rank (model check)', () => {
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('set' as const), id: fc.nat(40), t: fc.integer({ min: 0, max: 5 }) }),
+      fc.record({ k: fc.constant('rank' as const), id: fc.nat(40), r: fc.integer({ min: -5, max: 5 }) }),
+      fc.record({ k: fc.constant('del' as const), id: fc.nat(40) }),
+      fc.record({ k: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 5 }) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 50, maxLength: 300, size: 'max' }), (ops) => {
+        const h = new DeadlineHeap(2, 41);
+        const model = new Map<number, number>();
+        const rank = new Map<number, number>();
+        const key = (id: number): [number, number, number] => [model.get(id)!, rank.get(id) ?? id, id];
+        const before = (a: number, b: number): boolean => {
+          const x = key(a);
+          const y = key(b);
+          return x[0] < y[0] || (x[0] === y[0] && (x[1] < y[1] || (x[1] === y[1] && x[2] < y[2])));
+        };
+        for (const o of ops) {
+          if (o.k === 'set') {
+            h.set(o.id, o.t);
+            model.set(o.id, o.t);
+          } else if (o.k === 'rank') {
+            h.setRank(o.id, o.r);
+            rank.set(o.id, o.r);
+          } else if (o.k === 'del') {
+            h.delete(o.id);
+            model.delete(o.id);
+          } else {
+            let best = -1;
+            for (const id of model.keys()) if (model.get(id)! <= o.now && (best < 0 || before(id, best))) best = id;
+            expect(h.popDue(o.now)).toBe(best);
+            if (best >= 0) model.delete(best);
+          }
+          expect(h.size).toBe(model.size);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+
   it('reschedule never puts an id at or before the instant it was woken', () => {
     const h = new DeadlineHeap();
     h.reschedule(3, 100, 100);
@@ -62,6 +103,24 @@ describe('DeadlineHeap', () => {
       last = t;
     }
     expect(h.size).toBe(0);
+  });
+});
+
+describe('deferStuck: the one stuck-deadline rule (Host, DriveLoop, World)', () => {
+  it('moves a deadline at or before the wake-up instant one step past it, and leaves a later one alone', () => {
+    expect(deferStuck(100, 100, 1)).toBe(101);
+    expect(deferStuck(40, 100, 1)).toBe(101);
+    expect(deferStuck(-Infinity, 100, 1)).toBe(101);
+    expect(deferStuck(100.25, 100, 1)).toBe(100.25);
+    expect(deferStuck(100, 100, 10)).toBe(110);
+    expect(deferStuck(100, 99.5, 0.25)).toBe(100);
+    // Never woken: any deadline stands.
+    expect(deferStuck(40, -Infinity, 1)).toBe(40);
+    fc.assert(fc.property(fc.double({ noNaN: true, min: -1e9, max: 1e9 }), fc.double({ noNaN: true, min: -1e9, max: 1e9 }),
+      fc.double({ min: 1e-3, max: 1e3, noNaN: true }), (d, w, step) => {
+        const t = deferStuck(d, w, step);
+        return t > w && (d > w ? t === d : t === w + step);
+      }));
   });
 });
 

@@ -9,8 +9,19 @@ export function grownLength(length: number, need: number, max: number): number {
 }
 
 /**
+ * The stuck-deadline rule, the one every scheduler applies (`Host`, `DriveLoop`, the simulator's
+ * `World`): an owner woken at `wokeAt` (ms) that still asks for a deadline at or before that instant
+ * has had its turn there, and waking it again at the same instant could only spin; it is next woken
+ * `stepMs` later. A later deadline stands. Returns the time (ms) to wake it next.
+ */
+export function deferStuck(deadline: number, wokeAt: number, stepMs: number): number {
+  return deadline > wokeAt ? deadline : wokeAt + stepMs;
+}
+
+/**
  * An indexed binary min-heap of deadlines keyed by small non-negative integer ids (peer slots of a host).
- * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Storage is
+ * `set` inserts or moves an id in O(log n), `popDue` removes the earliest id that is due. Ids due at
+ * the same time come out lowest id first, or lowest rank first once `setRank` is used. Storage is
  * typed arrays that grow with the largest id seen (doubling, never past `maxIds`); no allocation per
  * operation.
  */
@@ -18,6 +29,8 @@ export class DeadlineHeap {
   private heap: Int32Array;
   private pos: Int32Array;
   private time: Float64Array;
+  // Tie order, once an owner gives one (`setRank`); an id without a rank of its own ranks as itself.
+  private rank: Float64Array | undefined;
   private n = 0;
 
   /**
@@ -93,12 +106,31 @@ export class DeadlineHeap {
   }
 
   /**
-   * The re-key rule of every host of many peers: give `id` the deadline `at` (ms), but never at or
-   * before `wokeAt`, the instant it was last woken; then at `wokeAt + 1`. A peer that is still due
-   * right after its own wake-up had its chance at that instant, and waking it again there could only spin.
+   * The re-key rule of every host of many peers: give `id` the deadline `at` (ms), but by
+   * `deferStuck` with a 1 ms step: never at or before `wokeAt`, the instant it was last woken
+   * (`-Infinity`: not woken), then at `wokeAt + 1`.
    */
   reschedule(id: number, at: number, wokeAt: number): void {
-    this.set(id, at > wokeAt ? at : wokeAt + 1);
+    this.set(id, deferStuck(at, wokeAt, 1));
+  }
+
+  /**
+   * Order `id` (integer ≥ 0) among ids due at the same time by `rank` (lower first; equal ranks by id)
+   * instead of by the id itself: for owners whose ids are reused but whose ties must follow another
+   * order (the `World`: creation order). Kept until set again; moves `id` if it has a deadline.
+   */
+  setRank(id: number, rank: number): void {
+    if (id >= this.pos.length) this.grow(id + 1);
+    if (this.rank === undefined) {
+      this.rank = new Float64Array(this.pos.length);
+      for (let i = 0; i < this.rank.length; i++) this.rank[i] = i;
+    }
+    this.rank[id] = rank;
+    const p = this.pos[id];
+    if (p >= 0) {
+      this.up(p);
+      this.down(this.pos[id]);
+    }
   }
 
   /** Remove and return the id with the earliest deadline if it is ≤ `now` (ms), else -1. */
@@ -115,7 +147,9 @@ export class DeadlineHeap {
     const b = this.heap[j];
     const ta = this.time[a];
     const tb = this.time[b];
-    return ta < tb || (ta === tb && a < b);
+    if (ta !== tb) return ta < tb;
+    const r = this.rank;
+    return r === undefined ? a < b : r[a] < r[b] || (r[a] === r[b] && a < b);
   }
 
   private swap(i: number, j: number): void {
@@ -157,6 +191,12 @@ export class DeadlineHeap {
     time.set(this.time);
     this.pos = pos;
     this.time = time;
+    if (this.rank !== undefined) {
+      const rank = new Float64Array(cap);
+      rank.set(this.rank);
+      for (let i = this.rank.length; i < cap; i++) rank[i] = i;
+      this.rank = rank;
+    }
   }
 
   private growHeap(): void {

@@ -1,3 +1,4 @@
+import { deferStuck } from './deadline-heap.js';
 import type { Address, Endpoint } from './endpoint.js';
 import { checkConfig } from './errors.js';
 
@@ -75,7 +76,8 @@ export type DriveLoopState = 'running' | 'lingering' | 'closed';
 const LINGER_GAP_FACTOR = 2.5;
 
 // After timers and transmits, a deadline already due (a command issued from an event handler) is
-// served again in the same drain, this many times at most; then the timer takes over.
+// served again in the same drain, this many times at most; then the timer takes over, one timer
+// resolution on (the stuck-deadline rule, `deferStuck`).
 const MAX_ROUNDS = 8;
 
 /**
@@ -325,8 +327,8 @@ export class DriveLoop<E = unknown, T = unknown> {
    * pacing sender moves its deadline by fractions of a ms each time — costs a clear and a set for
    * nothing, since the timer cannot fire more precisely than its resolution anyway. (Of the rules
    * this replaces, re-arming on any earlier deadline churned, and never clearing left stray wake-ups.)
-   * No deadline clears the timer. The delay is rounded up to whole resolutions, at least one, so a
-   * deadline at or before `now` cannot spin.
+   * No deadline clears the timer. The delay is rounded up to whole resolutions; a deadline at or
+   * before `now` is one resolution on (`deferStuck`), so it cannot spin.
    */
   private arm(now: number): void {
     let due = this.endpoint.pollTimeout();
@@ -341,7 +343,7 @@ export class DriveLoop<E = unknown, T = unknown> {
     if (this.timer !== undefined && this.timerAt - this.resolution <= due) return;
     this.clearTimer();
     const r = this.resolution;
-    const delay = Math.max(r, Math.ceil((due - now) / r) * r);
+    const delay = deferStuck(due, now, r) > due ? r : Math.max(r, Math.ceil((due - now) / r) * r);
     this.timerAt = now + delay;
     this.timer = this.platform.setTimer(delay, this.onTimerBound);
   }

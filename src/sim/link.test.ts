@@ -631,6 +631,49 @@ describe('Link.reconfigure', () => {
   });
 });
 
+describe('Link.watch (the World\'s hook)', () => {
+  it('is called by every operation after which pollTimeout() changed', () => {
+    const cfgArb = fc.record({
+      latencyMs: fc.double({ min: 0, max: 30, noNaN: true }),
+      jitterMs: fc.double({ min: 0, max: 30, noNaN: true }),
+      reorder: fc.boolean(),
+      duplicate: fc.double({ min: 0, max: 0.5, noNaN: true }),
+      rateBitsPerSec: fc.option(fc.integer({ min: 10_000, max: 10_000_000 }), { nil: undefined }),
+    }, { requiredKeys: [] });
+    const opArb = fc.oneof(
+      fc.tuple(fc.constant('send' as const), fc.double({ min: 0, max: 5, noNaN: true }), fc.integer({ min: 1, max: 1500 })),
+      fc.tuple(fc.constant('poll' as const), fc.double({ min: 0, max: 20, noNaN: true }), fc.boolean()),
+      fc.tuple(fc.constant('cfg' as const), cfgArb),
+    );
+    fc.assert(fc.property(cfgArb, fc.array(opArb, { minLength: 20, maxLength: 200, size: 'max' }), fc.integer(), (cfg, ops, seed) => {
+      const link = new Link(cfg, seed);
+      let calls = 0;
+      link.watch(() => calls++);
+      const out = new Uint8Array(1500);
+      let now = 0;
+      for (const op of ops) {
+        const before = link.pollTimeout();
+        calls = 0;
+        if (op[0] === 'send') {
+          now += op[1];
+          link.send(now, new Uint8Array(op[2]));
+        } else if (op[0] === 'poll') {
+          now += op[1];
+          if (op[2]) link.pollDeliver(now);
+          else link.pollDeliverInto(now, out);
+        } else {
+          link.reconfigure(now, op[1]);
+        }
+        if (link.pollTimeout() !== before && calls === 0) return false;
+      }
+      link.watch(undefined);
+      calls = 0;
+      link.send(now, new Uint8Array(10));
+      return calls === 0;
+    }), { numRuns: 100 });
+  });
+});
+
 describe('Link tags', () => {
   it('a tag travels with its datagram (and its copies) through reordering', () => {
     const link = new Link({ latencyMs: 5, jitterMs: 30, duplicate: 0.3 }, 6);

@@ -100,6 +100,7 @@ export class Link {
   private readonly pool: Uint8Array[][] = [];
   private pooledBytes = 0;
   private tag = 0;
+  private watcher: (() => void) | undefined;
 
   private readonly c: LinkCounters = {
     sent: 0, bytesSent: 0, delivered: 0, bytesDelivered: 0, droppedLoss: 0, droppedQueue: 0,
@@ -126,6 +127,15 @@ export class Link {
   /** The configuration in force, validated, defaults filled in. */
   get config(): Readonly<LinkConfig> {
     return this.cfg;
+  }
+
+  /**
+   * @internal The scheduler's hook (the `World` keeps its links on one deadline heap): `fn` is called
+   * whenever `pollTimeout()` may have changed (a delivery scheduled, taken or re-timed), by whoever
+   * drives the link. `undefined` removes it.
+   */
+  watch(fn: (() => void) | undefined): void {
+    this.watcher = fn;
   }
 
   /**
@@ -226,6 +236,7 @@ export class Link {
     this.lastTag = this.pending.popTag;
     this.c.delivered++;
     this.c.bytesDelivered += size;
+    this.watcher?.();
     return data;
   }
 
@@ -251,6 +262,7 @@ export class Link {
     this.lastTag = this.pending.popTag;
     this.c.delivered++;
     this.c.bytesDelivered += size;
+    this.watcher?.();
     return size;
   }
 
@@ -360,6 +372,7 @@ export class Link {
     store.set(src);
     const seq = this.pending.push(t, store, len, this.tag);
     if (this.pending.length > this.c.inFlightPeak) this.c.inFlightPeak = this.pending.length;
+    this.watcher?.();
     return seq;
   }
 
@@ -449,5 +462,6 @@ export class Link {
     this.lastDeparture = prev;
     this.pending.retime(shift, now, !this.cfg.reorder);
     if (!this.cfg.reorder && this.pending.length > 0) this.lastDelivery = this.pending.maxTime();
+    this.watcher?.();
   }
 }

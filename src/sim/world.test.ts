@@ -375,6 +375,55 @@ describe('World: scheduled actions', () => {
   });
 });
 
+describe('World: one deadline heap', () => {
+  /** Fires once at `at`, logging its name. */
+  class Alarm implements Endpoint {
+    constructor(private readonly name: string, private at: number | undefined, private readonly log: string[]) {}
+    handleDatagram(): void {}
+    handleTimeout(now: number): void {
+      this.log.push(`${this.name}@${now}`);
+      this.at = undefined;
+    }
+    pollTransmit(): Transmit | undefined {
+      return undefined;
+    }
+    pollTimeout(): number | undefined {
+      return this.at;
+    }
+    pollEvent(): undefined {
+      return undefined;
+    }
+  }
+
+  it('timers due together fire in the order endpoints were added, also after a removal frees an id', () => {
+    const log: string[] = [];
+    const world = new World({ seed: 1 });
+    world.add('a', new Alarm('a', 5, log));
+    world.add('b', new Alarm('b', 5, log));
+    world.add('c', new Alarm('c', 5, log));
+    world.remove('a');
+    world.at(5, () => log.push('action@5')); // takes the id 'a' had
+    world.add('d', new Alarm('d', 5, log)); // added last: fires last, whatever id it gets
+    world.add('a', new Alarm('a2', 5, log));
+    world.runFor(10);
+    expect(log).toEqual(['action@5', 'b@5', 'c@5', 'd@5', 'a2@5']);
+  });
+
+  it('deliveries moved earlier by a rate change are taken at their new times', () => {
+    const world = new World({ seed: 1, link: { rateBitsPerSec: 8000 } });
+    const sink = new Sink();
+    world.add('srv', sink);
+    for (let i = 0; i < 3; i++) world.send('x', 'srv', new Uint8Array(100));
+    world.runFor(10); // at 1 byte/ms the first would arrive at 128 ms
+    world.link('x', 'srv').reconfigure(world.now, { rateBitsPerSec: 80_000 });
+    world.runFor(400);
+    const got = sink.got.get('x')!;
+    expect(got).toHaveLength(3);
+    expect(got[0]).toBeCloseTo(21.8, 9);
+    expect(got[2]).toBeCloseTo(47.4, 9);
+  });
+});
+
 describe('World: property', () => {
   it('for any mix of routes, bottlenecks and changes: time never goes backwards and every datagram is accounted for', () => {
     const linkArb = fc.record({

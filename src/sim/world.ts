@@ -1,3 +1,4 @@
+import { DeadlineHeap, deferStuck } from '../core/deadline-heap.js';
 import type { Address, Endpoint } from '../core/endpoint.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../core/peer.js';
@@ -154,35 +155,47 @@ interface Slot {
   readonly stats: PeerStats;
   /** Routes out of this address, by destination. */
   readonly routes: Map<Address, Route>;
+  /** Its id on the world's heap. */
+  readonly id: number;
+  /** Its deadline on the heap (`undefined`: none). */
+  key: number | undefined;
   deferUntil: number;
   lastFireAt: number;
   firesAtInstant: number;
 }
 
-interface Route {
+/** A link on the world's heap: a route's or a shared bottleneck's. */
+interface Timed {
+  readonly link: Link;
+  readonly id: number;
+  /** Its next delivery may have moved since the heap last read it. */
+  stale: boolean;
+}
+
+interface Route extends Timed {
   readonly from: Address;
   readonly to: Address;
-  readonly link: Link;
   readonly via: Bottleneck | undefined;
   /** Index in `Bottleneck.routes` (the tag its datagrams carry through the bottleneck). */
   readonly tag: number;
 }
 
-interface Bottleneck {
+interface Bottleneck extends Timed {
   readonly name: string;
-  readonly link: Link;
   readonly routes: Route[];
 }
 
 interface Action {
-  readonly at: number;
   readonly fn: () => void;
 }
 
+// Kinds of what the heap holds, in the order things due at the same instant run; within a kind,
+// creation order. A heap rank is kind × RANK_KIND + that order.
 const EV_ACTION = 0;
 const EV_BOTTLENECK = 1;
 const EV_ROUTE = 2;
 const EV_TIMER = 3;
+const RANK_KIND = 2 ** 48;
 
 /** Zeroed `PeerStats` (for a world's own use and `PairWorld`'s before its peers are attached). */
 export function newPeerStats(): PeerStats {
@@ -213,7 +226,10 @@ function hash32(s: string): number {
  * Each `step()` drains every endpoint's `pollTransmit`, then advances to the earliest pending event
  * and processes it: a scheduled action, a bottleneck hand-over, a delivery, or an endpoint's timer
  * (ties in that order; among equals, in creation order). No wall clock, no sleeps: a run is fully
- * defined by (endpoints, options, seed, the caller's calls). Cost per step: O(endpoints + routes).
+ * defined by (endpoints, options, seed, the caller's calls). Everything pending is on one deadline
+ * heap: a link is re-keyed when its next delivery moves, an action when added; every endpoint is
+ * drained and its `pollTimeout()` re-read at every step (an endpoint may send, or move its deadline,
+ * after any call the caller makes on it). Cost per step: O(endpoints + log(routes + actions)).
  */
 export class World {
   /** Inspect, mutate, drop or multiply datagrams as they are delivered. */
@@ -230,7 +246,16 @@ export class World {
   private readonly routeList: Route[] = [];
   private readonly bottlenecks = new Map<string, Bottleneck>();
   private readonly bottleneckList: Bottleneck[] = [];
-  private actions: Action[] = [];
+  /** Everything pending (actions, links, endpoint timers) by id; ties by rank (`EV_*`, then creation order). */
+  private readonly heap = new DeadlineHeap(64);
+  /** What each heap id stands for, and its `EV_*` kind. */
+  private readonly owner: (Action | Bottleneck | Route | Slot | undefined)[] = [];
+  private readonly kind: number[] = [];
+  private readonly freeIds: number[] = [];
+  private actionSeq = 0;
+  private slotSeq = 0;
+  /** Links whose next delivery must be read again before the next event is picked. */
+  private staleLinks: Timed[] = [];
   private clock: number;
   private readonly out: Uint8Array;
   private rx: Uint8Array | undefined;
@@ -243,8 +268,7 @@ export class World {
   private stepCount = 0;
   private undeliverable = 0;
   private nextTime = 0;
-  private nextKind = -1;
-  private nextIndex = -1;
+  private nextId = -1;
 
   constructor(opts: WorldOptions) {
     checkArg(typeof opts === 'object' && opts !== null, 'World options required');
@@ -292,9 +316,14 @@ export class World {
     if (this.byAddress.has(address)) throw new GamewireError('invalid-state', `address '${address}' already has an endpoint`);
     const routes = this.orphanRoutes.get(address) ?? new Map<Address, Route>();
     this.orphanRoutes.delete(address);
+    const id = this.takeId();
     const slot: Slot = {
-      address, ep: endpoint, stats: newPeerStats(), routes, deferUntil: -Infinity, lastFireAt: NaN, firesAtInstant: 0,
+      address, ep: endpoint, stats: newPeerStats(), routes, id, key: undefined, deferUntil: -Infinity, lastFireAt: NaN,
+      firesAtInstant: 0,
     };
+    this.owner[id] = slot;
+    this.kind[id] = EV_TIMER;
+    this.heap.setRank(id, EV_TIMER * RANK_KIND + this.slotSeq++);
     this.slots.push(slot);
     this.byAddress.set(address, slot);
   }
@@ -322,6 +351,7 @@ export class World {
     this.byAddress.delete(address);
     this.slots.splice(this.slots.indexOf(slot), 1);
     this.orphanRoutes.set(address, slot.routes);
+    this.releaseId(slot.id);
   }
 
   /** The endpoint at `address`. Throws `invalid-state` if absent. */
@@ -364,7 +394,8 @@ export class World {
     checkArg(typeof name === 'string', 'bottleneck name must be a string');
     if (this.bottlenecks.has(name)) throw new GamewireError('invalid-state', `bottleneck '${name}' already exists`);
     const s = seed ?? deriveSeed(this.seed ^ hash32(`via\u0000${name}`), 7);
-    const b: Bottleneck = { name, link: new Link(resolveSpec(spec), s), routes: [] };
+    const b: Bottleneck = { name, link: new Link(resolveSpec(spec), s), routes: [], id: this.takeId(), stale: false };
+    this.register(b, EV_BOTTLENECK, this.bottleneckList.length);
     this.bottlenecks.set(name, b);
     this.bottleneckList.push(b);
     return b.link;
@@ -378,9 +409,11 @@ export class World {
   at(atMs: number, fn: () => void): void {
     checkArg(Number.isFinite(atMs) && atMs >= this.clock, 'atMs must be finite and ≥ now');
     checkArg(typeof fn === 'function', 'fn must be a function');
-    let i = this.actions.length;
-    while (i > 0 && this.actions[i - 1].at > atMs) i--;
-    this.actions.splice(i, 0, { at: atMs, fn });
+    const id = this.takeId();
+    this.owner[id] = { fn };
+    this.kind[id] = EV_ACTION;
+    this.heap.setRank(id, EV_ACTION * RANK_KIND + this.actionSeq++);
+    this.heap.set(id, atMs);
   }
 
   /** Counters of the endpoint at `address`. Throws `invalid-state` if absent. */
@@ -496,7 +529,8 @@ export class World {
     }
     const seed = opts.seed ?? deriveSeed(this.seed ^ hash32(`${from}\u0000${to}`), 5);
     const link = new Link(opts.link === undefined ? this.defaultLink : resolveSpec(opts.link), seed);
-    const r: Route = { from, to, link, via, tag: via === undefined ? 0 : via.routes.length };
+    const r: Route = { from, to, link, via, tag: via === undefined ? 0 : via.routes.length, id: this.takeId(), stale: false };
+    this.register(r, EV_ROUTE, this.routeList.length);
     via?.routes.push(r);
     this.routeList.push(r);
     this.routesFrom(from).set(to, r);
@@ -508,66 +542,99 @@ export class World {
     else r.via.link.send(this.clock, bytes, r.tag);
   }
 
-  /** Finds the event due next; sets nextKind/nextIndex/nextTime. False when idle. */
+  private takeId(): number {
+    return this.freeIds.pop() ?? this.owner.length;
+  }
+
+  private releaseId(id: number): void {
+    this.heap.delete(id);
+    this.owner[id] = undefined;
+    this.freeIds.push(id);
+  }
+
+  /** Puts a link on the heap for good; its hook marks it stale whenever its next delivery may move. */
+  private register(t: Route | Bottleneck, kind: number, order: number): void {
+    this.owner[t.id] = t;
+    this.kind[t.id] = kind;
+    this.heap.setRank(t.id, kind * RANK_KIND + order);
+    t.link.watch(() => {
+      if (t.stale) return;
+      t.stale = true;
+      this.staleLinks.push(t);
+    });
+  }
+
+  /** Finds the event due next; sets nextId/nextTime. False when idle. */
   private findNext(): boolean {
-    let kind = -1;
-    let index = -1;
-    let t = Infinity;
-    if (this.actions.length > 0) { t = this.actions[0].at; kind = EV_ACTION; index = 0; }
-    const bl = this.bottleneckList;
-    for (let i = 0; i < bl.length; i++) {
-      const d = bl[i].link.pollTimeout();
-      if (d !== undefined && d < t) { t = d; kind = EV_BOTTLENECK; index = i; }
-    }
-    const rl = this.routeList;
-    for (let i = 0; i < rl.length; i++) {
-      const d = rl[i].link.pollTimeout();
-      if (d !== undefined && d < t) { t = d; kind = EV_ROUTE; index = i; }
+    const heap = this.heap;
+    if (this.staleLinks.length > 0) {
+      const links = this.staleLinks;
+      this.staleLinks = [];
+      for (const t of links) {
+        t.stale = false;
+        const d = t.link.pollTimeout();
+        if (d === undefined) heap.delete(t.id);
+        else heap.set(t.id, d);
+      }
     }
     const sl = this.slots;
-    for (let i = 0; i < sl.length; i++) {
-      const d = this.timerOf(sl[i]);
-      if (d !== undefined && d < t) { t = d; kind = EV_TIMER; index = i; }
-    }
-    if (kind < 0) return false;
+    for (let i = 0; i < sl.length; i++) this.readTimer(sl[i]);
+    const id = heap.peekId();
+    if (id < 0) return false;
+    let t = heap.peekTime()!;
     if (this.integerTime) t = Math.ceil(t);
     this.nextTime = t < this.clock ? this.clock : t;
-    this.nextKind = kind;
-    this.nextIndex = index;
+    this.nextId = id;
     return true;
   }
 
-  private timerOf(slot: Slot): number | undefined {
+  /** Re-keys `slot` by its `pollTimeout()`, held back to `deferUntil` after a stall. */
+  private readTimer(slot: Slot): void {
     const t = slot.ep.pollTimeout();
-    if (t === undefined) return undefined;
+    if (t === undefined) {
+      if (slot.key !== undefined) {
+        slot.key = undefined;
+        this.heap.delete(slot.id);
+      }
+      return;
+    }
     if (typeof t !== 'number' || Number.isNaN(t)) {
       throw new GamewireError('invalid-state', `endpoint '${slot.address}' pollTimeout() returned ${String(t)}`);
     }
-    return t < slot.deferUntil ? slot.deferUntil : t;
+    const key = t < slot.deferUntil ? slot.deferUntil : t;
+    if (key !== slot.key) {
+      slot.key = key;
+      this.heap.set(slot.id, key);
+    }
   }
 
   private process(): void {
     this.clock = this.nextTime;
     this.stepCount++;
-    switch (this.nextKind) {
-      case EV_ACTION:
-        this.actions.shift()!.fn();
+    const id = this.nextId;
+    switch (this.kind[id]) {
+      case EV_ACTION: {
+        const a = this.owner[id] as Action;
+        this.releaseId(id);
+        a.fn();
         this.drain();
         return;
+      }
       case EV_BOTTLENECK: {
-        const link = this.bottleneckList[this.nextIndex].link;
+        const b = this.owner[id] as Bottleneck;
+        const link = b.link;
         const need = link.peekLength()!;
         if (need > this.hop.length) this.hop = new Uint8Array(need);
         const n = link.pollDeliverInto(this.clock, this.hop)!;
-        const r = this.bottleneckList[this.nextIndex].routes[link.lastTag];
+        const r = b.routes[link.lastTag];
         r.link.send(this.clock, this.hop.subarray(0, n));
         return;
       }
       case EV_ROUTE:
-        this.deliver(this.routeList[this.nextIndex]);
+        this.deliver(this.owner[id] as Route);
         return;
       default:
-        this.fire(this.slots[this.nextIndex]);
+        this.fire(this.owner[id] as Slot);
     }
   }
 
@@ -618,7 +685,8 @@ export class World {
     const stuck = t !== undefined && t <= now && s.datagramsSent === sentBefore;
     if (stuck || slot.firesAtInstant >= this.maxFiresPerInstant) {
       s.stalls++;
-      slot.deferUntil = now + this.stallStepMs;
+      // Held off by the stuck-deadline rule as if it still asked for `now`, until its next firing.
+      slot.deferUntil = deferStuck(now, now, this.stallStepMs);
     } else {
       slot.deferUntil = -Infinity;
     }

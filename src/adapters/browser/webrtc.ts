@@ -1,6 +1,6 @@
 import { DriveLoop } from '../../core/drive-loop.js';
 import type { LinkConfig } from '../../sim/config.js';
-import { RealTimeLink } from './simulated.js';
+import { SimulatedEndpoint } from './simulated.js';
 import { GamewireError } from '../../core/errors.js';
 import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
 import { WEBRTC_UNDERLAY } from '../../netcode/options.js';
@@ -156,13 +156,12 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   const scratch = new Uint8Array(1500);
   dc.bufferedAmountLowThreshold = CHANNEL_LOW_BYTES;
   const now = (): number => performance.now();
-  const up = new RealTimeLink((b) => {
-    if (dc.readyState === 'open') dc.send(b as Uint8Array<ArrayBuffer>);
-  }, now, 1);
-  const down = new RealTimeLink((b) => loop.handleDatagram(client.serverAddress ?? '', b), now, 2);
-  const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(client, {
+  const path = new SimulatedEndpoint(client, 1);
+  const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(path, {
     now,
-    send: (bytes, length) => up.send(bytes.slice(0, length)),
+    send: (bytes, length) => {
+      if (dc.readyState === 'open') dc.send(bytes.subarray(0, length) as Uint8Array<ArrayBuffer>);
+    },
     buffer: () => (dc.bufferedAmount > CHANNEL_HIGH_BYTES ? undefined : scratch),
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
@@ -170,7 +169,7 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   }, { onEvent, onError: onError ?? reportHandlerError, maxDatagramBytes: scratch.length });
   dc.onbufferedamountlow = () => loop.wake();
   dc.onmessage = (e: MessageEvent) => {
-    if (e.data instanceof ArrayBuffer) down.send(new Uint8Array(e.data));
+    if (e.data instanceof ArrayBuffer) loop.handleDatagram(client.serverAddress ?? '', new Uint8Array(e.data));
   };
   dc.onclose = () => loop.close();
   client.connect(performance.now(), token);
@@ -178,8 +177,8 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   return {
     client,
     simulate(config) {
-      up.configure(config);
-      down.configure(config);
+      path.configure(now(), config);
+      loop.wake();
     },
     async close() {
       client.close();
