@@ -3,7 +3,7 @@ import { readU32LE, writeU32LE } from '../core/bytes.js';
 import type { HostedPeer } from '../core/host.js';
 import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
-import { Session, type ConnectionStats, type SessionCounters } from './session.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from './session.js';
 import {
   ACCEPT_BYTES, COOKIE_BYTES, DATA_PREFIX_BYTES, decodeConnect, decodeCookie, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
   encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
@@ -54,6 +54,19 @@ export interface ConnectionOwner {
   released(connection: Connection): void;
 }
 
+/** Builds a connection's message and delivery events, naming it (one object per event). */
+class ConnectionEvents implements SessionEvents<ConnectionEvent> {
+  constructor(private readonly connection: Connection) {}
+
+  message(lane: number, bytes: Uint8Array): ConnectionEvent {
+    return { type: 'message', connection: this.connection, lane, bytes };
+  }
+
+  delivery(lane: number, id: number, delivered: boolean): ConnectionEvent {
+    return { type: 'delivery', connection: this.connection, lane, id, delivered };
+  }
+}
+
 /**
  * One connection to one remote: the packet layer (`PacketAcks`), the lanes (`Channels`) and the path
  * (RTT, rate, pacing) composed, driven by its `ConnectionHost`. The application sends on lanes, reads
@@ -71,7 +84,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   readonly path: Path;
   private remoteId: number;
   private state_: ConnectionState = 'connecting';
-  private readonly session: Session;
+  private readonly session: Session<ConnectionEvent>;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
   private readonly events: ConnectionEvent[] = [];
@@ -102,7 +115,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     this.isClient = remoteId === undefined;
     this.remoteId = remoteId ?? 0;
     // DATA and BLOCK share their 5-byte framing: kind, receiver id.
-    this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId);
+    this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId, new ConnectionEvents(this));
     this.path = this.session.path;
   }
 
@@ -303,7 +316,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
     const own = this.events.shift();
     if (own !== undefined) return own;
     const e = this.session.pollEvent();
-    if (e !== undefined) return { ...e, connection: this };
+    if (e !== undefined) return e;
     const d = this.disconnectEvent;
     this.disconnectEvent = undefined;
     return d;

@@ -1,5 +1,5 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
-import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
@@ -79,6 +79,12 @@ const SEND_INTERVAL_MS = 100;
 const DISCONNECT_COPIES = 10;
 const CHALLENGE_BODY_BYTES = 308;
 
+/** A client's message and delivery events carry no tag: one client, one connection. */
+const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
+  message: (lane, bytes) => ({ type: 'message', lane, bytes }),
+  delivery: (lane, id, delivered) => ({ type: 'delivery', lane, id, delivered }),
+};
+
 /**
  * A netcode 1.02 client (docs/netcode.md): connects with a connect token from your web backend,
  * trying each server address in the token in turn, and then carries gamewire's lanes (or raw
@@ -93,7 +99,7 @@ export class Client implements Endpoint<ClientEvent> {
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
   private server: Address | undefined;
-  private session: Session | undefined;
+  private session: Session<ClientEvent> | undefined;
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly events: ClientEvent[] = [];
@@ -278,7 +284,7 @@ export class Client implements Endpoint<ClientEvent> {
         if (state === 'sending-response') {
           this.clientIndex = readU32LE(p.body, 0);
           this.maxClients = readU32LE(p.body, 4);
-          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1);
+          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1, CLIENT_EVENTS);
           this.setState(now, 'connected');
           this.wasConnected = true;
           this.events.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });

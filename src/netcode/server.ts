@@ -1,5 +1,5 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
-import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import type { Address } from '../core/endpoint.js';
@@ -405,6 +405,19 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   }
 }
 
+/** Builds a server client's message and delivery events, naming it (one object per event). */
+class ServerClientEvents implements SessionEvents<ServerEvent> {
+  constructor(private readonly client: ServerClient) {}
+
+  message(lane: number, bytes: Uint8Array): ServerEvent {
+    return { type: 'message', client: this.client, lane, bytes };
+  }
+
+  delivery(lane: number, id: number, delivered: boolean): ServerEvent {
+    return { type: 'delivery', client: this.client, lane, id, delivered };
+  }
+}
+
 /**
  * One connected client of a `Server`: send on its lanes (or raw payloads), read its figures, close
  * it. Made by the server when a client answers its challenge; never constructed by users.
@@ -422,7 +435,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   private readonly c2s: Uint8Array;
   private readonly s2c: Uint8Array;
   private readonly timeoutMs: number;
-  private readonly session: Session | undefined;
+  private readonly session: Session<ServerEvent> | undefined;
   private readonly rawQueue: Uint8Array[] = [];
   private readonly replay = new ReplayProtection();
   private readonly events: ServerEvent[] = [];
@@ -455,7 +468,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     this.timeoutMs = m.timeoutMs;
     const carry = server.carryFor(address);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
-    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2);
+    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
     this.events.push({ type: 'connected', client: this });
   }
 
@@ -598,7 +611,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     const own = this.events.shift();
     if (own !== undefined) return own;
     const e = this.session?.pollEvent();
-    if (e !== undefined) return { ...e, client: this };
+    if (e !== undefined) return e;
     const d = this.disconnectEvent;
     this.disconnectEvent = undefined;
     return d;
