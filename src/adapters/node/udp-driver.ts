@@ -85,6 +85,15 @@ export interface UdpDriverOptions extends UdpSocketOptions {
   acceptFirst?: (bytes: Uint8Array, from: UdpAddress) => boolean;
 }
 
+/** Options of {@link UdpDriver.openEndpoint}. */
+export interface UdpEndpointOptions extends UdpSocketOptions {
+  /**
+   * The one remote of an endpoint that talks to a single server: the socket is connected to it (a
+   * host name is resolved first, as in `open`). Omitted: the socket talks to any remote.
+   */
+  remote?: UdpAddress;
+}
+
 /** Options of {@link UdpDriver.close}. */
 export interface UdpDriverCloseOptions {
   /**
@@ -238,6 +247,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     socket: Socket,
     options: UdpDriverOptions,
     sizes: SocketBufferSizes,
+    from?: Address,
   ) {
     super();
     this.endpoint = endpoint;
@@ -281,7 +291,9 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       maxDatagramBytes: size,
       maxTransmitsPerTurn: slots,
     });
-    this.onMessageBound = single === undefined ? (m, r) => this.onMessageMulti(m, r) : (m, r) => this.onMessageSingle(m, r);
+    this.onMessageBound = single !== undefined ? (m, r) => this.onMessageSingle(m, r)
+      : from !== undefined ? (m) => this.onMessageConnected(m, from)
+      : (m, r) => this.onMessageMulti(m, r);
     socket.on('message', this.onMessageBound);
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.stats.add('recvErrors');
@@ -297,32 +309,10 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
    */
   static async open<E = unknown>(peer: DrivablePeer<E>, options: UdpDriverOptions = {}): Promise<UdpDriver<E>> {
     const v = validate(options);
-    let remote: UdpAddress | undefined;
-    if (options.remote !== undefined) {
-      const r = options.remote;
-      checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
-      checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
-      remote = { host: await resolveHost(r.host, options.host), port: r.port };
-    }
-    const v6 = isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6);
-    const socket = await bindSocket(v6, options.port ?? 0, options.host);
-    try {
-      if (remote !== undefined) {
-        const r = remote;
-        await new Promise<void>((resolve, reject) => {
-          socket.once('error', reject);
-          socket.connect(r.port, r.host, () => {
-            socket.off('error', reject);
-            resolve();
-          });
-        });
-      }
-    } catch (err) {
-      socket.close();
-      throw err;
-    }
+    let remote = await resolveRemote(options);
+    const socket = await bindSocket(isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6), options.port ?? 0, options.host);
+    if (remote !== undefined) remote = await connectSocket(socket, remote);
     const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
-    if (remote !== undefined) remote = { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
     const single = new PeerEndpoint<E>(peer, remote === undefined ? undefined : addressKey(remote.host, remote.port));
     const driver = new UdpDriver<E>(single, single, socket, { ...options, remote }, sizes);
     driver.start();
@@ -330,16 +320,23 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   }
 
   /**
-   * Bind an unconnected socket and drive `endpoint`, which talks to any number of remotes: every
-   * datagram is fed with its source as an `addressKey` string (`"1.2.3.4:5"`, `"[::1]:5"`), and
-   * each transmit goes to the address it names (an unparsable one is dropped and counted as
-   * `unsendable`). Rejects on bind failure; throws `invalid-config` on bad options.
+   * Bind a socket and drive `endpoint`, which names the remote of every datagram. Unconnected (no
+   * `options.remote`): any number of remotes; every datagram is fed with its source as an
+   * `addressKey` string (`"1.2.3.4:5"`, `"[::1]:5"`), and each transmit goes to the address it names
+   * (an unparsable one is dropped and counted as `unsendable`). With `options.remote` (a one-server
+   * endpoint such as `KcpClient`): the socket is connected to it as in `open`, every datagram is fed
+   * as from `addressKey(host, port)` of the remote as given (a name resolved first), and every
+   * transmit goes to it. Rejects on bind/connect failure and with `invalid-argument` when the remote
+   * host does not resolve; throws `invalid-config` on bad options.
    */
-  static async openEndpoint<E = unknown>(endpoint: Endpoint<E>, options: UdpSocketOptions = {}): Promise<UdpDriver<E>> {
+  static async openEndpoint<E = unknown>(endpoint: Endpoint<E>, options: UdpEndpointOptions = {}): Promise<UdpDriver<E>> {
     const v = validate(options);
-    const socket = await bindSocket(isIP(options.host ?? '') === 6, options.port ?? 0, options.host);
+    let remote = await resolveRemote(options);
+    const socket = await bindSocket(isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6), options.port ?? 0, options.host);
+    const from = remote === undefined ? undefined : addressKey(remote.host, remote.port);
+    if (remote !== undefined) remote = await connectSocket(socket, remote);
     const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
-    const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote: undefined }, sizes);
+    const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote, acceptFirst: undefined }, sizes, from);
     driver.start();
     return driver;
   }
@@ -483,6 +480,14 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.nIn++;
     this.bIn += msg.length;
     this.loop.handleDatagram(this.single!.remote!, msg);
+  }
+
+  /** A connected endpoint (`openEndpoint` with a remote): the kernel lets only the remote's datagrams in. */
+  private onMessageConnected(msg: Buffer, from: Address): void {
+    if (this.loop.state === 'closed') return;
+    this.nIn++;
+    this.bIn += msg.length;
+    this.loop.handleDatagram(from, msg);
   }
 
   private onMessageMulti(msg: Buffer, rinfo: RemoteInfo): void {
@@ -661,6 +666,33 @@ export async function resolveHost(host: string, localHost: string | undefined): 
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new GamewireError('invalid-argument', `remote host "${host}" does not resolve (${code})`);
   }
+}
+
+/** Check `options.remote` and resolve its host (`resolveHost`); undefined without one. */
+async function resolveRemote(options: { remote?: UdpAddress; host?: string }): Promise<UdpAddress | undefined> {
+  const r = options.remote;
+  if (r === undefined) return undefined;
+  checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
+  checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
+  return { host: await resolveHost(r.host, options.host), port: r.port };
+}
+
+/** Connect `socket` to `r` (an IP literal); the address the kernel reports. On failure the socket is closed before the rejection. */
+async function connectSocket(socket: Socket, r: UdpAddress): Promise<UdpAddress> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(r.port, r.host, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    socket.close();
+    throw err;
+  }
+  const a = socket.remoteAddress();
+  return { host: a.address, port: a.port };
 }
 
 /** Create and bind a socket; on failure it is closed before the rejection. */
