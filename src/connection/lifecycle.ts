@@ -37,7 +37,8 @@ export const Phase = { Handshake: 0, Open: 1, Closed: 2 } as const;
  * netcode's `ServerClient` and `Client`): their handshakes and how a packet goes on the wire.
  *
  * Output is never signalled through a deadline: a driver polls for output after every input,
- * wake-up and command (the waker), and that is when a pending packet is written. @internal
+ * wake-up and command (the waker), and that is when a pending packet is written. Not exported from
+ * the package: its framings are.
  */
 export abstract class Lifecycle<E> {
   /** Latest `now` seen (ms). */
@@ -46,7 +47,7 @@ export abstract class Lifecycle<E> {
   protected heardAt: number;
   /** The connection's named timers (`Timer`). */
   protected readonly timers = new TimerTable(TIMER_COUNT);
-  /** The lanes, once the framing has made them (netcode: when connected; undefined in raw mode). */
+  /** @internal The lanes, once the framing has made them (netcode: when connected; undefined in raw mode). */
   protected session: Session<E> | undefined = undefined;
   private phase_: number;
   private readonly copies: number;
