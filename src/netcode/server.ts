@@ -3,7 +3,7 @@ import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
-import type { Address } from '../core/endpoint.js';
+import { transportOf, type Address } from '../core/endpoint.js';
 import { checkConfig, GamewireError } from '../core/errors.js';
 import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
@@ -129,8 +129,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   /** @internal */ readonly crypto: CryptoProvider;
   /** @internal */ readonly carry: ResolvedCarry;
   private readonly carryOptions: NetcodeCarryOptions;
-  // Other transports carried beside UDP (registerUnderlay): clients whose address starts with a prefix get its carry.
-  private readonly underlays: { prefix: string; carry: ResolvedCarry }[] = [];
+  // Other transports carried beside UDP (registerUnderlay): transport prefix (transportOf) → its clients' carry.
+  private readonly underlays = new Map<string, ResolvedCarry>();
   protected readonly host: Host<ServerClient, ServerEvent>;
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
@@ -219,17 +219,17 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   }
 
   /**
-   * @internal Clients whose address starts with `prefix` come over `underlay` (not UDP): their
-   * sessions count its overhead and keep payloads within its datagrams. The WebRTC adapter calls it.
+   * @internal Clients whose address has the transport prefix `prefix` (`transportOf`: `"webrtc:"`)
+   * come over `underlay` (not UDP): their sessions count its overhead and keep payloads within its
+   * datagrams. The WebRTC adapter calls it.
    */
   registerUnderlay(prefix: string, underlay: CarryUnderlay): void {
-    this.underlays.push({ prefix, carry: resolveCarry(this.carryOptions, underlay) });
+    this.underlays.set(prefix, resolveCarry(this.carryOptions, underlay));
   }
 
   /** @internal What a client at `address` carries. */
   carryFor(address: Address): ResolvedCarry {
-    for (const u of this.underlays) if (address.startsWith(u.prefix)) return u.carry;
-    return this.carry;
+    return this.underlays.size === 0 ? this.carry : this.underlays.get(transportOf(address)) ?? this.carry;
   }
 
   /** Disconnect every client (each is sent redundant DISCONNECTs). */

@@ -436,6 +436,23 @@ describe('UdpDriver over real loopback', () => {
     await server.close();
   });
 
+  it('attachTransport: a prefix is a lowercase name and a colon, attached once; a transmit goes to the sink of its own prefix only', async () => {
+    const echo = new EchoEndpoint();
+    const server = await UdpDriver.openEndpoint<Address>(echo, { host: '127.0.0.1' });
+    for (const bad of ['', 'webrtc', 'WebRTC:', 'web rtc:', '1x:']) {
+      expect(() => server.attachTransport(bad, () => {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
+    }
+    const sunk: string[] = [];
+    const feed = server.attachTransport('side:', (to, bytes) => sunk.push(`${to}=${new TextDecoder().decode(bytes)}`));
+    expect(() => server.attachTransport('side:', () => {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
+    server.attachTransport('sidecar:', () => sunk.push('wrong sink'));
+    feed('side:1', new TextEncoder().encode('hi'));
+    await until(() => sunk.length === 1, 'the echo through the side transport');
+    expect(sunk).toEqual(['side:1=hi']);
+    expect(server.counters().datagramsOut).toBe(1);
+    await server.close();
+  });
+
   it('one-remote mode over IPv6: a connected udp6 socket to [::1]', async () => {
     const server = await UdpDriver.openEndpoint<Address>(new EchoEndpoint(), { host: '::1' });
     const blaster = new Blaster(300);

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Counters } from '../../core/counters.js';
 import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/drive-loop.js';
-import type { Address, Endpoint } from '../../core/endpoint.js';
+import { transportOf, type Address, type Endpoint } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
@@ -230,8 +230,8 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private lastFromKey = '';
   private lastTo = '';
   private lastToAddr: UdpAddress | undefined;
-  // Other transports carried on this endpoint (attachTransport): address prefix → sink.
-  private readonly sides: { prefix: string; send: (to: Address, bytes: Uint8Array) => void }[] = [];
+  // Other transports carried on this endpoint (attachTransport): transport prefix (transportOf) → sink.
+  private readonly sides = new Map<string, (to: Address, bytes: Uint8Array) => void>();
   private readonly onHeldCheckBound = (): void => {
     this.heldCheck = undefined;
     this.releaseHeld();
@@ -343,19 +343,20 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   /**
    * Carry the remotes of another transport on this driver's endpoint (one host, one drive loop, one
-   * timer): transmits to addresses that start with `prefix` go to `send(to, bytes)` instead of the
-   * socket (`bytes` is valid during the call only), and the returned function feeds the endpoint one
-   * datagram from such a remote (counted as UDP's are). The WebRTC adapter uses it. Multi-remote
-   * drivers only (`openEndpoint`): throws `invalid-state` otherwise, `invalid-argument` for an empty
-   * prefix or one already attached.
+   * timer): transmits to addresses whose transport prefix (`transportOf`) is `prefix` (`"webrtc:"`: a
+   * lowercase name and a colon) go to `send(to, bytes)` instead of the socket (`bytes` is valid during
+   * the call only), and the returned function feeds the endpoint one datagram from such a remote
+   * (counted as UDP's are). The WebRTC adapter uses it. Multi-remote drivers only (`openEndpoint`):
+   * throws `invalid-state` otherwise, `invalid-argument` for a prefix not of that form or one already
+   * attached.
    */
   attachTransport(prefix: string, send: (to: Address, bytes: Uint8Array) => void): (from: Address, bytes: Uint8Array) => void {
     if (this.single !== undefined) throw new GamewireError('invalid-state', 'attachTransport needs a driver from openEndpoint');
-    if (typeof prefix !== 'string' || prefix.length === 0 || this.sides.some((x) => x.prefix.startsWith(prefix) || prefix.startsWith(x.prefix))) {
-      throw new GamewireError('invalid-argument', `transport prefix '${String(prefix)}' is empty or overlaps one attached`);
+    if (typeof prefix !== 'string' || prefix === '' || transportOf(prefix) !== prefix || this.sides.has(prefix)) {
+      throw new GamewireError('invalid-argument', `transport prefix '${String(prefix)}' is not a lowercase name and a colon, or is attached already`);
     }
     if (typeof send !== 'function') throw new GamewireError('invalid-argument', 'send must be a function');
-    this.sides.push({ prefix, send });
+    this.sides.set(prefix, send);
     return (from, bytes) => {
       if (this.loop.state === 'closed') return;
       this.nIn++;
@@ -532,13 +533,12 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   /** Send the first `n` bytes of the buffer `nextBuffer()` handed out to `to`. */
   private send(n: number, to: Address): void {
-    for (let i = 0; i < this.sides.length; i++) {
-      const side = this.sides[i]!;
-      if (!to.startsWith(side.prefix)) continue;
+    const side = this.sides.size === 0 ? undefined : this.sides.get(transportOf(to));
+    if (side !== undefined) {
       // The buffer stays on top of the free list: the sink copies the bytes before it returns.
       this.nOut++;
       this.bOut += n;
-      side.send(to, this.pool[this.free[this.free.length - 1]!]!.subarray(0, n));
+      side(to, this.pool[this.free[this.free.length - 1]!]!.subarray(0, n));
       return;
     }
     let port = 0;
