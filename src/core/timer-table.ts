@@ -7,8 +7,8 @@ import { checkArg } from './errors.js';
  * `handleTimeout(now)` asks which timers expired (`nextExpired`) instead of re-deriving the reason
  * from its fields. Sans-IO: it never reads a clock.
  *
- * The deadlines are a plain array of numbers, not a typed array: one per connection, and a
- * `Float64Array` costs about 150 bytes more per instance than a packed array of five doubles.
+ * The deadlines are a plain array of numbers, not a typed array: there is one table per connection,
+ * and a `Float64Array` carries a buffer object a packed array of a few doubles does not.
  */
 export class TimerTable {
   private readonly at: number[] = [];
