@@ -54,7 +54,9 @@ export abstract class Lifecycle<E> {
   private idleMs: number;
   private disconnectsLeft = 0;
   private readonly events: E[] = [];
-  private readonly endEvents: E[] = [];
+  // The end events (at most two), raised after the session's messages: fields, not an array per connection.
+  private endFirst: E | undefined = undefined;
+  private endSecond: E | undefined = undefined;
   private waker: (() => void) | undefined = undefined;
 
   /**
@@ -118,7 +120,10 @@ export abstract class Lifecycle<E> {
     if (this.events.length > 0) return this.events.shift();
     const e = this.session?.pollEvent();
     if (e !== undefined) return e;
-    return this.endEvents.shift();
+    const end = this.endFirst;
+    this.endFirst = this.endSecond;
+    this.endSecond = undefined;
+    return end;
   }
 
   /** The current `Phase`. */
@@ -153,7 +158,7 @@ export abstract class Lifecycle<E> {
     this.phase_ = Phase.Handshake;
     this.timers.stopAll();
     this.disconnectsLeft = 0;
-    this.endEvents.length = 0;
+    this.endFirst = this.endSecond = undefined;
     this.session = undefined;
   }
 
@@ -179,8 +184,8 @@ export abstract class Lifecycle<E> {
     this.phase_ = Phase.Closed;
     this.timers.stopAll();
     this.disconnectsLeft = tellPeer ? this.copies : 0;
-    this.endEvents.push(first);
-    if (second !== undefined) this.endEvents.push(second);
+    this.endFirst = first;
+    this.endSecond = second;
   }
 
   /** The send-after-close rule: once closed, true (and counted): the caller queues nothing. */

@@ -11,12 +11,13 @@ import { checkArg } from './errors.js';
  * and a `Float64Array` carries a buffer object a packed array of a few doubles does not.
  */
 export class TimerTable {
-  private readonly at: number[] = [];
+  private readonly at: number[];
 
   /** @param count how many timers (numbered 0..count − 1; 1..32), all stopped */
   constructor(count: number) {
     checkArg(Number.isInteger(count) && count >= 1 && count <= 32, 'a timer table holds 1..32 timers');
-    for (let i = 0; i < count; i++) this.at.push(Infinity);
+    // Exactly `count` slots (pushing one by one would reserve room to grow).
+    this.at = new Array<number>(count).fill(Infinity);
   }
 
   /** Arm `timer` to expire at `at` (ms), replacing its deadline. `Infinity` stops it. */
