@@ -5,7 +5,7 @@
  * a. KCP's own test.cpp benchmark replayed on the simulator (virtual clock, seeded kcp-test link):
  *    our Kcp and the C ikcp.c (node-kcp) in the same harness, asserted identical.
  * b. CPU: messages per second through a pair of KCP objects in one process, ours vs node-kcp.
- * c. Scale: 5,000 sessions, check()-driven scheduling vs updating every session every tick.
+ * c. Scale: 5,000 sessions, check()-driven scheduling on a Host vs updating every session every tick.
  * KCP_BENCH_PARTS=ac (any of a, b, c; m = only c's memory table) runs only those parts and writes nothing.
  */
 import { writeFileSync } from 'node:fs';
@@ -16,9 +16,9 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { PAIR, type PairEnd, pairRun, type PairRun, ourPairEnd } from './kcp-pair.js';
 import { table, writeReadmeSection } from './readme.js';
+import { Host, type HostedPeer, type PeerId } from '../src/core/host.js';
 import { Kcp, KcpArena, type KcpOptions } from '../src/kcp/kcp.js';
-import { KcpScheduler } from '../src/kcp/scheduler.js';
-import { KcpServer } from '../src/kcp/session.js';
+import { deadlineOf, KcpServer } from '../src/kcp/session.js';
 import { runTestCpp, type TestCppMode, type TestCppResult } from '../test/kcp/interop-testcpp.js';
 import { nodeKcp } from '../test/kcp/oracle.js';
 
@@ -206,6 +206,75 @@ const SCALE_KCP: KcpOptions = { nodelay: 1, interval: 10, resend: 2, nc: true, s
 
 type Strategy = 'update-all' | 'check' | 'check+park' | 'KcpServer' | 'KcpServer+keepalive';
 
+/**
+ * A bare `Kcp` as a `Host` peer: the host wakes it when `check()` says (one deadline heap for all).
+ * With `park`, an update that left nothing to send (nothing queued or unacknowledged, the peer's
+ * window open) parks it: no deadline until it is touched again, as a `KcpSession` does.
+ */
+class KcpPeer implements HostedPeer<never> {
+  private parked = false;
+
+  constructor(readonly kcp: Kcp, private readonly park: boolean, private readonly clock: { now: number; updates: number }) {}
+
+  handleDatagram(): void {}
+
+  handleTimeout(now: number): void {
+    const k = this.kcp;
+    k.update(now);
+    this.clock.updates++;
+    this.parked = this.park && k.waitSnd() === 0 && k.rmtWnd !== 0;
+  }
+
+  pollTimeout(): number | undefined {
+    return this.parked ? undefined : deadlineOf(this.kcp, this.clock.now);
+  }
+
+  pollTransmit(): undefined {
+    return undefined; // the Kcp's output callback sends
+  }
+
+  pollEvent(): undefined {
+    return undefined;
+  }
+
+  /** Call after `input`, `send` or `recv` on its Kcp: it may have something to flush. */
+  unpark(): void {
+    this.parked = false;
+  }
+}
+
+/** N bare Kcps on one `Host`: input, send and recv go to the Kcps directly, then `touch(i)` re-reads the deadline. */
+class KcpHost {
+  readonly clock = { now: 0, updates: 0 };
+  private readonly host: Host<KcpPeer>;
+  private readonly peers: KcpPeer[] = [];
+  private readonly ids: PeerId[] = [];
+  private readonly out = new Uint8Array(1);
+
+  constructor(kcps: Kcp[], addrs: string[], park: boolean) {
+    this.host = new Host<KcpPeer>({ maxPeers: kcps.length });
+    kcps.forEach((k, i) => {
+      const p = new KcpPeer(k, park, this.clock);
+      this.peers.push(p);
+      this.ids.push(this.host.add(addrs[i]!, p));
+    });
+  }
+
+  touch(i: number): void {
+    this.peers[i]!.unpark();
+    this.host.touch(this.ids[i]!);
+  }
+
+  /** Update the Kcps due at `now` and drain the host's queues (nothing comes out: the Kcps send by callback). */
+  run(now: number): void {
+    this.clock.now = now;
+    const h = this.host;
+    h.handleTimeout(now);
+    while (h.pollTransmit(now, this.out) !== undefined);
+    while (h.pollEvent() !== undefined);
+  }
+}
+
 interface ScaleRun {
   strategy: Strategy;
   traffic: 'idle' | '1 msg/s';
@@ -220,20 +289,16 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
   const toServer: Uint8Array[][] = Array.from({ length: N }, () => []);
   const toClient: Uint8Array[][] = Array.from({ length: N }, () => []);
   const clients: Kcp[] = [];
-  const cSched = new KcpScheduler<Kcp>();
   // Each side is one host: its Kcps share one arena (payload slabs and scratch buffers).
   const clientOpts = { ...SCALE_KCP, arena: new KcpArena() };
   const serverOpts = { ...SCALE_KCP, arena: new KcpArena() };
-  for (let i = 0; i < N; i++) {
-    const k = new Kcp(i + 1, (d) => toServer[i]!.push(d.slice()), clientOpts);
-    clients.push(k);
-    cSched.add(k, 0);
-  }
-  const servers: Kcp[] = [];
-  const sSched = new KcpScheduler<Kcp>({ parkIdle: strategy === 'check+park' });
+  for (let i = 0; i < N; i++) clients.push(new Kcp(i + 1, (d) => toServer[i]!.push(d.slice()), clientOpts));
   const addrOf = (i: number): string => `10.0.${i >> 8}.${i & 255}:4000`;
   const indexOf = new Map<string, number>();
   const addrs = Array.from({ length: N }, (_, i) => addrOf(i));
+  const cHost = new KcpHost(clients, addrs, true);
+  const servers: Kcp[] = [];
+  let sHost: KcpHost | undefined;
   let server: KcpServer | undefined;
   const out = new Uint8Array(2048);
   if (strategy === 'KcpServer' || strategy === 'KcpServer+keepalive') {
@@ -241,11 +306,8 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
     server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: ka ? 1000 : 0, idleTimeoutMs: ka ? 30_000 : 0 });
     for (let i = 0; i < N; i++) indexOf.set(addrOf(i), i);
   } else {
-    for (let i = 0; i < N; i++) {
-      const k = new Kcp(i + 1, (d) => toClient[i]!.push(d.slice()), serverOpts);
-      servers.push(k);
-      if (strategy !== 'update-all') sSched.add(k, 0);
-    }
+    for (let i = 0; i < N; i++) servers.push(new Kcp(i + 1, (d) => toClient[i]!.push(d.slice()), serverOpts));
+    if (strategy !== 'update-all') sHost = new KcpHost(servers, addrs, strategy === 'check+park');
   }
   let serverUpdates = 0;
   let echoes = 0;
@@ -258,10 +320,10 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
       const due = now === 0 || (traffic === '1 msg/s' && now > measureFrom && now % 1000 === (i * 10) % 1000);
       if (due) {
         clients[i]!.send(payload);
-        cSched.touch(clients[i]!, now);
+        cHost.touch(i);
       }
     }
-    cSched.handleTimeout(now);
+    cHost.run(now);
     const measured = now > measureFrom;
     const c0 = measured ? process.cpuUsage() : undefined;
     // Server side (measured): input, echo, scheduling.
@@ -280,7 +342,7 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
       }
       const t = server.pollTimeout();
       if (t !== undefined && t <= now) server.handleTimeout(now);
-      for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) toClient[indexOf.get(d.to)!]!.push(d.bytes);
+      for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) toClient[indexOf.get(t.to)!]!.push(out.slice(0, t.length));
     } else {
       for (let i = 0; i < N; i++) {
         const q = toServer[i]!;
@@ -292,13 +354,15 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
           k.send(out.subarray(0, n));
           echoes++;
         }
-        if (strategy !== 'update-all') sSched.touch(k, now);
+        sHost?.touch(i);
       }
-      if (strategy === 'update-all') {
+      if (sHost === undefined) {
         for (let i = 0; i < N; i++) servers[i]!.update(now);
         serverUpdates += N;
       } else {
-        serverUpdates += sSched.handleTimeout(now);
+        const before = sHost.clock.updates;
+        sHost.run(now);
+        serverUpdates += sHost.clock.updates - before;
       }
     }
     if (c0 !== undefined) {
@@ -313,7 +377,7 @@ function scaleRun(strategy: Strategy, traffic: 'idle' | '1 msg/s'): ScaleRun {
       for (const d of q) k.input(d, now);
       q.length = 0;
       while (k.recv(out) >= 0);
-      cSched.touch(k, now);
+      cHost.touch(i);
     }
     if (!measured) {
       serverUpdates = 0;
@@ -343,10 +407,9 @@ function memoryAfterGc(): { heap: number; arrayBuffers: number } {
   return { heap: m.heapUsed, arrayBuffers: m.arrayBuffers };
 }
 
-/** Heap of N established (one message each way), idle `Kcp`s in a KcpScheduler; returns them to keep them alive. */
+/** Heap of N established (one message each way), idle `Kcp`s on a `Host` (parked); returns it to keep them alive. */
 function buildIdleKcps(): unknown {
   const keep: Kcp[] = [];
-  const sched = new KcpScheduler<Kcp>();
   // The kept Kcps share one arena, as a host's do; the temporary peers share another.
   const kept = { ...SCALE_KCP, arena: new KcpArena() };
   const peers = { ...SCALE_KCP, arena: new KcpArena() };
@@ -367,10 +430,10 @@ function buildIdleKcps(): unknown {
     link.a = undefined;
     link.b = undefined;
     keep.push(b);
-    sched.add(b, 20);
   }
-  sched.handleTimeout(20);
-  return sched;
+  const host = new KcpHost(keep, Array.from({ length: N }, (_, i) => `10.0.${i >> 8}.${i & 255}:4000`), true);
+  host.run(20);
+  return host;
 }
 
 /**
@@ -380,6 +443,7 @@ function buildIdleKcps(): unknown {
 function buildIdleServer(echo = false): unknown {
   const server = new KcpServer({ kcp: SCALE_KCP, maxSessions: N, keepAliveMs: 0, idleTimeoutMs: 0 });
   const clients = new Map<string, Kcp>();
+  const out = new Uint8Array(2048);
   const clientOpts = { ...SCALE_KCP, arena: new KcpArena() };
   for (let i = 0; i < N; i++) {
     const addr = `10.0.${i >> 8}.${i & 255}:4000`;
@@ -395,14 +459,14 @@ function buildIdleServer(echo = false): unknown {
       if (echo && ev.type === 'message') ev.session.send(ev.data);
     }
     server.handleTimeout(now);
-    for (let d = server.pollDatagram(now); d !== undefined; d = server.pollDatagram(now)) clients.get(d.to)!.input(d.bytes, now);
+    for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) clients.get(t.to)!.input(out.subarray(0, t.length), now);
     for (const c of clients.values()) {
       while (c.recvMessage() !== undefined);
       c.update(now);
     }
   }
   server.handleTimeout(100);
-  while (server.pollDatagram(100) !== undefined);
+  while (server.pollTransmit(100, out) !== undefined);
   clients.clear();
   if (server.sessionCount !== N) throw new Error('sessions missing');
   for (const s of server.sessions()) {
@@ -433,7 +497,7 @@ function memoryOf(what: string, build: () => unknown): MemoryFigure {
 
 function memoryPerSession(): MemoryFigure[] {
   return [
-    memoryOf('Kcp + KcpScheduler entry (received one message)', buildIdleKcps),
+    memoryOf('bare Kcp on a Host, parked (received one message)', buildIdleKcps),
     memoryOf('KcpServer session, raw mode (received one message)', () => buildIdleServer(false)),
     memoryOf('KcpServer session, raw mode (received one, echoed it)', () => buildIdleServer(true)),
   ];
@@ -475,8 +539,8 @@ function partC(): { data: PartC; text: string } {
   const base = (t: string): number => runs.find((r) => r.strategy === 'update-all' && r.traffic === t)!.serverCpuMs;
   const label: Record<Strategy, string> = {
     'update-all': 'update every session every 10 ms',
-    check: 'KcpScheduler, check() only (parkIdle: false)',
-    'check+park': 'KcpScheduler, check() + park idle (default)',
+    check: 'bare Kcps on a Host, check() only',
+    'check+park': 'bare Kcps on a Host, check() + park idle',
     KcpServer: 'KcpServer sessions (raw mode, keep-alive off)',
     'KcpServer+keepalive': 'KcpServer sessions, keep-alive 1 s, idle timeout 30 s',
   };
@@ -501,10 +565,15 @@ function partC(): { data: PartC; text: string } {
     `message, then ${PERIOD_MS / 1000} s of virtual time are measured. "1 msg/s" = each client sends 32 bytes once a second`,
     '(staggered) and the server echoes them. CPU = `process.cpuUsage` around the server-side work only (input, echo,',
     'scheduling/updates); share of one core = CPU time / virtual time, i.e. the load if the clock were real. Medians of 3.',
+    'The "bare Kcps on a Host" rows put the server\'s plain `Kcp`s on a core `Host` (one deadline heap): input, echo and',
+    'send go to each Kcp directly, then the host is touched and re-reads its `check()` deadline; each tick the host wakes',
+    'the due ones and its transmit and event queues are drained (the Kcps send through their output callback). With',
+    '"park idle" a Kcp whose update left nothing to send has no deadline until it is touched again, as a `KcpSession`. The',
+    'clients are plain Kcps on a Host with parking too (not measured).',
     'Memory: after GC (`--expose-gc` via v8 flags), before vs after creating 5,000 established idle sessions, / 5,000;',
     '`heapUsed` (JS objects) and `arrayBuffers` (typed-array backing stores, which `heapUsed` does not count) separately.',
     'The KcpServer rows\' ArrayBuffer stores hold per-host parts divided by 5,000: the host\'s per-slot tables (deadline heap,',
-    'generations, flags, ready queues: about 30 B per slot, in doublings up to `maxSessions`, here 5,000) and the arena\'s',
+    'generations, flags, ready queues, the address index\'s links: about 40 B per slot, in doublings up to `maxSessions`, here 5,000) and the arena\'s',
     `spare slabs (up to 16 of 16 KiB per direction, kept for the next burst: ${spareText(memory)}).`,
     '',
     t,

@@ -56,7 +56,6 @@ export { Path, type PathConfig, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES
 // KCP.
 export { Kcp, type KcpOptions, type KcpOutput } from './kcp/kcp.js';
 export { KcpArena, type KcpArenaOptions } from './kcp/arena.js';
-export { KcpScheduler, type KcpSchedulable, type KcpSchedulerOptions } from './kcp/scheduler.js';
 export {
   KcpClient, type KcpClientOptions, KcpServer, type KcpServerOptions, KcpSession, type KcpSessionEvent,
   type KcpSessionOptions,

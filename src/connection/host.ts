@@ -30,6 +30,7 @@ export type ConnectionHostCounter =
   | 'superseded'
   | 'connectionsOpened';
 
+// `datagramsIn` is the core host's count (`counters()` reads it there); it is listed for its place only.
 const COUNTERS: readonly ConnectionHostCounter[] = [
   'datagramsIn', 'malformed', 'unknownAddress', 'unexpectedConnect', 'refusedFull', 'refusedLanes', 'refusedVersion',
   'cookiesSent', 'cookieInvalid', 'cookieExpired', 'superseded', 'connectionsOpened',
@@ -39,14 +40,12 @@ const COUNTERS: readonly ConnectionHostCounter[] = [
  * Many connections behind one address space (docs/connection.md): a client (`connect`), a server
  * (`listen: true`), or both. Sans-IO like every gamewire endpoint: feed datagrams and timeouts,
  * drain `pollTransmit` and `pollEvent`, sleep until `pollTimeout`, or let a driver
- * (`UdpDriver.openEndpoint`, the simulator's `World`) do it. One deadline heap and one round robin
- * for all connections (the core `Host`).
+ * (`UdpDriver.openEndpoint`, the simulator's `World`) do it. One deadline heap, one round robin and
+ * one address index for all connections (the core `Host`: at most one live connection per address).
  */
 export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, ConnectionEvent> {
   private readonly opt: ResolvedConnectionOptions;
   protected readonly host: Host<Connection, ConnectionEvent>;
-  private readonly byAddress = new Map<Address, PeerId>();
-  private readonly idOf = new Map<Connection, PeerId>();
   private readonly ctr = new Counters<ConnectionHostCounter>(COUNTERS);
   private readonly scratch = new Uint8Array(COOKIE_FRAME_BYTES);
   private readonly tag = new Uint8Array(COOKIE_BYTES);
@@ -84,7 +83,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
   connect(now: number, address: Address): Connection {
     checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
     checkArg(typeof address === 'string' && address.length > 0, 'address must be a non-empty string');
-    if (this.byAddress.has(address)) throw new GamewireError('invalid-state', `a connection to ${address} exists`);
+    if (this.host.firstAt(address) !== undefined) throw new GamewireError('invalid-state', `a connection to ${address} exists`);
     const c = new Connection(this.opt, this, address, this.newId(), undefined, now);
     this.adopt(address, c);
     return c;
@@ -92,7 +91,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
 
   /** The live connection with `address`, if any. */
   connectionAt(address: Address): Connection | undefined {
-    const id = this.byAddress.get(address);
+    const id = this.host.firstAt(address);
     return id === undefined ? undefined : this.host.get(id);
   }
 
@@ -106,32 +105,24 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
     for (const c of this.connections()) c.close();
   }
 
-  /** A copy of the host's counters, the core host's included (`host`). */
+  /** A copy of the host's counters, the core host's included (`host`; `datagramsIn` is its count). */
   counters(): Readonly<Record<ConnectionHostCounter, number>> & { host: ReturnType<Host<Connection>['counters']> } {
-    return { ...this.ctr.snapshot(), host: this.host.counters() };
-  }
-
-  override handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
-    this.ctr.add('datagramsIn');
-    super.handleDatagram(now, from, bytes);
+    const host = this.host.counters();
+    return { ...this.ctr.snapshot(), datagramsIn: host.datagramsIn, host };
   }
 
   pollEvent(): ConnectionEvent | undefined {
     return this.host.pollPeerEvent();
   }
 
-  /** @internal a connection ended: its address is free for a new one. */
-  released(connection: Connection): void {
-    const id = this.idOf.get(connection);
-    if (id === undefined) return;
-    this.idOf.delete(connection);
-    if (this.byAddress.get(connection.address) === id) this.byAddress.delete(connection.address);
-  }
+  /**
+   * @internal a connection ended. Nothing to forget here: it is `finished()` from then on, so the
+   * host retires it after this input (its address is free for a new connection at once).
+   */
+  released(_connection: Connection): void {}
 
   private adopt(address: Address, c: Connection): PeerId {
     const id = this.host.add(address, c);
-    this.byAddress.set(address, id);
-    this.idOf.set(c, id);
     this.ctr.add('connectionsOpened');
     return id;
   }
@@ -159,7 +150,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
       this.ctr.add('malformed');
       return undefined;
     }
-    const existing = this.byAddress.get(from);
+    const existing = this.host.firstAt(from);
     if (b[0] !== FrameKind.Connect) {
       if (existing === undefined) this.ctr.add('unknownAddress');
       return existing;

@@ -45,14 +45,14 @@ class TestPeer implements HostedPeer<string> {
   }
 }
 
-function drain(h: Host<TestPeer>, now = 0): [string, number][] {
+function drain<K>(h: Host<TestPeer, string, K>, now = 0): [string, number][] {
   const out = new Uint8Array(16);
   const r: [string, number][] = [];
   for (let t = h.pollTransmit(now, out); t !== undefined; t = h.pollTransmit(now, out)) r.push([t.to, out[0]!]);
   return r;
 }
 
-function events(h: Host<TestPeer>): HostEvent<string>[] {
+function events<K>(h: Host<TestPeer, string, K>): HostEvent<string>[] {
   const r: HostEvent<string>[] = [];
   for (let e = h.pollEvent(); e !== undefined; e = h.pollEvent()) r.push(e);
   return r;
@@ -274,6 +274,127 @@ describe('Host', () => {
     expect(peers.map((p) => p.received)).toEqual([[0, 2], [1, 3]]);
     expect(() => h.peerAt('same')).toThrow(/invalid-state/);
     expect(() => new Host<TestPeer>({ route: () => undefined, accept: () => undefined })).toThrow(/invalid-config/);
+  });
+
+  it('route mode: the host keeps the address index, in the order peers came, through add, rebind and retire', () => {
+    const h = new Host<TestPeer>({ route: () => undefined });
+    const at = (a: string): string[] => {
+      const names: string[] = [];
+      for (let id = h.firstAt(a); id !== undefined; id = h.nextAt(id)) names.push(h.get(id)!.name);
+      return names;
+    };
+    const ids = ['p0', 'p1', 'p2', 'p3'].map((n) => h.add('same', new TestPeer(n)));
+    const q = h.add('other', new TestPeer('q'));
+    expect(at('same')).toEqual(['p0', 'p1', 'p2', 'p3']);
+    h.remove(ids[1]!); // from the middle
+    expect(at('same')).toEqual(['p0', 'p2', 'p3']);
+    h.remove(ids[3]!); // the last
+    h.add('same', new TestPeer('p4'));
+    expect(at('same')).toEqual(['p0', 'p2', 'p4']);
+    h.remove(ids[0]!); // the first
+    expect(at('same')).toEqual(['p2', 'p4']);
+    h.rebind(q, 'same'); // joins after those already there
+    h.rebind(ids[2]!, 'moved');
+    expect([at('same'), at('other'), at('moved')]).toEqual([['p4', 'q'], [], ['p2']]);
+    expect(h.nextAt(ids[0]!)).toBeUndefined(); // retired: no neighbours
+    expect(h.firstAt('nobody')).toBeUndefined();
+    // Retiring the rest empties the index; nothing is found at an address once its peers left.
+    for (const id of h.ids()) h.remove(id);
+    expect([at('same'), at('moved')]).toEqual([[], []]);
+  });
+
+  it('keys: one peer per key, found by key, in the order added; the key goes when the peer retires', () => {
+    const h = new Host<TestPeer, string, bigint>({ route: () => undefined });
+    const a = h.add('x', new TestPeer('a'), 7n);
+    const b = h.add('x', new TestPeer('b'), 3n);
+    const c = h.add('y', new TestPeer('c'));
+    expect([h.peerWithKey(7n), h.peerWithKey(3n), h.peerWithKey(1n)]).toEqual([a, b, undefined]);
+    expect(() => h.add('z', new TestPeer('d'), 7n)).toThrow(/invalid-state/);
+    expect(h.size).toBe(3); // a refused add takes nothing
+    expect(h.keyedIds()).toEqual([a, b]);
+    h.rebind(a, 'moved'); // the key stays with the peer
+    expect(h.peerWithKey(7n)).toBe(a);
+    h.remove(a);
+    expect(h.peerWithKey(7n)).toBeUndefined(); // at once, while its slot still drains
+    expect(h.get(a)).toBeDefined();
+    const d = h.add('z', new TestPeer('d'), 7n);
+    expect(h.keyedIds()).toEqual([b, d]);
+    expect(h.ids()).toContain(c);
+  });
+
+  it('groups: live peers per source group, through add, rebind and retire', () => {
+    const ip = (a: string): string => a.slice(0, a.lastIndexOf(':'));
+    const h = new Host<TestPeer>({ group: ip });
+    const a1 = h.add('1.1.1.1:1', new TestPeer('a1'));
+    h.add('1.1.1.1:2', new TestPeer('a2'));
+    const b = h.add('2.2.2.2:1', new TestPeer('b'));
+    expect([h.groupSize('1.1.1.1:9'), h.groupSize('2.2.2.2:9'), h.groupSize('3.3.3.3:9')]).toEqual([2, 1, 0]);
+    h.rebind(b, '1.1.1.1:3');
+    h.rebind(a1, '1.1.1.1:4'); // same group: no change
+    expect([h.groupSize('1.1.1.1:9'), h.groupSize('2.2.2.2:9')]).toEqual([3, 0]);
+    h.remove(a1);
+    expect(h.groupSize('1.1.1.1:9')).toBe(2);
+    expect(() => new Host<TestPeer>().groupSize('1.1.1.1:1')).toThrow(/invalid-state/);
+    expect(() => new Host<TestPeer>({ group: 'ip' as never })).toThrow(/invalid-config/);
+  });
+
+  it('property: the address, key and group indexes match a model through add, remove, rebind and finish', () => {
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('add' as const), a: fc.nat(4), key: fc.option(fc.nat(5)) }),
+      fc.record({ k: fc.constant('remove' as const), i: fc.nat(20) }),
+      fc.record({ k: fc.constant('rebind' as const), i: fc.nat(20), a: fc.nat(4) }),
+      fc.record({ k: fc.constant('finish' as const), i: fc.nat(20) }),
+      fc.record({ k: fc.constant('drain' as const) }),
+    );
+    fc.assert(
+      fc.property(fc.array(op, { minLength: 20, maxLength: 80 }), (ops) => {
+        const group = (a: string): string => a.slice(0, 2); // 'g0' for a0..a1, 'g1' for a2..a3, …
+        const addr = (n: number): string => `g${n >> 1}a${n}`;
+        const h = new Host<TestPeer, string, number>({ maxPeers: 8, route: () => undefined, group });
+        // The model: live peers in the order they came to their current address.
+        let live: { id: number; p: TestPeer; at: string; key: number | undefined; since: number }[] = [];
+        let clock = 0;
+        for (const o of ops) {
+          if (o.k === 'add') {
+            const key = o.key ?? undefined;
+            if (h.full || (key !== undefined && live.some((x) => x.key === key))) {
+              expect(() => h.add(addr(o.a), new TestPeer('x'), key)).toThrow();
+              continue;
+            }
+            const p = new TestPeer(`p${clock}`);
+            live.push({ id: h.add(addr(o.a), p, key), p, at: addr(o.a), key, since: clock++ });
+          } else if (o.k === 'drain') {
+            drain(h);
+            events(h);
+          } else if (live.length > 0) {
+            const x = live[o.i % live.length]!;
+            if (o.k === 'remove') h.remove(x.id);
+            else if (o.k === 'finish') {
+              x.p.done = true;
+              h.handleDatagram(0, x.at, Uint8Array.of(0)); // route drops it; the next touch retires
+              h.touch(x.id);
+            } else {
+              if (x.at !== addr(o.a)) x.since = clock++;
+              x.at = addr(o.a);
+              h.rebind(x.id, x.at);
+              continue;
+            }
+            live = live.filter((y) => y !== x);
+          }
+          for (let n = 0; n < 5; n++) {
+            const want = live.filter((x) => x.at === addr(n)).sort((a, b) => a.since - b.since).map((x) => x.id);
+            const got: number[] = [];
+            for (let id = h.firstAt(addr(n)); id !== undefined; id = h.nextAt(id)) got.push(id);
+            expect(got).toEqual(want);
+            expect(h.groupSize(addr(n))).toBe(live.filter((x) => group(x.at) === group(addr(n))).length);
+            expect(h.peerWithKey(n)).toBe(live.find((x) => x.key === n)?.id);
+          }
+          expect(h.keyedIds()).toEqual(live.filter((x) => x.key !== undefined).map((x) => x.id));
+          expect(h.liveCount).toBe(live.length);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('wakes its driver on commands, and relays a peer\'s own wake hook as a touch', () => {

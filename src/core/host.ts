@@ -45,12 +45,19 @@ export interface HostOptions<P> {
   accept?: (now: number, from: Address, bytes: Uint8Array) => P | undefined;
   /**
    * Replace routing by address: return the id of the live peer this datagram is for, or `undefined`
-   * when it was handled or dropped here (the caller counts). Peers may then share an address and
-   * `peerAt` is unavailable. Exclusive with `accept`.
+   * when it was handled or dropped here (the caller counts). It finds peers with the host's own
+   * indexes: `firstAt`/`nextAt` (peers may then share an address, so `peerAt` is unavailable) and
+   * `peerWithKey`. Exclusive with `accept`.
    */
   route?: (now: number, from: Address, bytes: Uint8Array) => PeerId | undefined;
   /** Stateless datagrams (`sendTo`) waiting for `pollTransmit`; beyond it new ones are dropped and counted in `repliesDropped` (default 1024). */
   maxReplies?: number;
+  /**
+   * The source group of an address, for per-source limits (e.g. `addressGroup`: the IPv4 address or
+   * IPv6 /64 without the port). With it the host counts its live peers per group (`groupSize`) as
+   * peers are added, rebound and retired; the owner decides what a full group refuses.
+   */
+  group?: (address: Address) => string;
 }
 
 /** Counter names of a `Host`. */
@@ -75,6 +82,7 @@ const IN_TX = 4;
 const IN_EV = 8;
 const DIRTY = 16;
 const WOKE = 32;
+const KEYED = 64;
 
 /** A FIFO of slot numbers; each slot is in it at most once, so it never holds more than `maxSlots`. */
 class SlotQueue {
@@ -112,12 +120,17 @@ class SlotQueue {
 }
 
 /**
- * Many sans-IO peers behind one address space, as one `Endpoint`: the KCP server and client, the
- * multi-sender block receiver, and later the netcode and browser servers are hosts of different peers.
+ * Many sans-IO peers behind one address space, as one `Endpoint`: the netcode server (UDP and browser
+ * clients), the unsecured `ConnectionHost`, the KCP server and client, the multi-sender block
+ * receiver and the link proxy are hosts of different peers.
  *
  * - Slots: each peer gets a `PeerId`; a removed peer's slot is reused under a new generation.
- * - Routing: by address (a bounded map; `accept` creates peers on a first datagram, or refuses), or
- *   by the owner's `route` function (connection ids, cookies, several peers per address).
+ * - Identity: the host holds the only maps from what names a peer to its slot, kept on add, rebind
+ *   and retire: its address (one peer per address, or several in `route` mode, walked in the order
+ *   they came with `firstAt`/`nextAt`), an optional key of the owner's (`add(address, peer, key)`:
+ *   a client id, a conversation id; `peerWithKey`), and live peers per source group (`groupSize`).
+ * - Routing: by address (`accept` creates peers on a first datagram, or refuses), or by the owner's
+ *   `route` function over those indexes (connection ids, cookies, several peers per address).
  * - Time: ONE deadline heap over all peers. A peer is woken (`handleTimeout`) only when due; its
  *   deadline is re-read lazily after anything that may move it (a datagram, a wake-up, a transmit, an
  *   event, `touch`), and a peer still due right after its own wake-up waits until 1 ms later.
@@ -125,17 +138,28 @@ class SlotQueue {
  *   have something to send; stateless replies (`sendTo`) go first. Events are tagged by peer.
  *
  * Retiring (`remove`, or the peer's `finished()`): the peer gets no more datagrams or wake-ups and
- * leaves the address map at once; what it still has to send and its queued events are drained, then
- * its slot is freed. A retiring peer still counts against `maxPeers`.
+ * leaves the address index, the key index and its group at once; what it still has to send and its
+ * queued events are drained, then its slot is freed. A retiring peer still counts against `maxPeers`.
+ *
+ * `K` is the type of the owner's keys (`never` when it gives none).
  */
-export class Host<P extends HostedPeer<E>, E = P extends SansIoPeer<infer X> ? X : unknown>
+export class Host<P extends HostedPeer<E>, E = P extends SansIoPeer<infer X> ? X : unknown, K = never>
 implements Endpoint<HostEvent<E>> {
   /** Most peers holding a slot (see `HostOptions.maxPeers`). */
   readonly maxPeers: number;
   private readonly accept: HostOptions<P>['accept'];
   private readonly route: HostOptions<P>['route'];
   private readonly maxReplies: number;
+  private readonly groupOf: ((address: Address) => string) | undefined;
+  // Live peers by address: the first slot at each address; several (route mode) are chained in the
+  // order they came: `next` of each slot, and `prev` (the first slot's `prev` is the last slot).
   private readonly byAddress = new Map<Address, number>();
+  private next: Int32Array;
+  private prev: Int32Array;
+  private readonly byKey = new Map<K, number>();
+  private keyOf: (K | undefined)[] = [];
+  private readonly groups = new Map<string, number>();
+  private group: string[] = [];
   private readonly heap: DeadlineHeap;
   private peerOf: (P | undefined)[] = [];
   private addr: Address[] = [];
@@ -171,15 +195,19 @@ implements Endpoint<HostEvent<E>> {
     checkConfig(options.accept === undefined || typeof options.accept === 'function', 'accept must be a function');
     checkConfig(options.route === undefined || typeof options.route === 'function', 'route must be a function');
     checkConfig(options.accept === undefined || options.route === undefined, 'give accept or route, not both');
+    checkConfig(options.group === undefined || typeof options.group === 'function', 'group must be a function');
     this.maxPeers = max;
     this.accept = options.accept;
     this.route = options.route;
     this.maxReplies = replies;
+    this.groupOf = options.group;
     // Slot tables double as peers arrive, up to maxPeers entries and no further.
     const start = Math.min(16, max);
     this.heap = new DeadlineHeap(start, max);
     this.gen = new Int32Array(start);
     this.flags = new Uint8Array(start);
+    this.next = new Int32Array(start);
+    this.prev = new Int32Array(start);
     this.tx = new SlotQueue(max);
     this.ev = new SlotQueue(max);
   }
@@ -213,21 +241,29 @@ implements Endpoint<HostEvent<E>> {
   }
 
   /**
-   * Add `peer` at `address` (the client side, or an owner's `route`). It is polled for datagrams and
-   * events at once and its deadline is read at the next `pollTimeout`/`handleTimeout`. Throws
-   * `queue-full` when the host is full, `invalid-state` if another peer holds `address` (address routing).
+   * Add `peer` at `address` (the client side, or an owner's `route`), with the owner's `key` if it
+   * gives one (`peerWithKey`). It is polled for datagrams and events at once and its deadline is read
+   * at the next `pollTimeout`/`handleTimeout`. Throws `queue-full` when the host is full,
+   * `invalid-state` if another peer holds `address` (address routing) or `key`.
    */
-  add(address: Address, peer: P): PeerId {
+  add(address: Address, peer: P, key?: K): PeerId {
     checkArg(typeof address === 'string', 'address must be a string');
     if (this.used >= this.maxPeers) throw new GamewireError('queue-full', `host holds maxPeers (${this.maxPeers}) peers`);
     if (this.route === undefined && this.byAddress.has(address)) {
       throw new GamewireError('invalid-state', `a peer already has address ${address}`);
     }
+    if (key !== undefined && this.byKey.has(key)) throw new GamewireError('invalid-state', `a peer already has key ${String(key)}`);
     const slot = this.free.pop() ?? this.grow();
     this.peerOf[slot] = peer;
     this.addr[slot] = address;
     this.flags[slot] = LIVE;
-    if (this.route === undefined) this.byAddress.set(address, slot);
+    this.link(slot, address);
+    if (key !== undefined) {
+      this.flags[slot]! |= KEYED;
+      this.keyOf[slot] = key;
+      this.byKey.set(key, slot);
+    }
+    if (this.groupOf !== undefined) this.join(slot, this.groupOf(address));
     this.used++;
     this.live++;
     this.ctr.peersAdded++;
@@ -265,23 +301,57 @@ implements Endpoint<HostEvent<E>> {
     return slot < 0 ? undefined : this.addr[slot];
   }
 
-  /** The live peer at `address` (address routing only; throws `invalid-state` with `route`). */
+  /** The live peer at `address` (address routing only; throws `invalid-state` with `route`: see `firstAt`). */
   peerAt(address: Address): PeerId | undefined {
     if (this.route !== undefined) throw new GamewireError('invalid-state', 'peerAt needs address routing (no route option)');
     const slot = this.byAddress.get(address);
-    return slot === undefined ? undefined : this.gen[slot]! * SLOT_SPACE + slot;
+    return slot === undefined ? undefined : this.idAt(slot);
+  }
+
+  /** The first live peer at `address` (the one that came first), or `undefined`; `nextAt` walks the others. */
+  firstAt(address: Address): PeerId | undefined {
+    const slot = this.byAddress.get(address);
+    return slot === undefined ? undefined : this.idAt(slot);
+  }
+
+  /** The live peer after the live peer `id` at its address (in the order they came), or `undefined`. */
+  nextAt(id: PeerId): PeerId | undefined {
+    const slot = this.slotOf(id);
+    if (slot < 0 || (this.flags[slot]! & LIVE) === 0) return undefined;
+    const n = this.next[slot]!;
+    return n < 0 ? undefined : this.idAt(n);
+  }
+
+  /** The live peer added with `key`, or `undefined`. */
+  peerWithKey(key: K): PeerId | undefined {
+    const slot = this.byKey.get(key);
+    return slot === undefined ? undefined : this.idAt(slot);
+  }
+
+  /** Ids of the live peers added with a key, in the order they were added (a snapshot). */
+  keyedIds(): PeerId[] {
+    const out: PeerId[] = [];
+    for (const slot of this.byKey.values()) out.push(this.idAt(slot));
+    return out;
+  }
+
+  /** Live peers whose address is in `address`'s group (see `HostOptions.group`; throws `invalid-state` without it). */
+  groupSize(address: Address): number {
+    if (this.groupOf === undefined) throw new GamewireError('invalid-state', 'groupSize needs the group option');
+    return this.groups.get(this.groupOf(address)) ?? 0;
   }
 
   /** Ids of the live peers (a snapshot). */
   ids(): PeerId[] {
     const out: PeerId[] = [];
-    for (let s = 0; s < this.peerOf.length; s++) if ((this.flags[s]! & LIVE) !== 0) out.push(this.gen[s]! * SLOT_SPACE + s);
+    for (let s = 0; s < this.peerOf.length; s++) if ((this.flags[s]! & LIVE) !== 0) out.push(this.idAt(s));
     return out;
   }
 
   /**
-   * Move a live peer to `address` (migration): its datagrams go there from now on. Throws
-   * `invalid-state` for an unknown id, or if another peer holds `address` (address routing).
+   * Move a live peer to `address` (migration): its datagrams go there from now on, and it is found
+   * there (after the peers already at `address`); its key stays. Throws `invalid-state` for an
+   * unknown id, or if another peer holds `address` (address routing).
    */
   rebind(id: PeerId, address: Address): void {
     const slot = this.slotOf(id);
@@ -289,10 +359,18 @@ implements Endpoint<HostEvent<E>> {
     if (this.route === undefined) {
       const other = this.byAddress.get(address);
       if (other !== undefined && other !== slot) throw new GamewireError('invalid-state', `a peer already has address ${address}`);
-      this.byAddress.delete(this.addr[slot]!);
-      this.byAddress.set(address, slot);
     }
+    if (address === this.addr[slot]) return;
+    this.unlink(slot);
     this.addr[slot] = address;
+    this.link(slot, address);
+    if (this.groupOf !== undefined) {
+      const g = this.groupOf(address);
+      if (g !== this.group[slot]) {
+        this.leave(slot);
+        this.join(slot, g);
+      }
+    }
   }
 
   /**
@@ -419,47 +497,12 @@ implements Endpoint<HostEvent<E>> {
     return undefined;
   }
 
-  /**
-   * The next stateless reply without a copy (ownership passes to the caller), or `undefined`. For
-   * owners that offer a zero-copy `pollDatagram` beside `pollTransmit`.
-   */
-  takeReply(): { bytes: Uint8Array; to: Address } | undefined {
-    if (this.replyHead >= this.replyTo.length) return undefined;
-    const r = { bytes: this.replyData[this.replyHead]!, to: this.replyTo[this.replyHead]! };
-    this.shiftReply();
-    this.ctr.datagramsOut++;
-    return r;
-  }
-
-  /**
-   * The round robin of `pollTransmit` with the owner's own producer: `take(peer)` is asked of each
-   * peer in turn that may have something to send until one returns a value (for zero-copy output).
-   */
-  takeEach<R>(take: (peer: P) => R | undefined): R | undefined {
-    const tx = this.tx;
-    while (tx.length > 0) {
-      const slot = tx.peek();
-      const r = take(this.peerOf[slot]!);
-      tx.shift();
-      if (r === undefined) {
-        this.flags[slot]! &= ~IN_TX;
-        this.released(slot);
-        continue;
-      }
-      tx.push(slot);
-      this.markDirty(slot);
-      this.ctr.datagramsOut++;
-      return r;
-    }
-    return undefined;
-  }
-
   /** The next event of any peer (peers in turn as they had input), tagged, or `undefined`. */
   pollEvent(): HostEvent<E> | undefined {
     const e = this.pollPeerEvent();
     if (e === undefined) return undefined;
     const slot = this.evSlot;
-    return { peer: this.gen[slot]! * SLOT_SPACE + slot, address: this.addr[slot]!, event: e };
+    return { peer: this.idAt(slot), address: this.addr[slot]!, event: e };
   }
 
   /** As `pollEvent`, untagged: for owners whose peers' events already name the peer (no wrapper object). */
@@ -485,6 +528,10 @@ implements Endpoint<HostEvent<E>> {
     return undefined;
   }
 
+  private idAt(slot: number): PeerId {
+    return this.gen[slot]! * SLOT_SPACE + slot;
+  }
+
   private slotOf(id: PeerId): number {
     if (!Number.isInteger(id) || id < 0) return -1;
     const slot = id % SLOT_SPACE;
@@ -496,16 +543,65 @@ implements Endpoint<HostEvent<E>> {
     const slot = this.peerOf.length;
     this.peerOf.push(undefined);
     this.addr.push('');
+    this.keyOf.push(undefined);
+    this.group.push('');
     if (slot >= this.flags.length) {
       const n = grownLength(this.flags.length, slot + 1, this.maxPeers);
       const f = new Uint8Array(n);
       f.set(this.flags);
       this.flags = f;
-      const g = new Int32Array(n);
-      g.set(this.gen);
-      this.gen = g;
+      this.gen = grownInt32(this.gen, n);
+      this.next = grownInt32(this.next, n);
+      this.prev = grownInt32(this.prev, n);
     }
     return slot;
+  }
+
+  /** Put `slot` last among the peers at `address`. */
+  private link(slot: number, address: Address): void {
+    this.next[slot] = -1;
+    const first = this.byAddress.get(address);
+    if (first === undefined) {
+      this.byAddress.set(address, slot);
+      this.prev[slot] = slot;
+      return;
+    }
+    const last = this.prev[first]!;
+    this.next[last] = slot;
+    this.prev[slot] = last;
+    this.prev[first] = slot;
+  }
+
+  /** Take `slot` out of the peers at its address. */
+  private unlink(slot: number): void {
+    const address = this.addr[slot]!;
+    const first = this.byAddress.get(address)!;
+    const n = this.next[slot]!;
+    if (slot === first) {
+      if (n < 0) this.byAddress.delete(address);
+      else {
+        this.byAddress.set(address, n);
+        this.prev[n] = this.prev[slot]!;
+      }
+      return;
+    }
+    const p = this.prev[slot]!;
+    this.next[p] = n;
+    if (n < 0) this.prev[first] = p;
+    else this.prev[n] = p;
+  }
+
+  private join(slot: number, group: string): void {
+    this.group[slot] = group;
+    this.groups.set(group, (this.groups.get(group) ?? 0) + 1);
+  }
+
+  private leave(slot: number): void {
+    const g = this.group[slot]!;
+    const n = this.groups.get(g)! - 1;
+    if (n > 0) this.groups.set(g, n);
+    else this.groups.delete(g);
+    this.group[slot] = '';
   }
 
   /** The peer had input (datagram, wake-up, command): it may have ended, or have output and a new deadline. */
@@ -562,7 +658,13 @@ implements Endpoint<HostEvent<E>> {
     this.flags[slot] = (this.flags[slot]! & ~(LIVE | DIRTY)) | RETIRED;
     this.live--;
     this.heap.delete(slot);
-    if (this.route === undefined && this.byAddress.get(this.addr[slot]!) === slot) this.byAddress.delete(this.addr[slot]!);
+    this.unlink(slot);
+    if ((this.flags[slot]! & KEYED) !== 0) {
+      this.flags[slot]! &= ~KEYED;
+      this.byKey.delete(this.keyOf[slot]!);
+      this.keyOf[slot] = undefined;
+    }
+    if (this.groupOf !== undefined) this.leave(slot);
     // Drain what it still has, then free the slot (released()).
     this.markTx(slot);
     if ((this.flags[slot]! & IN_EV) === 0) {
@@ -598,14 +700,20 @@ implements Endpoint<HostEvent<E>> {
   }
 }
 
+function grownInt32(a: Int32Array, n: number): Int32Array {
+  const b = new Int32Array(n);
+  b.set(a);
+  return b;
+}
+
 /**
  * An addressed `Endpoint` whose drive methods are its `Host`'s: what a server of many peers
  * (`ConnectionHost`, `ChunkHost`, netcode's `Server`) shows a driver. Subclasses make `host` and say
  * what an event is (`pollEvent`).
  */
-export abstract class HostEndpoint<P extends HostedPeer<PE>, PE, E> implements Endpoint<E> {
-  /** The host of the peers; made by the subclass's constructor. */
-  protected abstract readonly host: Host<P, PE>;
+export abstract class HostEndpoint<P extends HostedPeer<PE>, PE, E, K = never> implements Endpoint<E> {
+  /** The host of the peers (`K`: its keys); made by the subclass's constructor. */
+  protected abstract readonly host: Host<P, PE, K>;
 
   handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
     this.host.handleDatagram(now, from, bytes);

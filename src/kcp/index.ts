@@ -1,5 +1,4 @@
 export * from './segment.js';
 export * from './kcp.js';
-export * from './scheduler.js';
 export * from './session-wire.js';
 export * from './session.js';

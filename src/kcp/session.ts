@@ -4,9 +4,8 @@ import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
-import { u32 } from '../core/wrap.js';
+import { timeDiff32, u32 } from '../core/wrap.js';
 import { Kcp, KcpArena, KCP_MTU_DEFAULT, KCP_MTU_MAX, KCP_MTU_MIN, type KcpOptions } from './kcp.js';
-import { deadlineOf } from './scheduler.js';
 import { KCP_OVERHEAD, KcpCommand, readU32LE, writeU32LE } from './segment.js';
 import {
   cookieKeyFromBytes, decodeControl, deriveCookie, encodeAccept, encodeClose, encodeConnect, encodeRefuse,
@@ -106,6 +105,7 @@ export type KcpHostCounter =
   | 'droppedUnvalidated'
   | 'sendsAfterClose';
 
+// `datagramsIn`/`datagramsOut` are the core host's counts (`counters()` reads them there); they are listed for their place only.
 const COUNTERS: readonly KcpHostCounter[] = [
   'datagramsIn', 'droppedMalformed', 'droppedUnknown', 'droppedBadCookie', 'droppedConv', 'refusedFull',
   'refusedAddress', 'handshakes', 'sessionsOpened', 'sessionsClosed', 'migrations', 'keepAlivesSent', 'outboxFull',
@@ -121,11 +121,11 @@ const UNVALIDATED_QUEUE = 16;
 const MAX_WRONG_PROOFS = 16;
 
 /**
- * Raw mode, one remote address: its sessions (by conv) and what it has shown. Until `validated`, the
- * bytes sent to it stay within `amplificationLimit` × the bytes received from it.
+ * Raw mode, one remote address: what it has shown, shared by its sessions (the host finds them by
+ * address). Until `validated`, the bytes sent to it stay within `amplificationLimit` × the bytes
+ * received from it.
  */
 class RawAddress {
-  readonly convs = new Map<number, KcpSession>();
   /** Bytes received from it (well-formed datagrams for its sessions). */
   rx = 0;
   /** Bytes sent to it while not validated. */
@@ -240,10 +240,12 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private out: Uint8Array[] | undefined;
   private outHead = 0;
   private events: KcpSessionEvent[] | undefined;
-  // Raw-mode server: the remote address's state, while anti-amplification applies; `clock` is added to
-  // the host's `now` for KCP, a random offset that makes the ts of our segments unguessable, so only
-  // an address that received one can acknowledge it (see `acknowledgesUs`).
-  private readonly gate: RawAddress | undefined;
+  /**
+   * @internal Raw-mode server: the remote address's state, while anti-amplification applies. `clock`
+   * is added to the host's `now` for KCP, a random offset that makes the ts of our segments
+   * unguessable, so only an address that received one can acknowledge it (see `acknowledgesUs`).
+   */
+  readonly gate: RawAddress | undefined;
   private readonly clock: number;
   private readonly firstClock: number;
   private readonly firstSn: number;
@@ -591,12 +593,22 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
 const EMPTY = new Uint8Array(0);
 
+/** @internal Monotonic deadline (ms) from `kcp.check()`'s u32 answer; never earlier than `now`. */
+export function deadlineOf(kcp: Kcp, now: number): number {
+  const d = timeDiff32(kcp.check(now), now >>> 0);
+  return d > 0 ? now + d : now;
+}
+
 /**
  * Shared machinery of `KcpServer` and `KcpClient`: a `Host` of sessions (one deadline heap, round-robin
- * output, events per session), the counters, the outbox budget. Not exported itself.
+ * output, events per session, the only address and conv indexes), the counters, the outbox budget.
+ * Not exported itself.
  */
 abstract class SessionHost implements Endpoint<KcpSessionEvent> {
-  /** @internal the live counters (sessions bump them too); users read a copy with `counters()`. */
+  /**
+   * @internal the live counters of what only the sessions and this owner see (sessions bump them
+   * too); users read them with the host's own (datagrams in and out, dropped replies) in `counters()`.
+   */
   readonly ctr = new Counters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
@@ -612,27 +624,35 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   amplificationLimit = Infinity;
   /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
   readonly arena: KcpArena;
-  protected readonly host: Host<KcpSession, KcpSessionEvent>;
+  /** Sessions by address (raw mode: several convs may share one) and, in cookie mode, by conv (their key). */
+  protected readonly host: Host<KcpSession, KcpSessionEvent, number>;
   private waker: (() => void) | undefined;
-  private readonly takeOne = (s: KcpSession): { bytes: Uint8Array; to: string } | undefined => {
-    const bytes = s.takeDatagram();
-    return bytes === undefined ? undefined : { bytes, to: s.address };
-  };
 
-  constructor(options: KcpSessionOptions, maxSessions: number) {
+  constructor(options: KcpSessionOptions, maxSessions: number, group?: (address: string) => string) {
     this.opts = resolveOptions(options);
     this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes, maxSendBytes: this.opts.maxSendBytes });
     this.maxUnvalidatedQueued = Math.max(1, this.opts.maxOutboxDatagrams >>> 2);
-    this.host = new Host<KcpSession, KcpSessionEvent>({
+    this.host = new Host<KcpSession, KcpSessionEvent, number>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
       maxReplies: this.opts.maxOutboxDatagrams,
+      group,
     });
   }
 
-  /** A copy of the host counters (drops, handshakes, sessions, keep-alives…; see `KcpHostCounter`). */
+  /**
+   * A copy of the counters (drops, handshakes, sessions, keep-alives…; see `KcpHostCounter`). Datagrams
+   * in and out are the host's count; `outboxFull` and `transmitTooLarge` include the handshake answers
+   * the host's reply queue dropped.
+   */
   counters(): Readonly<Record<KcpHostCounter, number>> {
-    return this.ctr.snapshot();
+    const h = this.host.counters();
+    const c = this.ctr.snapshot() as Record<KcpHostCounter, number>;
+    c.datagramsIn = h.datagramsIn;
+    c.datagramsOut = h.datagramsOut;
+    c.outboxFull += h.repliesDropped;
+    c.transmitTooLarge += h.transmitTooLarge;
+    return c;
   }
 
   /** A driver's wake hook (see `Endpoint.setWaker`): called when a session's `send`/`close` leaves work. */
@@ -650,7 +670,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     this.host.touch(s.id);
   }
 
-  /** @internal `s` closed: forget it and retire it from the host (its last datagrams and events still drain). */
+  /** @internal `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
   closeSession(s: KcpSession): void {
     this.forget(s);
     this.ctr.add('sessionsClosed');
@@ -660,7 +680,6 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
   handleDatagram(now: number, from: string, bytes: Uint8Array): void {
     if (now > this.lastNow) this.lastNow = now;
-    this.ctr.add('datagramsIn');
     this.host.handleDatagram(now, from, bytes);
   }
 
@@ -683,20 +702,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    * dropped and counted (`transmitTooLarge`).
    */
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    const t = this.host.pollTransmit(now, out);
-    if (t !== undefined) this.ctr.add('datagramsOut');
-    return t;
-  }
-
-  /**
-   * Like `pollTransmit` without the copy: the next datagram and its destination, ownership passing
-   * to the caller (for drivers whose socket send is asynchronous), or `undefined`.
-   */
-  pollDatagram(now: number): { bytes: Uint8Array; to: string } | undefined {
-    void now;
-    const r = this.host.takeReply() ?? this.host.takeEach(this.takeOne);
-    if (r !== undefined) this.ctr.add('datagramsOut');
-    return r;
+    return this.host.pollTransmit(now, out);
   }
 
   /** Next event, or `undefined` (sessions take turns; a session's messages are read from KCP lazily). */
@@ -704,14 +710,15 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     return this.host.pollPeerEvent();
   }
 
-  /** A datagram outside any session (handshake answers, CONNECT): through the host's bounded reply queue. */
+  /** A datagram outside any session (handshake answers, CONNECT): through the host's bounded reply queue (full: counted as `outboxFull`). */
   protected sendReply(to: string, bytes: Uint8Array): void {
-    if (!this.host.sendTo(to, bytes)) this.ctr.add('outboxFull');
+    this.host.sendTo(to, bytes);
   }
 
+  /** A new session, in the host at `address` (and under `conv` in cookie mode, where conv routes). */
   protected newSession(conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress): KcpSession {
     const s = new KcpSession(this, conv, cookie, address, now, gate);
-    s.id = this.host.add(address, s);
+    s.id = this.host.add(address, s, cookie === undefined ? undefined : conv);
     this.ctr.add('sessionsOpened');
     return s;
   }
@@ -721,6 +728,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** Demultiplex a datagram: the id of the live session it is for, or undefined (handled or dropped here). */
   protected abstract route(now: number, from: string, bytes: Uint8Array): PeerId | undefined;
 
+  /** `s` is closing: the owner's own state about it (the host forgets its indexes when it retires it). */
   protected abstract forget(s: KcpSession): void;
 }
 
@@ -763,12 +771,6 @@ export class KcpServer extends SessionHost {
   readonly maxSessions: number;
   /** Most live sessions per address (IP, see `KcpServerOptions.maxSessionsPerAddress`). */
   readonly maxSessionsPerAddress: number;
-  // Raw mode: address → its state and conv → session (two levels, so no key string is built per datagram).
-  private readonly byAddr = new Map<string, RawAddress>();
-  // Live sessions per addressGroup(address).
-  private readonly perGroup = new Map<string, number>();
-  private rawCount = 0;
-  private readonly byConv = new Map<number, KcpSession>();
   private readonly acceptConv: ((conv: number) => boolean) | undefined;
   private readonly cookieKey: CookieKey | undefined;
 
@@ -779,7 +781,7 @@ export class KcpServer extends SessionHost {
     checkConfig(Number.isInteger(perAddr) && perAddr >= 1, 'maxSessionsPerAddress must be an integer ≥ 1');
     const amp = options.amplificationLimit ?? 3;
     checkConfig(typeof amp === 'number' && amp >= 1, 'amplificationLimit must be a number ≥ 1 (Infinity = off)');
-    super(options, max);
+    super(options, max, addressGroup);
     this.maxSessions = max;
     this.maxSessionsPerAddress = perAddr;
     if (this.opts.mode === 'raw') this.amplificationLimit = amp;
@@ -797,39 +799,38 @@ export class KcpServer extends SessionHost {
 
   /** Live sessions. */
   get sessionCount(): number {
-    return this.opts.mode === 'cookie' ? this.byConv.size : this.rawCount;
+    return this.host.liveCount;
   }
 
   /** Every live session. */
   sessions(): IterableIterator<KcpSession> {
-    if (this.opts.mode === 'cookie') return this.byConv.values();
-    const all: KcpSession[] = [];
-    for (const a of this.byAddr.values()) for (const x of a.convs.values()) all.push(x);
-    return all.values();
+    return this.host.ids().map((id) => this.host.get(id)!).values();
   }
 
   /** The live session for (`address`, `conv`) in raw mode, or for `conv` in cookie mode. */
   session(conv: number, address?: string): KcpSession | undefined {
-    return this.opts.mode === 'cookie' ? this.byConv.get(conv) : this.byAddr.get(address ?? '')?.convs.get(conv);
+    const id = this.opts.mode === 'cookie' ? this.host.peerWithKey(conv) : this.rawSession(address ?? '', conv);
+    return id === undefined ? undefined : this.host.get(id);
   }
 
   /** Full: `maxSessions` live, or closed sessions whose events are not polled yet still hold the host's slots. */
-  private full(live: number): boolean {
-    return live >= this.maxSessions || this.host.full;
+  private full(): boolean {
+    return this.host.full;
   }
 
   /** `address`'s IP holds `maxSessionsPerAddress` sessions (counted as `refusedAddress`). */
   private groupFull(address: string): boolean {
-    if ((this.perGroup.get(addressGroup(address)) ?? 0) < this.maxSessionsPerAddress) return false;
+    if (this.host.groupSize(address) < this.maxSessionsPerAddress) return false;
     this.ctr.add('refusedAddress');
     return true;
   }
 
-  private joinGroup(address: string, by: 1 | -1): void {
-    const g = addressGroup(address);
-    const n = (this.perGroup.get(g) ?? 0) + by;
-    if (n > 0) this.perGroup.set(g, n);
-    else this.perGroup.delete(g);
+  /** Raw mode: the live session of (`address`, `conv`), among the address's sessions. */
+  private rawSession(address: string, conv: number): PeerId | undefined {
+    const h = this.host;
+    let id = h.firstAt(address);
+    while (id !== undefined && h.get(id)!.conv !== conv) id = h.nextAt(id);
+    return id;
   }
 
   protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
@@ -842,28 +843,27 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     const conv = readU32LE(bytes, 0);
-    let a = this.byAddr.get(from);
-    let s = a?.convs.get(conv);
-    if (s === undefined) {
+    const h = this.host;
+    const id = this.rawSession(from, conv);
+    let s: KcpSession;
+    if (id !== undefined) s = h.get(id)!;
+    else {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
         this.ctr.add('droppedConv');
         return undefined;
       }
-      if (this.full(this.rawCount)) {
+      if (this.full()) {
         this.ctr.add('refusedFull');
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
-      if (a === undefined) {
-        a = new RawAddress();
-        this.byAddr.set(from, a);
-      }
-      s = this.newSession(conv, undefined, from, now, this.amplificationLimit === Infinity ? undefined : a);
-      a.convs.set(conv, s);
-      this.joinGroup(from, 1);
-      this.rawCount++;
+      // The address's sessions share what it has shown (one gate per address).
+      const first = h.firstAt(from);
+      const gate = this.amplificationLimit === Infinity ? undefined : (first === undefined ? new RawAddress() : h.get(first)!.gate);
+      s = this.newSession(conv, undefined, from, now, gate);
     }
-    if (this.amplificationLimit !== Infinity && a !== undefined && !a.validated) this.admit(now, a, s, bytes);
+    const a = s.gate;
+    if (a !== undefined && !a.validated) this.admit(now, a, s, bytes);
     return s.id;
   }
 
@@ -871,18 +871,19 @@ export class KcpServer extends SessionHost {
   // one of our ts validates it. Its sessions that were waiting for either may send now.
   private admit(now: number, a: RawAddress, s: KcpSession, bytes: Uint8Array): void {
     a.rx += bytes.length;
+    const h = this.host;
     if (a.wrong < MAX_WRONG_PROOFS) {
       const p = s.acknowledgesUs(now, bytes);
       if (p < 0) a.wrong++;
       else if (p > 0) {
         a.validated = true;
         this.ctr.add('addressesValidated');
-        for (const x of a.convs.values()) x.validated();
+        for (let id = h.firstAt(s.address); id !== undefined; id = h.nextAt(id)) h.get(id)!.validated();
       }
     }
     if (a.waiting || a.validated) {
       a.waiting = false;
-      for (const x of a.convs.values()) if (x !== s) this.touch(x);
+      for (let id = h.firstAt(s.address); id !== undefined; id = h.nextAt(id)) if (id !== s.id) h.touch(id);
     }
   }
 
@@ -901,19 +902,16 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
-    let s = this.byConv.get(conv);
-    if (s !== undefined) {
+    const id = this.host.peerWithKey(conv);
+    let s: KcpSession;
+    if (id !== undefined) {
+      s = this.host.get(id)!;
       if (s.cookie !== prefix) {
         this.ctr.add('droppedBadCookie');
         return undefined;
       }
       if (s.address !== from) {
-        const into = addressGroup(from) !== addressGroup(s.address);
-        if (into && this.groupFull(from)) return undefined;
-        if (into) {
-          this.joinGroup(s.address, -1);
-          this.joinGroup(from, 1);
-        }
+        if (addressGroup(from) !== addressGroup(s.address) && this.groupFull(from)) return undefined;
         s.moveTo(from);
         this.host.rebind(s.id, from);
         this.ctr.add('migrations');
@@ -923,14 +921,12 @@ export class KcpServer extends SessionHost {
         this.ctr.add('droppedBadCookie');
         return undefined;
       }
-      if (this.full(this.byConv.size)) {
+      if (this.full()) {
         this.ctr.add('refusedFull');
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
       s = this.newSession(conv, prefix, from, now);
-      this.byConv.set(conv, s);
-      this.joinGroup(from, 1);
     }
     return s.id;
   }
@@ -943,7 +939,7 @@ export class KcpServer extends SessionHost {
     }
     const c = r.value;
     if (c.type === 'connect') {
-      const full = this.full(this.byConv.size);
+      const full = this.full();
       if (full || this.groupFull(from)) {
         if (full) this.ctr.add('refusedFull');
         const b = new Uint8Array(11);
@@ -952,13 +948,14 @@ export class KcpServer extends SessionHost {
         return;
       }
       let conv = randomU32(this.opts.random);
-      while (this.byConv.has(conv)) conv = randomU32(this.opts.random);
+      while (this.host.peerWithKey(conv) !== undefined) conv = randomU32(this.opts.random);
       const b = new Uint8Array(18);
       encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
       this.ctr.add('handshakes');
       this.sendReply(from, b);
     } else if (c.type === 'close') {
-      const s = this.byConv.get(c.conv);
+      const id = this.host.peerWithKey(c.conv);
+      const s = id === undefined ? undefined : this.host.get(id)!;
       if (s === undefined || s.cookie !== c.cookie) {
         this.ctr.add('droppedBadCookie');
         return;
@@ -969,18 +966,7 @@ export class KcpServer extends SessionHost {
     }
   }
 
-  protected forget(s: KcpSession): void {
-    if (this.opts.mode === 'cookie') {
-      if (this.byConv.delete(s.conv)) this.joinGroup(s.address, -1);
-    } else {
-      const a = this.byAddr.get(s.address);
-      if (a?.convs.delete(s.conv) === true) {
-        this.rawCount--;
-        this.joinGroup(s.address, -1);
-        if (a.convs.size === 0) this.byAddr.delete(s.address);
-      }
-    }
-  }
+  protected forget(_s: KcpSession): void {}
 }
 
 /** Options of a `KcpClient`. */

@@ -677,3 +677,33 @@ describe('netcode: the token history replaces its oldest entry when full (issue 
     expect(r.server.counters().requestsTokenReused).toBe(reused + 1);
   });
 });
+
+describe('netcode: the server\'s clients live in its host (issue 20, item 2)', () => {
+  it('found by id, listed in connect order; a client that ends frees its id and index at once, its slot once its DISCONNECTs are out', () => {
+    const r = rig(21, { latencyMs: 10 });
+    const cs = [1n, 2n, 3n].map((id, i) => {
+      const c = r.client(`10.0.2.${i + 1}:7000`);
+      c.client.connect(r.world.now, token({ clientId: id, now: r.world.now }));
+      r.world.runUntil(() => c.client.state === 'connected', { maxTimeMs: 2000 });
+      return c;
+    });
+    r.pump();
+    expect(r.server.clients().map((c) => c.clientId)).toEqual([1n, 2n, 3n]);
+    const two = r.server.client(2n)!;
+    expect([two.clientId, two.address, r.server.size]).toEqual([2n, '10.0.2.2:7000', 3]);
+    const heard = r.world.peerStats('10.0.2.2:7000').datagramsReceived;
+    two.close();
+    expect([r.server.client(2n), r.server.size, r.server.clients().map((c) => c.clientId)]).toEqual([undefined, 2, [1n, 3n]]);
+    expect(r.server.counters().host.peersFreed).toBe(0);
+    r.world.runFor(50);
+    r.pump();
+    expect(r.world.peerStats('10.0.2.2:7000').datagramsReceived - heard).toBe(10);
+    expect(cs[1]!.client.state).toBe('disconnected');
+    expect(r.server.counters().host.peersFreed).toBe(1);
+    // The same client id, with a new token, takes the index the first one freed.
+    cs[1]!.client.connect(r.world.now, token({ clientId: 2n, now: r.world.now, seed: 77 }));
+    r.world.runUntil(() => cs[1]!.client.state === 'connected', { maxTimeMs: 2000 });
+    expect(r.server.client(2n)!.clientIndex).toBe(two.clientIndex);
+    expect(r.server.clients().map((c) => c.clientId)).toEqual([1n, 3n, 2n]);
+  });
+});

@@ -120,7 +120,7 @@ interface HistoryEntry {
  * Sans-IO on the core `Host`: one object, many clients, one deadline heap; drive it with
  * `UdpDriver.openEndpoint` or the simulator's `World`.
  */
-export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent> {
+export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent, bigint> {
   readonly protocolId: bigint;
   readonly maxClients: number;
   private readonly privateKey: Uint8Array;
@@ -131,15 +131,16 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
   private readonly carryOptions: NetcodeCarryOptions;
   // Other transports carried beside UDP (registerUnderlay): transport prefix (transportOf) → its clients' carry.
   private readonly underlays = new Map<string, ResolvedCarry>();
-  protected readonly host: Host<ServerClient, ServerEvent>;
+  /** Connected clients by address (packets) and by client id (their key). */
+  protected readonly host: Host<ServerClient, ServerEvent, bigint>;
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
   private challengeSequence = 0n;
   private globalSequence: bigint;
   private readonly mappings = new Map<Address, Mapping>();
   private readonly history = new Map<string, HistoryEntry>();
-  private readonly clientIds = new Map<bigint, ServerClient>();
-  private readonly byAddress = new Map<Address, number>();
+  // Client indexes (0..maxClients − 1, sent to each client) not in use: freed when a client ends,
+  // while its host slot is held until its DISCONNECTs are out.
   private readonly freeIndexes: number[] = [];
   private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
   /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
@@ -179,7 +180,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     random(start);
     this.globalSequence = (1n << 63n) | (readU64(start, 0) & ((1n << 62n) - 1n));
     for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
-    this.host = new Host<ServerClient, ServerEvent>({
+    this.host = new Host<ServerClient, ServerEvent, bigint>({
       maxPeers: max,
       route: (now, from, bytes) => this.route(now, from, bytes),
     });
@@ -187,17 +188,18 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
 
   /** Connected clients. */
   get size(): number {
-    return this.clientIds.size;
+    return this.host.liveCount;
   }
 
-  /** The connected clients (a snapshot). */
+  /** The connected clients, in the order they connected (a snapshot). */
   clients(): ServerClient[] {
-    return [...this.clientIds.values()];
+    return this.host.keyedIds().map((id) => this.host.get(id)!);
   }
 
   /** The connected client with `clientId`, if any. */
   client(clientId: bigint): ServerClient | undefined {
-    return this.clientIds.get(clientId);
+    const id = this.host.peerWithKey(clientId);
+    return id === undefined ? undefined : this.host.get(id);
   }
 
   /**
@@ -212,9 +214,9 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     const t = decryptPrivateToken(pub.privateData, pub.protocolId, pub.expireTimestamp, pub.nonce, this.privateKey, this.crypto);
     if (t === undefined) return 'invalid';
     if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) return 'wrong-server';
-    if (this.clientIds.has(t.clientId)) return 'already-connected';
+    if (this.host.peerWithKey(t.clientId) !== undefined) return 'already-connected';
     if (this.history.get(macKey(pub.privateData.subarray(pub.privateData.length - TAG_BYTES)))?.consumed === true) return 'used';
-    if (this.clientIds.size >= this.maxClients) return 'full';
+    if (this.host.liveCount >= this.maxClients) return 'full';
     return 'ok';
   }
 
@@ -273,16 +275,18 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     this.ctr.add(reason === 'replay' ? 'replayed' : 'packetsDropped');
   }
 
-  /** @internal a client slot ended: free its index and id. */
+  /**
+   * @internal a client ended: free its index, and retire it from the host (its id and address are
+   * free at once; its redundant DISCONNECTs and last events still drain before its slot is).
+   */
   released(c: ServerClient): void {
-    if (this.clientIds.get(c.clientId) === c) this.clientIds.delete(c.clientId);
-    const id = this.byAddress.get(c.address);
-    if (id !== undefined && this.host.get(id) === c) this.byAddress.delete(c.address);
+    const id = this.host.peerWithKey(c.clientId);
+    if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
     this.freeIndexes.push(c.clientIndex);
   }
 
   private route(now: number, from: Address, b: Uint8Array): number | undefined {
-    const id = this.byAddress.get(from);
+    const id = this.host.firstAt(from);
     if (id !== undefined) return id;
     if (b.length === 0) {
       this.ctr.add('malformed');
@@ -307,7 +311,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('requestsWrongAddress');
       return;
     }
-    if (this.clientIds.has(t.clientId)) {
+    if (this.host.peerWithKey(t.clientId) !== undefined) {
       this.ctr.add('requestsAlreadyConnected');
       return;
     }
@@ -316,7 +320,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('requestsTokenReused');
       return;
     }
-    if (this.clientIds.size >= this.maxClients) {
+    if (this.host.liveCount >= this.maxClients) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), t.serverToClientKey);
       this.ctr.add('deniedSent');
       return;
@@ -351,12 +355,12 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
       this.ctr.add('responsesDropped');
       return;
     }
-    if (this.clientIds.has(token.clientId)) {
+    if (this.host.peerWithKey(token.clientId) !== undefined) {
       this.ctr.add('requestsAlreadyConnected');
       return;
     }
     // A slot still sending its DISCONNECTs counts against the host until it is done.
-    if (this.clientIds.size >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
+    if (this.host.liveCount >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), s2cOf(m));
       this.ctr.add('deniedSent');
       return;
@@ -366,8 +370,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent>
     this.mappings.delete(from);
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
-    this.clientIds.set(c.clientId, c);
-    this.byAddress.set(from, this.host.add(from, c));
+    this.host.add(from, c, c.clientId);
     this.ctr.add('clientsConnected');
   }
 

@@ -105,10 +105,14 @@ export interface UdpDriverCloseOptions {
 }
 
 /**
- * Names of the driver's own counters (the endpoint keeps its own). `sendsQueued`: datagrams sent
- * without a completion callback that libuv had to queue (socket send buffer backed up); their
- * buffers are held until the queue drains. `unsendable`: datagrams whose destination was not a
- * `host:port` address (dropped). `handlerErrors`: exceptions thrown by `'event'` listeners.
+ * Names of the driver's own counters. `datagramsIn`/`bytesIn`: what the socket (and any attached
+ * transport) delivered to the endpoint; `datagramsOut`/`bytesOut`: what was handed to them. These
+ * are the socket's figures, for any endpoint (a one-remote peer has no other count); an endpoint
+ * counts what it handled itself (a `Host`'s `datagramsOut` also holds the `unsendable` ones).
+ * `sendsQueued`: datagrams sent without a completion callback that libuv had to queue (socket send
+ * buffer backed up); their buffers are held until the queue drains. `unsendable`: datagrams whose
+ * destination was not a `host:port` address (dropped). `handlerErrors`: exceptions thrown by
+ * `'event'` listeners.
  */
 export type UdpDriverCounter =
   | 'datagramsIn'

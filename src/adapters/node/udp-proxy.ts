@@ -2,8 +2,9 @@ import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { EventEmitter } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import { DriveLoop, type DrivePlatform } from '../../core/drive-loop.js';
-import type { Address, Endpoint, Transmit } from '../../core/endpoint.js';
+import type { Address, Transmit } from '../../core/endpoint.js';
 import { checkConfig } from '../../core/errors.js';
+import { Host, HostEndpoint, type HostedPeer, type PeerId } from '../../core/host.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { createLinkPair } from '../../sim/pair.js';
 import { deriveSeed, type Link, type LinkCounters } from '../../sim/link.js';
@@ -71,13 +72,6 @@ const PENDING_LIMIT = 256;
 /** Prefix of the sans-IO endpoint's address for a client's upstream socket. */
 const UP = 'up:';
 
-/** One client's two links, and when it last sent or was sent anything (ms). */
-interface Paths {
-  toServer: Link;
-  toClient: Link;
-  lastActive: number;
-}
-
 /** What the sans-IO part tells the sockets: a new client (open its upstream), or an expired one (close it). */
 interface ProxyEvent {
   kind: 'client' | 'expired';
@@ -85,19 +79,85 @@ interface ProxyEvent {
 }
 
 /**
- * The sans-IO part of the proxy: datagrams from client C cross C's `toServer` link to `up:C` (C's
- * upstream socket); datagrams arriving on `up:C` cross C's `toClient` link back to C. Its event is a
- * new client address.
+ * One client's two links (a `Host` peer at the client's address), and when it last sent or was sent
+ * anything (ms). Its datagrams come out of whichever link delivers next, the server's way first; it
+ * tells its owner which way through the shared `way`.
  */
-class LinkProxyEndpoint implements Endpoint<ProxyEvent> {
-  readonly paths = new Map<Address, Paths>();
+class ClientLinks implements HostedPeer<ProxyEvent> {
+  lastActive: number;
+  private expired = false;
+  private readonly events: ProxyEvent[];
+
+  constructor(
+    private readonly toServer: Link,
+    private readonly toClient: Link,
+    private readonly way: { towardServer: boolean },
+    address: Address,
+    now: number,
+  ) {
+    this.lastActive = now;
+    this.events = [{ kind: 'client', address }];
+  }
+
+  /** A datagram from the client. */
+  handleDatagram(now: number, bytes: Uint8Array): void {
+    this.lastActive = now;
+    this.toServer.send(now, bytes);
+  }
+
+  /** A datagram from the server, arrived on the client's upstream socket. */
+  fromServer(now: number, bytes: Uint8Array): void {
+    this.lastActive = now;
+    this.toClient.send(now, bytes);
+  }
+
+  handleTimeout(): void {
+    /* the links deliver by time in pollTransmit */
+  }
+
+  pollTransmit(now: number, out: Uint8Array): number | undefined {
+    if (this.expired) return undefined;
+    let n = this.toServer.pollDeliverInto(now, out);
+    this.way.towardServer = n !== undefined;
+    if (n === undefined) n = this.toClient.pollDeliverInto(now, out);
+    return n;
+  }
+
+  pollTimeout(): number | undefined {
+    if (this.expired) return undefined;
+    const a = this.toServer.pollTimeout();
+    const b = this.toClient.pollTimeout();
+    return a === undefined || (b !== undefined && b < a) ? b : a;
+  }
+
+  pollEvent(): ProxyEvent | undefined {
+    return this.events.shift();
+  }
+
+  /** Its slot goes to a new client: what is still inside its links is discarded. */
+  expire(address: Address): void {
+    this.expired = true;
+    this.events.push({ kind: 'expired', address });
+  }
+
+  /** Both links' counters added into `toServer` and `toClient`. */
+  addCounters(toServer: LinkCounters, toClient: LinkCounters): void {
+    addCounters(toServer, this.toServer.counters());
+    addCounters(toClient, this.toClient.counters());
+  }
+}
+
+/**
+ * The sans-IO part of the proxy: a `Host` of per-client link pairs (one deadline heap, round robin
+ * across clients). Datagrams from client C cross C's `toServer` link to `up:C` (C's upstream
+ * socket); datagrams arriving on `up:C` cross C's `toClient` link back to C. Its events are a new
+ * client address and an expired one.
+ */
+class LinkProxyEndpoint extends HostEndpoint<ClientLinks, ProxyEvent, ProxyEvent> {
+  protected readonly host: Host<ClientLinks, ProxyEvent>;
   refused = 0;
   expired = 0;
-  served = 0;
-  private order: Address[] = [];
-  private next = 0;
-  private readonly events: ProxyEvent[] = [];
-  private readonly t: Transmit = { length: 0, to: '' };
+  private readonly way = { towardServer: false };
 
   constructor(
     private readonly toServerCfg: Partial<LinkConfig>,
@@ -105,85 +165,81 @@ class LinkProxyEndpoint implements Endpoint<ProxyEvent> {
     private readonly seed: number,
     private readonly maxClients: number,
     private readonly idleMs: number,
-  ) {}
+  ) {
+    super();
+    // Room for as many expired clients as live ones: an expired client's slot is free once the
+    // drive loop has passed it (it has nothing more to send).
+    this.host = new Host<ClientLinks, ProxyEvent>({ maxPeers: 2 * maxClients });
+  }
 
-  handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+  /** Clients served so far. */
+  get served(): number {
+    return this.host.counters().peersAdded;
+  }
+
+  /** The clients holding a slot. */
+  clients(): ClientLinks[] {
+    return this.host.ids().map((id) => this.host.get(id)!);
+  }
+
+  /** Their addresses. */
+  addresses(): Address[] {
+    return this.host.ids().map((id) => this.host.addressOf(id)!);
+  }
+
+  override handleDatagram(now: number, from: Address, bytes: Uint8Array): void {
+    const h = this.host;
     if (from.startsWith(UP)) {
-      const q = this.paths.get(from.slice(UP.length));
-      if (q === undefined) return;
-      q.lastActive = now;
-      q.toClient.send(now, bytes);
+      const id = h.peerAt(from.slice(UP.length));
+      if (id === undefined) return;
+      h.get(id)!.fromServer(now, bytes);
+      h.touch(id);
       return;
     }
-    let p = this.paths.get(from);
-    if (p === undefined) {
-      if (this.paths.size >= this.maxClients && !this.expireQuietest(now)) {
-        this.refused++;
-        return;
-      }
-      const n = this.served++;
-      const pair = createLinkPair(this.toServerCfg, n === 0 ? this.seed : deriveSeed(this.seed, 1000 + n), this.toClientCfg);
-      p = { toServer: pair.aToB, toClient: pair.bToA, lastActive: now };
-      this.paths.set(from, p);
-      this.order.push(from);
-      this.events.push({ kind: 'client', address: from });
+    if (h.peerAt(from) === undefined && !this.admit(now, from)) {
+      this.refused++;
+      return;
     }
-    p.lastActive = now;
-    p.toServer.send(now, bytes);
+    h.handleDatagram(now, from, bytes);
   }
 
-  /** Free the slot of the client quiet longest, if quiet for `idleMs`; true if one was freed. */
-  private expireQuietest(now: number): boolean {
-    let oldest: Address | undefined;
-    let at = Infinity;
-    for (const [a, p] of this.paths) {
-      if (p.lastActive < at) {
-        at = p.lastActive;
-        oldest = a;
-      }
-    }
-    if (oldest === undefined || now - at < this.idleMs) return false;
-    this.paths.delete(oldest);
-    this.order = this.order.filter((a) => a !== oldest);
-    this.expired++;
-    this.events.push({ kind: 'expired', address: oldest });
-    return true;
-  }
-
-  handleTimeout(): void {
-    /* the links deliver by time in pollTransmit */
-  }
-
-  pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    // Round robin over clients, so one busy client does not hold the others' datagrams back.
-    const n = this.order.length;
-    for (let k = 0; k < n; k++) {
-      const c = this.order[(this.next + k) % n]!;
-      const p = this.paths.get(c)!;
-      let len = p.toServer.pollDeliverInto(now, out);
-      if (len !== undefined) this.t.to = UP + c;
-      else {
-        len = p.toClient.pollDeliverInto(now, out);
-        if (len === undefined) continue;
-        this.t.to = c;
-      }
-      this.next = (this.next + k + 1) % n;
-      this.t.length = len;
-      return this.t;
-    }
-    return undefined;
-  }
-
-  pollTimeout(): number | undefined {
-    let t: number | undefined;
-    for (const p of this.paths.values()) {
-      for (const x of [p.toServer.pollTimeout(), p.toClient.pollTimeout()]) if (x !== undefined && (t === undefined || x < t)) t = x;
-    }
+  override pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    const t = this.host.pollTransmit(now, out);
+    if (t !== undefined && this.way.towardServer) t.to = UP + t.to;
     return t;
   }
 
   pollEvent(): ProxyEvent | undefined {
-    return this.events.shift();
+    return this.host.pollPeerEvent();
+  }
+
+  /** A new client at `from`: true once it has its links (taking the slot of one quiet for `idleMs` at `maxClients`). */
+  private admit(now: number, from: Address): boolean {
+    const h = this.host;
+    if ((h.liveCount >= this.maxClients && !this.expireQuietest(now)) || h.full) return false;
+    const n = this.served;
+    const pair = createLinkPair(this.toServerCfg, n === 0 ? this.seed : deriveSeed(this.seed, 1000 + n), this.toClientCfg);
+    h.add(from, new ClientLinks(pair.aToB, pair.bToA, this.way, from, now));
+    return true;
+  }
+
+  /** Free the slot of the client quiet longest, if quiet for `idleMs`; true if one was freed. */
+  private expireQuietest(now: number): boolean {
+    const h = this.host;
+    let oldest: PeerId | undefined;
+    let at = Infinity;
+    for (const id of h.ids()) {
+      const t = h.get(id)!.lastActive;
+      if (t < at) {
+        at = t;
+        oldest = id;
+      }
+    }
+    if (oldest === undefined || now - at < this.idleMs) return false;
+    h.get(oldest)!.expire(h.addressOf(oldest)!);
+    h.remove(oldest);
+    this.expired++;
+    return true;
   }
 }
 
@@ -200,9 +256,10 @@ interface Upstream {
  * `local`; each client's datagrams cross its own seeded `sim` Link (client→server) and leave from an
  * upstream socket of its own connected to `target` (so the server sees one address per client);
  * replies cross that client's server→client Link back to it. All links sit behind one sans-IO
- * endpoint run by the shared `DriveLoop`: real time, input batched per event-loop turn, and one
- * timer aimed at the earliest next delivery (±1 ms timer granularity). At `maxClients`, a new
- * client takes the slot of one quiet for `clientIdleMs`.
+ * endpoint, a core `Host` of per-client link pairs (one deadline heap, clients served in turn), run
+ * by the shared `DriveLoop`: real time, input batched per event-loop turn, and one timer aimed at the
+ * earliest next delivery (±1 ms timer granularity). At `maxClients`, a new client takes the slot of
+ * one quiet for `clientIdleMs`.
  */
 export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
   /** Address clients should send to. */
@@ -294,17 +351,14 @@ export class UdpLinkProxy extends EventEmitter<UdpLinkProxyEvents> {
 
   /** The clients holding a slot now (each has its own links and upstream socket). */
   get clients(): UdpAddress[] {
-    return [...this.endpoint.paths.keys()].map((a) => parseAddressKey(a)!);
+    return this.endpoint.addresses().map((a) => parseAddressKey(a)!);
   }
 
   /** A snapshot of the links' counters (summed over clients) and the proxy's own drops. */
   counters(): UdpLinkProxyCounters {
     const toServer = emptyCounters();
     const toClient = emptyCounters();
-    for (const p of this.endpoint.paths.values()) {
-      addCounters(toServer, p.toServer.counters());
-      addCounters(toClient, p.toClient.counters());
-    }
+    for (const c of this.endpoint.clients()) c.addCounters(toServer, toClient);
     return {
       toServer, toClient, clients: this.endpoint.served, clientsExpired: this.endpoint.expired, clientsRefused: this.endpoint.refused,
       noClientDropped: this.noClient, foreignDropped: this.foreign, socketErrors: this.socketErrors,
