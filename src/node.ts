@@ -7,7 +7,7 @@ export * from './index.js';
 export { nodeCrypto } from './adapters/node/node-crypto.js';
 export {
   addressKey, parseAddressKey, systemUnixTime, type UdpAddress, UdpDriver, type UdpDriverCloseOptions, type UdpDriverEvents,
-  type UdpDriverOptions, type UdpSocketOptions,
+  type UdpDriverOptions, type UdpEndpointOptions, type UdpSocketOptions,
 } from './adapters/node/udp-driver.js';
 export { UdpLinkProxy, type UdpLinkProxyEvents, type UdpLinkProxyOptions } from './adapters/node/udp-proxy.js';
 export {

@@ -21,6 +21,22 @@ export type ChannelEvent =
    */
   | { type: 'delivery'; lane: number; id: number; delivered: boolean };
 
+/**
+ * Builds the objects `Channels` raises, so an owner gets its own final event type without copying
+ * (a connection's events name the connection). `lane` is the `Channels` lane number.
+ */
+export interface ChannelEventFactory<E> {
+  /** A message arrived on `lane`: `bytes` is the receiver's own copy. */
+  message(lane: number, bytes: Uint8Array): E;
+  /** Outcome of message `id` on `lane`. */
+  delivery(lane: number, id: number, delivered: boolean): E;
+}
+
+const PLAIN_EVENTS: ChannelEventFactory<ChannelEvent> = {
+  message: (lane, bytes) => ({ type: 'message', lane, bytes }),
+  delivery: (lane, id, delivered) => ({ type: 'delivery', lane, id, delivered }),
+};
+
 /** Per-lane figures (`Channels.laneStats`). Counts are since construction. */
 export interface LaneStats {
   mode: DeliveryMode;
@@ -309,7 +325,7 @@ function autoRidesFor(p: number): number {
  * Sans-IO: it writes frames into the caller's packet and learns each packet's fate from the caller
  * (through the token of `takeToken`). See docs/channels.md.
  */
-export class Channels {
+export class Channels<E = ChannelEvent> {
   /** The configuration with every default filled in. */
   readonly config: ResolvedChannelsConfig;
   private readonly send_: SendLane[];
@@ -320,7 +336,8 @@ export class Channels {
   private readonly levelVt: number[];
   /** Per priority level, its reliable lanes (whose unacked pieces may ride again). */
   private readonly ridersByLevel: ReliableSendLane[][];
-  private readonly events = new Fifo<ChannelEvent>();
+  private readonly events = new Fifo<E>();
+  private readonly make: ChannelEventFactory<E>;
   private readonly count = new Counters<ChannelsCounter>(COUNTER_NAMES);
   private readonly view: FrameView = newFrameView();
   private token: ChannelToken | undefined;
@@ -330,9 +347,13 @@ export class Channels {
   private lastNow = 0;
   private autoRides = autoRidesFor(0);
 
-  /** Throws `invalid-config` (see `ChannelsConfig`). */
-  constructor(config: ChannelsConfig) {
+  /**
+   * Throws `invalid-config` (see `ChannelsConfig`). `events` builds the events `pollEvent` returns
+   * (default: `ChannelEvent` objects).
+   */
+  constructor(config: ChannelsConfig, events: ChannelEventFactory<E> = PLAIN_EVENTS as unknown as ChannelEventFactory<E>) {
     this.config = resolveChannelsConfig(config);
+    this.make = events;
     const c = this.config;
     this.send_ = c.lanes.map((l, i) => (l.reliable ? new ReliableSendLane(i, l, c.reliableWindow) : new UnreliableSendLane(i, l)));
     this.recvReliable = c.lanes.map((l) => (l.reliable ? new ReliableReceiveLane(l.ordered) : undefined));
@@ -637,7 +658,7 @@ export class Channels {
         if (--m.unacked === 0 && m.cut === m.bytes.length) {
           l.charged -= m.bytes.length + MESSAGE_CHARGE_BYTES;
           l.stats.delivered++;
-          if (m.notice) this.events.push({ type: 'delivery', lane: p.lane, id: m.id, delivered: true });
+          if (m.notice) this.events.push(this.make.delivery(p.lane, m.id, true));
         }
       } else if (p.carriers === 0 && !p.needResend) {
         p.needResend = true;
@@ -675,7 +696,7 @@ export class Channels {
     const l = this.send_[s.lane]!;
     if (s.failed) l.stats.lost++;
     else l.stats.delivered++;
-    this.events.push({ type: 'delivery', lane: s.lane, id: s.id, delivered: !s.failed });
+    this.events.push(this.make.delivery(s.lane, s.id, !s.failed));
   }
 
   /**
@@ -845,7 +866,7 @@ export class Channels {
 
   private deliver(lane: number, bytes: Uint8Array): void {
     this.send_[lane]!.stats.received++;
-    this.events.push({ type: 'message', lane, bytes });
+    this.events.push(this.make.message(lane, bytes));
   }
 
   private receiveUnreliable(lane: number, cfg: ResolvedLane, bytes: Uint8Array, v: FrameView): void {
@@ -931,7 +952,7 @@ export class Channels {
   }
 
   /** The next event, or undefined. */
-  pollEvent(): ChannelEvent | undefined {
+  pollEvent(): E | undefined {
     return this.events.shift();
   }
 

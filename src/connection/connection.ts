@@ -3,7 +3,8 @@ import { readU32LE, writeU32LE } from '../core/bytes.js';
 import type { HostedPeer } from '../core/host.js';
 import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
-import { Session, type ConnectionStats, type SessionCounters } from './session.js';
+import { Lifecycle, Phase, Timer } from './lifecycle.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from './session.js';
 import {
   ACCEPT_BYTES, COOKIE_BYTES, DATA_PREFIX_BYTES, decodeConnect, decodeCookie, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
   encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
@@ -54,13 +55,27 @@ export interface ConnectionOwner {
   released(connection: Connection): void;
 }
 
+/** Builds a connection's message and delivery events, naming it (one object per event). */
+class ConnectionEvents implements SessionEvents<ConnectionEvent> {
+  constructor(private readonly connection: Connection) {}
+
+  message(lane: number, bytes: Uint8Array): ConnectionEvent {
+    return { type: 'message', connection: this.connection, lane, bytes };
+  }
+
+  delivery(lane: number, id: number, delivered: boolean): ConnectionEvent {
+    return { type: 'delivery', connection: this.connection, lane, id, delivered };
+  }
+}
+
 /**
  * One connection to one remote: the packet layer (`PacketAcks`), the lanes (`Channels`) and the path
  * (RTT, rate, pacing) composed, driven by its `ConnectionHost`. The application sends on lanes, reads
  * events from the host, and closes. Created by `ConnectionHost.connect` or by a listening host on a
- * peer's CONNECT; never constructed by users.
+ * peer's CONNECT; never constructed by users. Its timers, close and events are the shared
+ * `Lifecycle`'s; this class is the unsecured framing (connection/wire.ts) and its cookie handshake.
  */
-export class Connection implements HostedPeer<ConnectionEvent> {
+export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer<ConnectionEvent> {
   /** This side's random connection id (u32): the peer puts it in every DATA it sends here. */
   readonly localId: number;
   /** True on the side that called `connect`. */
@@ -70,40 +85,35 @@ export class Connection implements HostedPeer<ConnectionEvent> {
   /** The path every lane of this connection sends through (one RTT, one rate). */
   readonly path: Path;
   private remoteId: number;
-  private state_: ConnectionState = 'connecting';
-  private readonly session: Session;
+  private readonly lanes: Session<ConnectionEvent>;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
-  private readonly events: ConnectionEvent[] = [];
-  private disconnectEvent: ConnectionEvent | undefined;
-  private now: number;
-  private readonly startedAt: number;
-  private heardAt: number;
-  private nextHandshakeAt: number;
   private cookie: Uint8Array | undefined;
+  // The first packet once connected goes even with nothing to carry: the peer learns the handshake is done.
   private announce = false;
+  // Output owed at once (a poll follows every input and command): the first CONNECT and its echo of a new cookie; an ACCEPT.
+  private connectOwed: boolean;
   private acceptsOwed = 0;
-  private disconnectsLeft = 0;
   private disconnectCode: number = DisconnectCode.Local;
-  private finished_ = false;
   private sendsAfterClose = 0;
-  private waker: (() => void) | undefined;
 
   /** @internal */
   constructor(
     opt: ResolvedConnectionOptions, owner: ConnectionOwner, address: string, localId: number, remoteId: number | undefined,
     now: number,
   ) {
-    this.now = this.startedAt = this.heardAt = this.nextHandshakeAt = now;
+    super(DISCONNECT_COPIES, opt.timeoutMs, now, Phase.Handshake);
     this.opt = opt;
     this.owner = owner;
     this.address = address;
     this.localId = localId;
     this.isClient = remoteId === undefined;
     this.remoteId = remoteId ?? 0;
+    this.connectOwed = this.isClient;
+    this.timers.set(Timer.Handshake, now + opt.handshakeTimeoutMs);
     // DATA and BLOCK share their 5-byte framing: kind, receiver id.
-    this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId);
-    this.path = this.session.path;
+    this.lanes = this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId, new ConnectionEvents(this));
+    this.path = this.lanes.path;
   }
 
   /** @internal the peer's connection id (0 until known). */
@@ -113,14 +123,15 @@ export class Connection implements HostedPeer<ConnectionEvent> {
 
   /** @internal a proven CONNECT from this address with another client id replaced this connection. */
   supersede(): void {
-    if (this.state_ === 'closed') return;
-    this.end('superseded', DisconnectCode.Local, false);
-    this.waker?.();
+    if (this.ended) return;
+    this.finish('superseded', DisconnectCode.Local, false);
+    this.wake();
   }
 
   /** Current state. */
   get state(): ConnectionState {
-    return this.state_;
+    const p = this.phase;
+    return p === Phase.Open ? 'connected' : p === Phase.Handshake ? 'connecting' : 'closed';
   }
 
   /**
@@ -134,13 +145,7 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * (or a block lane `maxQueuedBlocks`).
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
-    if (this.state_ === 'closed') {
-      this.sendsAfterClose++;
-      return -1;
-    }
-    const id = this.session.send(this.now, lane, bytes, notice);
-    this.waker?.();
-    return id;
+    return this.sendOnLane(lane, bytes, notice);
   }
 
   /**
@@ -150,15 +155,12 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * Throws `invalid-argument` unless `lane` is the block lane.
    */
   cancel(lane: number, id: number): boolean {
-    if (this.state_ === 'closed') return false;
-    const r = this.session.cancel(lane, id);
-    this.waker?.();
-    return r;
+    return this.cancelOnLane(lane, id);
   }
 
   /** Progress of the block lane in both directions at `now` (ms); undefined without a block lane. */
   blockProgress(now: number = this.now): BlockLaneProgress | undefined {
-    return this.session.blockProgress(now);
+    return this.lanes.blockProgress(now);
   }
 
   /**
@@ -166,14 +168,14 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * learns it at once (queued messages not yet delivered are dropped). Idempotent.
    */
   close(): void {
-    if (this.state_ === 'closed') return;
-    this.end('local', DisconnectCode.Local, true);
-    this.waker?.();
+    if (this.ended) return;
+    this.finish('local', DisconnectCode.Local, true);
+    this.wake();
   }
 
   /** Figures of the packet layer and the lanes, at `now` (ms). */
   stats(now: number = this.now): ConnectionStats {
-    return this.session.stats(now);
+    return this.lanes.stats(now);
   }
 
   /**
@@ -181,162 +183,124 @@ export class Connection implements HostedPeer<ConnectionEvent> {
    * lane (`blocks`), and `sendsAfterClose`.
    */
   counters(): ConnectionCounters {
-    return { ...this.session.counters(), sendsAfterClose: this.sendsAfterClose };
+    return { ...this.lanes.counters(), sendsAfterClose: this.sendsAfterClose };
   }
 
-  /** Driver hook (`Endpoint.setWaker`), set by the host. */
-  setWaker(waker: (() => void) | undefined): void {
-    this.waker = waker;
-  }
-
-  /** True once closed: the host then retires the connection. */
+  /** True once closed: the host then retires the connection (and drains its DISCONNECTs). */
   finished(): boolean {
-    return this.finished_;
+    return this.ended;
   }
 
   /** Driven by the host: a datagram for this connection (the host checked its kind and length). */
   handleDatagram(now: number, b: Uint8Array): void {
     this.tick(now);
-    if (this.state_ === 'closed') return;
+    if (this.ended) return;
+    const connecting = this.phase === Phase.Handshake;
     switch (b[0]) {
       case FrameKind.Connect: {
         const c = decodeConnect(b);
         if (!this.isClient && c !== undefined && c.clientId === this.remoteId) {
           this.acceptsOwed = 1;
-          this.heardAt = now;
+          this.heard(now);
         }
         return;
       }
       case FrameKind.Cookie: {
         const c = decodeCookie(b);
-        if (this.isClient && this.state_ === 'connecting' && c !== undefined && c.clientId === this.localId) {
+        if (this.isClient && connecting && c !== undefined && c.clientId === this.localId) {
           if (this.cookie === undefined) this.cookie = new Uint8Array(COOKIE_BYTES);
           else if (this.cookie.every((x, i) => x === c.cookie[i])) return;
           this.cookie.set(c.cookie);
-          this.nextHandshakeAt = now; // echo it at once
+          this.connectOwed = true;
         }
         return;
       }
       case FrameKind.Accept:
-        if (this.isClient && this.state_ === 'connecting' && b.length === ACCEPT_BYTES && readU32LE(b, 1) === this.localId) {
+        if (this.isClient && connecting && b.length === ACCEPT_BYTES && readU32LE(b, 1) === this.localId) {
           this.remoteId = readU32LE(b, 5);
-          this.heardAt = now;
+          this.heard(now);
           this.becomeConnected();
         }
         return;
       case FrameKind.Refuse:
-        if (this.isClient && this.state_ === 'connecting' && b.length === REFUSE_BYTES && readU32LE(b, 1) === this.localId) {
+        if (this.isClient && connecting && b.length === REFUSE_BYTES && readU32LE(b, 1) === this.localId) {
           const reason = REFUSE_REASONS[b[5]!];
-          if (reason !== undefined) this.end(reason, DisconnectCode.Local, false);
+          if (reason !== undefined) this.finish(reason, DisconnectCode.Local, false);
         }
         return;
       case FrameKind.Disconnect:
-        if (b.length === DISCONNECT_BYTES && readU32LE(b, 1) === this.localId && this.remoteKnown()) this.end('peer', 0, false);
+        if (b.length === DISCONNECT_BYTES && readU32LE(b, 1) === this.localId && this.remoteKnown()) this.finish('peer', 0, false);
         return;
       case FrameKind.Data:
         this.receiveData(now, b);
         return;
       case FrameKind.Block:
-        if (this.state_ === 'connected' && readU32LE(b, 1) === this.localId && this.session.receiveBlock(now, b, DATA_PREFIX_BYTES, this.remoteId)) {
-          this.heardAt = now;
+        if (this.phase === Phase.Open && readU32LE(b, 1) === this.localId && this.lanes.receiveBlock(now, b, DATA_PREFIX_BYTES, this.remoteId)) {
+          this.heard(now);
         }
         return;
       default:
     }
   }
 
-  /** Driven by the host: run the timers due at `now` (ms). */
-  handleTimeout(now: number): void {
-    this.tick(now);
-    if (this.state_ === 'closed') return;
-    if (this.state_ === 'connecting') {
-      if (now - this.startedAt >= this.opt.handshakeTimeoutMs) this.end('handshake-timeout', DisconnectCode.Timeout, !this.isClient);
-      return;
-    }
-    if (now - this.heardAt >= this.opt.timeoutMs) {
-      this.end('timeout', DisconnectCode.Timeout, true);
-      return;
-    }
-    this.session.handleTimeout(now);
-  }
-
-  /** Driven by the host: when (ms) `handleTimeout` is next due. */
-  pollTimeout(): number | undefined {
-    if (this.state_ === 'closed') return undefined;
-    if (this.state_ === 'connecting') {
-      const giveUp = this.startedAt + this.opt.handshakeTimeoutMs;
-      return this.isClient ? Math.min(this.nextHandshakeAt, giveUp) : giveUp;
-    }
-    if (this.announce) return this.now;
-    const t = this.heardAt + this.opt.timeoutMs;
-    const s = this.session.pollTimeout();
-    return s !== undefined && s < t ? s : t;
-  }
-
   /** Driven by the host: write the next datagram into `out`; its length, or `undefined`. */
   pollTransmit(now: number, out: Uint8Array): number | undefined {
-    this.tick(now);
-    if (this.acceptsOwed > 0 && this.state_ !== 'closed') {
+    return this.transmit(now, out);
+  }
+
+  protected override onTimer(_now: number, timer: number): void {
+    if (timer === Timer.Handshake) this.finish('handshake-timeout', DisconnectCode.Timeout, !this.isClient);
+    else if (timer === Timer.Idle) this.finish('timeout', DisconnectCode.Timeout, true);
+  }
+
+  protected override write(now: number, out: Uint8Array): number | undefined {
+    if (this.acceptsOwed > 0) {
       this.acceptsOwed = 0;
       return encodeAccept(out, this.remoteId, this.localId);
     }
-    if (this.state_ === 'closed') {
-      if (this.disconnectsLeft === 0) return undefined;
-      this.disconnectsLeft--;
-      return encodeIdReason(out, FrameKind.Disconnect, this.remoteId, this.disconnectCode);
-    }
-    if (this.state_ === 'connecting') {
-      if (!this.isClient || now < this.nextHandshakeAt) return undefined;
-      this.nextHandshakeAt = now + this.opt.handshakeResendMs;
+    if (this.phase === Phase.Handshake) {
+      if (!this.connectOwed && !this.timers.expired(Timer.Resend, now)) return undefined;
+      this.connectOwed = false;
+      this.timers.set(Timer.Resend, now + this.opt.handshakeResendMs);
       return encodeConnect(out, this.localId, this.opt.lanesHash, this.cookie);
     }
-    const n = this.session.write(now, out, this.announce);
+    const n = this.lanes.write(now, out, this.announce);
     if (n === undefined) return undefined;
     this.announce = false;
-    out[0] = this.session.writtenKind;
+    out[0] = this.lanes.writtenKind;
     writeU32LE(out, 1, this.remoteId);
     return n;
   }
 
-  /** Driven by the host: the next event (applications poll the host instead). */
-  pollEvent(): ConnectionEvent | undefined {
-    const own = this.events.shift();
-    if (own !== undefined) return own;
-    const e = this.session.pollEvent();
-    if (e !== undefined) return { ...e, connection: this };
-    const d = this.disconnectEvent;
-    this.disconnectEvent = undefined;
-    return d;
+  protected override writeDisconnect(out: Uint8Array): number {
+    return encodeIdReason(out, FrameKind.Disconnect, this.remoteId, this.disconnectCode);
   }
 
-  private tick(now: number): void {
-    if (now > this.now) this.now = now;
+  protected override sentAfterClose(): void {
+    this.sendsAfterClose++;
   }
 
   private remoteKnown(): boolean {
-    return !this.isClient || this.state_ !== 'connecting';
+    return !this.isClient || this.phase !== Phase.Handshake;
   }
 
   private becomeConnected(): void {
-    this.state_ = 'connected';
+    this.open();
     this.announce = true;
-    this.events.push({ type: 'connected', connection: this });
+    this.push({ type: 'connected', connection: this });
   }
 
   private receiveData(now: number, b: Uint8Array): void {
     if (b.length < DATA_PREFIX_BYTES || readU32LE(b, 1) !== this.localId || !this.remoteKnown()) return;
-    if (!this.session.receiveData(now, b, DATA_PREFIX_BYTES)) return;
-    if (this.state_ === 'connecting') this.becomeConnected();
-    this.heardAt = now;
+    if (!this.lanes.receiveData(now, b, DATA_PREFIX_BYTES)) return;
+    if (this.phase === Phase.Handshake) this.becomeConnected();
+    this.heard(now);
   }
 
-  private end(reason: DisconnectReason, code: number, tellPeer: boolean): void {
-    this.state_ = 'closed';
+  private finish(reason: DisconnectReason, code: number, tellPeer: boolean): void {
     this.acceptsOwed = 0;
     this.disconnectCode = code;
-    this.disconnectsLeft = tellPeer && this.remoteKnown() ? DISCONNECT_COPIES : 0;
-    this.disconnectEvent = { type: 'disconnected', connection: this, reason };
-    this.finished_ = true;
+    this.end(tellPeer, { type: 'disconnected', connection: this, reason });
     this.owner.released(this);
   }
 }

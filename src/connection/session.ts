@@ -1,5 +1,5 @@
 import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '../ack/index.js';
-import { Channels, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
+import { Channels, type ChannelEventFactory, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
 import { Path, type PathConfig } from '../congestion/path.js';
 import { checkArg } from '../core/errors.js';
 import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
@@ -21,10 +21,12 @@ export interface SessionCounters {
   blocks: BlockLaneCounters | undefined;
 }
 
-/** What a session raises, lanes numbered as the connection's lane list. */
-export type SessionEvent =
-  | { type: 'message'; lane: number; bytes: Uint8Array }
-  | { type: 'delivery'; lane: number; id: number; delivered: boolean };
+/**
+ * Builds the events a session raises, in the owner's final shape (a `ConnectionEvent` naming its
+ * connection, a `ServerEvent` naming its client, a `ClientEvent`): each message and outcome is one
+ * object, made once. Lanes are numbered as the connection's lane list. @internal
+ */
+export type SessionEvents<E> = ChannelEventFactory<E>;
 
 /** The lane list split into message lanes and the block lane, and the settings of each part. @internal */
 export interface SessionOptions {
@@ -45,13 +47,14 @@ export interface SessionOptions {
  * The framing owns the lifecycle and puts `headroom` bytes before every body this writes; a body is a
  * DATA body (packet header, channel frames) or a BLOCK body (one chunk datagram). @internal
  */
-export class Session {
+export class Session<E> {
   /** The path every lane sends through (one RTT, one rate). */
   readonly path: Path;
   /** Kind (`FrameKind.Data` or `FrameKind.Block`) of the body the last `write` produced. */
   writtenKind: number = FrameKind.Data;
   private readonly acks: PacketAcks<ChannelToken | undefined>;
-  private readonly channels: Channels;
+  private readonly channels: Channels<E>;
+  private readonly make: SessionEvents<E>;
   private readonly blocks: BlockLane | undefined;
   private readonly opt: SessionOptions;
   private readonly maxBytes: number;
@@ -62,13 +65,20 @@ export class Session {
    * @param maxBytes largest framing + body written (the datagram, or the payload a cipher wraps)
    * @param headroom bytes of framing before each body
    * @param chunkSession the block lane's chunk session id (this side's connection id)
+   * @param events builds the events `pollEvent` returns
    */
-  constructor(opt: SessionOptions, maxBytes: number, headroom: number, chunkSession: number) {
+  constructor(opt: SessionOptions, maxBytes: number, headroom: number, chunkSession: number, events: SessionEvents<E>) {
     this.opt = opt;
     this.maxBytes = maxBytes;
     this.headroom = headroom;
+    this.make = events;
     this.path = new Path({ ...opt.path, maxDatagramBytes: maxBytes });
-    const channels = new Channels(opt.channels);
+    const lanes = opt.channelLanes;
+    // Channels numbers its lanes apart from the block lane; only a block lane before a message lane shifts them.
+    const channels = new Channels<E>(opt.channels, lanes.every((l, i) => l === i) ? events : {
+      message: (lane, bytes) => events.message(lanes[lane]!, bytes),
+      delivery: (lane, id, delivered) => events.delivery(lanes[lane]!, id, delivered),
+    });
     // Packets whose frames need no outcome (unreliable only) carry no token.
     const outcomes: PacketOutcomes<ChannelToken | undefined> = {
       packetDelivered(now, token) {
@@ -185,18 +195,14 @@ export class Session {
     return this.writeBlock(now, out, max, true);
   }
 
-  pollEvent(): SessionEvent | undefined {
+  /** The next message or outcome: the message lanes' first, then the block lane's. */
+  pollEvent(): E | undefined {
     const e = this.channels.pollEvent();
-    if (e !== undefined) {
-      const lane = this.opt.channelLanes[e.lane]!;
-      return e.type === 'message'
-        ? { type: 'message', lane, bytes: e.bytes }
-        : { type: 'delivery', lane, id: e.id, delivered: e.delivered };
-    }
+    if (e !== undefined) return e;
     const b = this.blocks?.pollEvent();
     if (b === undefined) return undefined;
     const lane = this.opt.block!.lane;
-    return b.type === 'message' ? { type: 'message', lane, bytes: b.bytes } : { type: 'delivery', lane, id: b.id, delivered: b.delivered };
+    return b.type === 'message' ? this.make.message(lane, b.bytes) : this.make.delivery(lane, b.id, b.delivered);
   }
 
   /** The `Channels` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */

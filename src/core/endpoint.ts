@@ -11,6 +11,24 @@
  */
 export type Address = string;
 
+/**
+ * The transport prefix of `address`, the one parser of it: for a remote of another transport carried
+ * beside UDP on the same endpoint (`"webrtc:17"`), its name and colon (`"webrtc:"`); `""` for any other
+ * address (a UDP address key `"1.2.3.4:5"` or `"[::1]:5"`, a simulated host's name without a colon). A
+ * prefix is a lowercase letter, then lowercase letters or digits, then `:`. `UdpDriver.attachTransport`
+ * routes by it and the netcode `Server` picks a client's carry by it (`registerUnderlay`).
+ */
+export function transportOf(address: Address): string {
+  const first = address.charCodeAt(0);
+  if (first < 97 || first > 122) return ''; // UDP keys start with a digit or '['
+  for (let i = 1; i < address.length; i++) {
+    const c = address.charCodeAt(i);
+    if (c === 58) return address.slice(0, i + 1);
+    if ((c < 97 || c > 122) && (c < 48 || c > 57)) return '';
+  }
+  return '';
+}
+
 /** One datagram written by `pollTransmit`: its length (bytes, in `out`) and where it goes. */
 export interface Transmit {
   /** Bytes written at the start of the caller's `out` buffer. */

@@ -1,5 +1,6 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
-import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
@@ -79,13 +80,21 @@ const SEND_INTERVAL_MS = 100;
 const DISCONNECT_COPIES = 10;
 const CHALLENGE_BODY_BYTES = 308;
 
+/** A client's message and delivery events carry no tag: one client, one connection. */
+const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
+  message: (lane, bytes) => ({ type: 'message', lane, bytes }),
+  delivery: (lane, id, delivered) => ({ type: 'delivery', lane, id, delivered }),
+};
+
 /**
  * A netcode 1.02 client (docs/netcode.md): connects with a connect token from your web backend,
  * trying each server address in the token in turn, and then carries gamewire's lanes (or raw
  * payloads) over the encrypted connection. Sans-IO: an `Endpoint` for `UdpDriver.openEndpoint` or
  * the simulator's `World`. One connection at a time; `connect` again with a new token after it ends.
+ * Its timers, close and events are the shared connection `Lifecycle`'s; this class is the client's
+ * end of netcode's framing and its request/challenge/response handshake.
  */
-export class Client implements Endpoint<ClientEvent> {
+export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly carry: ResolvedCarry;
   private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
@@ -93,31 +102,22 @@ export class Client implements Endpoint<ClientEvent> {
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
   private server: Address | undefined;
-  private session: Session | undefined;
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
-  private readonly events: ClientEvent[] = [];
-  // The ending state's event and `'disconnected'`: after every message received before the end.
-  private readonly endEvents: ClientEvent[] = [];
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
-  private readonly transmit: Transmit = { length: 0, to: '' };
+  private readonly tx: Transmit = { length: 0, to: '' };
   private sequence = 0n;
   // The client-to-server key `sequence` counts under: every server of a token shares it.
   private sequenceKey = '';
-  private now = 0;
-  private startedAt = 0;
-  private stateAt = 0;
-  private heardAt = 0;
-  private sentAt = -Infinity;
-  private expiresAt = Infinity;
-  private timeoutMs = 0;
-  private disconnectsLeft = 0;
   private clientIndex = -1;
   private maxClients = 0;
+  // The request (or response) is owed at once: a new server to try, or a challenge just answered.
+  private handshakeOwed = false;
+  // The token's timeout (ms): per handshake state, and for silence once connected.
+  private timeoutMs = 0;
   // The connection of the last `connect` was made (it may have ended since).
   private wasConnected = false;
-  private waker: (() => void) | undefined;
 
   /**
    * Throws `invalid-config` on bad options. `underlay` (internal): what carries the packets when it is
@@ -125,6 +125,7 @@ export class Client implements Endpoint<ClientEvent> {
    */
   constructor(o: ClientOptions = {}, underlay?: CarryUnderlay) {
     checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+    super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o, underlay);
   }
@@ -154,12 +155,18 @@ export class Client implements Endpoint<ClientEvent> {
     checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
     checkArg(token instanceof Uint8Array, 'token must be a Uint8Array');
     if (CLIENT_STATE_CODES[this.state_] > 0) throw new GamewireError('invalid-state', `client is ${this.state_}`);
-    this.now = this.startedAt = now;
-    this.reset();
     const t = readConnectToken(token);
+    this.timeoutMs = t === undefined || t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
+    this.restart(now, this.timeoutMs);
+    this.token = undefined;
+    this.server = undefined;
+    this.rawQueue.length = 0;
+    this.clientIndex = -1;
+    this.maxClients = 0;
+    this.wasConnected = false;
     if (t === undefined) {
       this.fail('invalid-token');
-      this.waker?.();
+      this.wake();
       return;
     }
     this.token = t;
@@ -168,11 +175,10 @@ export class Client implements Endpoint<ClientEvent> {
       this.sequenceKey = key;
       this.sequence = 0n;
     }
-    this.timeoutMs = t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
-    this.expiresAt = now + Number(t.expireTimestamp - t.createTimestamp) * 1000;
+    this.timers.set(Timer.TokenExpiry, now + Number(t.expireTimestamp - t.createTimestamp) * 1000);
     this.serverIndex = 0;
     this.tryServer(now);
-    this.waker?.();
+    this.wake();
   }
 
   /**
@@ -184,14 +190,8 @@ export class Client implements Endpoint<ClientEvent> {
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
     if (this.carry.raw) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
-    if (this.state_ === 'connected' && this.session !== undefined) {
-      const id = this.session.send(this.now, lane, bytes, notice);
-      this.waker?.();
-      return id;
-    }
     if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
-    this.ctr.add('sendsAfterClose');
-    return -1;
+    return this.sendOnLane(lane, bytes, notice);
   }
 
   /**
@@ -201,21 +201,17 @@ export class Client implements Endpoint<ClientEvent> {
    */
   sendRaw(bytes: Uint8Array): boolean {
     if (!this.carry.raw) throw new GamewireError('invalid-state', 'not raw mode');
-    if (this.state_ === 'connected') {
-      queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
-      this.waker?.();
-      return true;
-    }
     if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
-    this.ctr.add('sendsAfterClose');
-    return false;
+    if (this.sendRefused()) return false;
+    queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
+    this.wake();
+    return true;
   }
 
   /** See `Connection.cancel`; false once the connection has ended (its blocks were dropped with it). */
   cancel(lane: number, id: number): boolean {
     if (this.session === undefined) throw new GamewireError('invalid-state', 'no lanes (not connected, or raw mode)');
-    if (this.state_ !== 'connected') return false;
-    return this.session.cancel(lane, id);
+    return this.cancelOnLane(lane, id);
   }
 
   /** Progress of the block lane both ways, or undefined. */
@@ -236,23 +232,18 @@ export class Client implements Endpoint<ClientEvent> {
   /** Disconnect: redundant DISCONNECT packets if connected, then `disconnected` (`local`). Idempotent. */
   close(): void {
     if (CLIENT_STATE_CODES[this.state_] <= 0) return;
-    this.disconnectsLeft = this.state_ === 'connected' ? DISCONNECT_COPIES : 0;
-    this.end('disconnected', 'local');
-    this.waker?.();
-  }
-
-  setWaker(waker: (() => void) | undefined): void {
-    this.waker = waker;
+    this.finish('disconnected', 'local', this.phase === Phase.Open);
+    this.wake();
   }
 
   handleDatagram(now: number, from: Address, b: Uint8Array): void {
     this.tick(now);
-    const state = this.state_;
-    if (state !== 'sending-request' && state !== 'sending-response' && state !== 'connected') return;
+    if (this.ended) return;
     if (from !== this.server) {
       this.ctr.add('wrongAddress');
       return;
     }
+    const state = this.state_;
     const t = this.token!;
     const allowed = state === 'connected'
       ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
@@ -269,105 +260,78 @@ export class Client implements Endpoint<ClientEvent> {
       case T.Challenge:
         if (state !== 'sending-request') break;
         this.challenge.set(p.body);
-        this.heardAt = now;
+        this.heard(now);
         this.setState(now, 'sending-response');
-        this.sentAt = -Infinity;
+        this.handshakeOwed = true;
+        this.timers.stop(Timer.Resend);
         return;
       case T.KeepAlive:
-        this.heardAt = now;
+        this.heard(now);
         if (state === 'sending-response') {
           this.clientIndex = readU32LE(p.body, 0);
           this.maxClients = readU32LE(p.body, 4);
-          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1);
+          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1, CLIENT_EVENTS);
+          // Keep-alives go on from the last response sent.
+          this.timers.set(Timer.KeepAlive, this.timers.get(Timer.Resend) ?? now);
+          this.open();
           this.setState(now, 'connected');
           this.wasConnected = true;
-          this.events.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });
+          this.push({ type: 'connected', clientIndex: this.clientIndex, maxClients: this.maxClients });
         }
         return;
       case T.Payload:
-        this.heardAt = now;
-        this.receivePayload(now, p.body);
+        this.heard(now);
+        if (!takePayload(now, this.session, p.body, 2) && this.carry.raw) this.push({ type: 'payload', bytes: p.body.slice() });
         return;
       case T.Disconnect:
-        this.end('disconnected', 'peer');
+        this.finish('disconnected', 'peer', false);
         return;
       default:
     }
     this.ctr.add('unexpected');
   }
 
-  handleTimeout(now: number): void {
-    this.tick(now);
-    const state = this.state_;
-    if (state === 'connected') {
-      if (now - this.heardAt >= this.timeoutMs) this.end('connection-timed-out', 'connection-timed-out');
-      else this.session?.handleTimeout(now);
-      return;
-    }
-    if (state !== 'sending-request' && state !== 'sending-response') return;
-    if (now >= this.expiresAt) this.fail('token-expired');
-    else if (now - this.stateAt >= this.timeoutMs) this.nextServerOr(now, state === 'sending-request' ? 'request-timed-out' : 'response-timed-out');
-  }
-
-  pollTimeout(): number | undefined {
-    if (this.disconnectsLeft > 0) return this.now;
-    const state = this.state_;
-    if (state === 'connected') {
-      let t = Math.min(this.heardAt + this.timeoutMs, this.sentAt + SEND_INTERVAL_MS);
-      if (this.rawQueue.length > 0) t = this.now;
-      const s = this.session?.pollTimeout();
-      return s !== undefined && s < t ? s : t;
-    }
-    if (state !== 'sending-request' && state !== 'sending-response') return undefined;
-    return Math.min(this.sentAt + SEND_INTERVAL_MS, this.stateAt + this.timeoutMs, this.expiresAt);
-  }
-
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
-    this.tick(now);
-    const n = this.write(now, out);
+    const n = this.transmit(now, out);
     if (n === undefined) return undefined;
-    this.sentAt = now;
-    this.transmit.length = n;
-    this.transmit.to = this.server!;
-    return this.transmit;
+    const phase = this.phase;
+    if (phase !== Phase.Closed) this.timers.set(phase === Phase.Open ? Timer.KeepAlive : Timer.Resend, now + SEND_INTERVAL_MS);
+    this.tx.length = n;
+    this.tx.to = this.server!;
+    return this.tx;
   }
 
-  pollEvent(): ClientEvent | undefined {
-    const own = this.events.shift();
-    if (own !== undefined) return own;
-    const e = this.session?.pollEvent();
-    if (e !== undefined) return e;
-    return this.endEvents.shift();
+  protected override onTimer(now: number, timer: number): void {
+    if (timer === Timer.Idle) this.finish('connection-timed-out', 'connection-timed-out', false);
+    else if (timer === Timer.TokenExpiry) this.fail('token-expired');
+    else if (timer === Timer.Handshake) this.nextServerOr(now, this.state_ === 'sending-request' ? 'request-timed-out' : 'response-timed-out');
   }
 
-  private write(now: number, out: Uint8Array): number | undefined {
-    const t = this.token;
-    if (t === undefined) return undefined;
-    if (this.disconnectsLeft > 0) {
-      this.disconnectsLeft--;
-      return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
-    }
-    const due = now - this.sentAt >= SEND_INTERVAL_MS;
+  protected override write(now: number, out: Uint8Array): number | undefined {
+    const t = this.token!;
     switch (this.state_) {
       case 'sending-request':
-        return due ? writeRequestPacket(out, t) : undefined;
       case 'sending-response':
-        return due ? this.seal(out, T.Response, this.challenge) : undefined;
-      case 'connected': {
+        if (!this.handshakeOwed && !this.timers.expired(Timer.Resend, now)) return undefined;
+        this.handshakeOwed = false;
+        return this.state_ === 'sending-request' ? writeRequestPacket(out, t) : this.seal(out, T.Response, this.challenge);
+      default: {
         const n = nextPayload(now, this.session, this.rawQueue, this.plain);
         if (n !== undefined) return this.seal(out, T.Payload, this.plain.subarray(0, n));
-        if (!due) return undefined;
+        if (!this.timers.expired(Timer.KeepAlive, now)) return undefined;
         const ka = this.plain.subarray(0, 8);
         ka.fill(0);
         return this.seal(out, T.KeepAlive, ka);
       }
-      default:
-        return undefined;
     }
   }
 
-  private receivePayload(now: number, body: Uint8Array): void {
-    if (!takePayload(now, this.session, body, 2) && this.carry.raw) this.events.push({ type: 'payload', bytes: body.slice() });
+  protected override writeDisconnect(out: Uint8Array): number {
+    return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
+  }
+
+  protected override sentAfterClose(): void {
+    this.ctr.add('sendsAfterClose');
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {
@@ -384,10 +348,11 @@ export class Client implements Endpoint<ClientEvent> {
     const a = this.token!.serverAddresses[this.serverIndex]!;
     this.server = addressToKey(a);
     this.replay = new ReplayProtection();
-    this.sentAt = -Infinity;
-    this.heardAt = now;
+    this.handshakeOwed = true;
+    this.timers.stop(Timer.Resend);
+    this.heard(now);
     this.setState(now, 'sending-request');
-    this.stateAt = now;
+    this.timers.set(Timer.Handshake, now + this.timeoutMs);
   }
 
   /** A request or response failed with this server: the next address in the token, or fail with `state`. */
@@ -401,42 +366,24 @@ export class Client implements Endpoint<ClientEvent> {
   }
 
   private fail(state: ClientDisconnectReason & ClientState): void {
-    this.end(state, state);
+    this.finish(state, state, false);
   }
 
   /**
    * Enter an ending state; the session stays until the next `connect`, so its undrained messages come
    * before the state's event and `'disconnected'`.
    */
-  private end(state: ClientState, reason: ClientDisconnectReason): void {
+  private finish(state: ClientState, reason: ClientDisconnectReason, tellPeer: boolean): void {
     this.state_ = state;
-    this.stateAt = this.now;
     this.rawQueue.length = 0;
-    this.endEvents.push({ type: 'state', state }, { type: 'disconnected', reason });
+    this.end(tellPeer, { type: 'state', state }, { type: 'disconnected', reason });
   }
 
-  /** The one place the state changes: every change is also an event. */
+  /** The one place the state changes on the way in (each change is an event; the end's are in `finish`). */
   private setState(now: number, s: ClientState): void {
     if (this.state_ === s) return;
     this.state_ = s;
-    this.stateAt = now;
-    this.events.push({ type: 'state', state: s });
-  }
-
-  private reset(): void {
-    this.token = undefined;
-    this.server = undefined;
-    this.session = undefined;
-    this.rawQueue.length = 0;
-    this.clientIndex = -1;
-    this.maxClients = 0;
-    this.disconnectsLeft = 0;
-    this.endEvents.length = 0;
-    this.expiresAt = Infinity;
-    this.wasConnected = false;
-  }
-
-  private tick(now: number): void {
-    if (now > this.now) this.now = now;
+    if (s !== 'connected') this.timers.set(Timer.Handshake, now + this.timeoutMs);
+    this.push({ type: 'state', state: s });
   }
 }

@@ -1,8 +1,9 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
-import { Session, type ConnectionStats, type SessionCounters } from '../connection/session.js';
+import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
+import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
-import type { Address } from '../core/endpoint.js';
+import { transportOf, type Address } from '../core/endpoint.js';
 import { checkConfig, GamewireError } from '../core/errors.js';
 import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
@@ -128,8 +129,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   /** @internal */ readonly crypto: CryptoProvider;
   /** @internal */ readonly carry: ResolvedCarry;
   private readonly carryOptions: NetcodeCarryOptions;
-  // Other transports carried beside UDP (registerUnderlay): clients whose address starts with a prefix get its carry.
-  private readonly underlays: { prefix: string; carry: ResolvedCarry }[] = [];
+  // Other transports carried beside UDP (registerUnderlay): transport prefix (transportOf) → its clients' carry.
+  private readonly underlays = new Map<string, ResolvedCarry>();
   /** Connected clients by address (packets) and by client id (their key). */
   protected readonly host: Host<ServerClient, ServerEvent, bigint>;
   private readonly ctr = new Counters<ServerCounter>(COUNTERS);
@@ -220,17 +221,17 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   }
 
   /**
-   * @internal Clients whose address starts with `prefix` come over `underlay` (not UDP): their
-   * sessions count its overhead and keep payloads within its datagrams. The WebRTC adapter calls it.
+   * @internal Clients whose address has the transport prefix `prefix` (`transportOf`: `"webrtc:"`)
+   * come over `underlay` (not UDP): their sessions count its overhead and keep payloads within its
+   * datagrams. The WebRTC adapter calls it.
    */
   registerUnderlay(prefix: string, underlay: CarryUnderlay): void {
-    this.underlays.push({ prefix, carry: resolveCarry(this.carryOptions, underlay) });
+    this.underlays.set(prefix, resolveCarry(this.carryOptions, underlay));
   }
 
   /** @internal What a client at `address` carries. */
   carryFor(address: Address): ResolvedCarry {
-    for (const u of this.underlays) if (address.startsWith(u.prefix)) return u.carry;
-    return this.carry;
+    return this.underlays.size === 0 ? this.carry : this.underlays.get(transportOf(address)) ?? this.carry;
   }
 
   /** Disconnect every client (each is sent redundant DISCONNECTs). */
@@ -408,11 +409,26 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   }
 }
 
+/** Builds a server client's message and delivery events, naming it (one object per event). */
+class ServerClientEvents implements SessionEvents<ServerEvent> {
+  constructor(private readonly client: ServerClient) {}
+
+  message(lane: number, bytes: Uint8Array): ServerEvent {
+    return { type: 'message', client: this.client, lane, bytes };
+  }
+
+  delivery(lane: number, id: number, delivered: boolean): ServerEvent {
+    return { type: 'delivery', client: this.client, lane, id, delivered };
+  }
+}
+
 /**
  * One connected client of a `Server`: send on its lanes (or raw payloads), read its figures, close
- * it. Made by the server when a client answers its challenge; never constructed by users.
+ * it. Made by the server when a client answers its challenge; never constructed by users. Its
+ * timers, close and events are the shared connection `Lifecycle`'s; this class is the server's end
+ * of netcode's framing (sealed packets, keep-alives).
  */
-export class ServerClient implements HostedPeer<ServerEvent> {
+export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<ServerEvent> {
   /** The client id from its connect token (u64). */
   readonly clientId: bigint;
   /** Its slot on this server, 0..maxClients − 1. */
@@ -424,26 +440,17 @@ export class ServerClient implements HostedPeer<ServerEvent> {
   private readonly server: Server;
   private readonly c2s: Uint8Array;
   private readonly s2c: Uint8Array;
-  private readonly timeoutMs: number;
-  private readonly session: Session | undefined;
   private readonly rawQueue: Uint8Array[] = [];
   private readonly replay = new ReplayProtection();
-  private readonly events: ServerEvent[] = [];
   private sequence = 0n;
   private confirmed = false;
+  // Until the client confirms (its first packet), every payload to it is preceded by a keep-alive (it carries the slot).
   private keepAliveOwed = true;
-  private heardAt: number;
-  private sentAt = -Infinity;
-  private now: number;
-  private closed = false;
-  private disconnectsLeft = 0;
-  private disconnectEvent: ServerEvent | undefined;
-  private waker: (() => void) | undefined;
 
   /** @internal */
   constructor(server: Server, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
+    super(DISCONNECT_COPIES, m.timeoutMs, now, Phase.Handshake);
     this.server = server;
-    this.now = this.heardAt = now;
     this.address = address;
     this.clientIndex = index;
     this.clientId = clientId;
@@ -455,16 +462,16 @@ export class ServerClient implements HostedPeer<ServerEvent> {
     this.c2s = b.subarray(0, KEY_BYTES);
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
     this.userData = b.subarray(2 * KEY_BYTES);
-    this.timeoutMs = m.timeoutMs;
     const carry = server.carryFor(address);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
-    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2);
-    this.events.push({ type: 'connected', client: this });
+    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
+    this.open();
+    this.push({ type: 'connected', client: this });
   }
 
   /** True once closed (locally, by the peer, or by timeout). */
   get isClosed(): boolean {
-    return this.closed;
+    return this.ended;
   }
 
   /**
@@ -476,13 +483,7 @@ export class ServerClient implements HostedPeer<ServerEvent> {
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
     if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
-    if (this.closed) {
-      this.server.sentAfterClose();
-      return -1;
-    }
-    const id = this.session.send(this.now, lane, bytes, notice);
-    this.waker?.();
-    return id;
+    return this.sendOnLane(lane, bytes, notice);
   }
 
   /**
@@ -492,20 +493,16 @@ export class ServerClient implements HostedPeer<ServerEvent> {
    */
   sendRaw(bytes: Uint8Array): boolean {
     if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
-    if (this.closed) {
-      this.server.sentAfterClose();
-      return false;
-    }
+    if (this.sendRefused()) return false;
     queueRaw(this.rawQueue, bytes, this.server.carry.maxRawQueue);
-    this.waker?.();
+    this.wake();
     return true;
   }
 
   /** See `Connection.cancel`; false once the client has closed (its blocks were dropped with it). */
   cancel(lane: number, id: number): boolean {
     if (this.session === undefined) throw new GamewireError('invalid-state', 'raw mode has no lanes');
-    if (this.closed) return false;
-    return this.session.cancel(lane, id);
+    return this.cancelOnLane(lane, id);
   }
 
   /** Progress of the block lane both ways, or undefined (none, or raw mode). */
@@ -525,64 +522,44 @@ export class ServerClient implements HostedPeer<ServerEvent> {
 
   /** Disconnect: raise `'disconnected'` (`local`) and send redundant DISCONNECT packets. Idempotent. */
   close(): void {
-    if (this.closed) return;
-    this.end('local', true);
-    this.waker?.();
+    if (this.ended) return;
+    this.finish('local', true);
+    this.wake();
   }
 
-  setWaker(waker: (() => void) | undefined): void {
-    this.waker = waker;
-  }
-
+  /** True once closed: the host then retires the client (and drains its DISCONNECTs). */
   finished(): boolean {
-    return this.closed && this.disconnectsLeft === 0;
+    return this.ended;
   }
 
   handleDatagram(now: number, b: Uint8Array): void {
     this.tick(now);
-    if (this.closed) return;
+    if (this.ended) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
     const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
     if ('drop' in p) {
       this.server.packetDropped(p.drop);
       return;
     }
-    this.heardAt = now;
+    this.heard(now);
     if (p.type === T.Disconnect) {
-      this.end('peer', false);
+      this.finish('peer', false);
       return;
     }
     this.confirmed = true;
     if (p.type !== T.Payload) return;
-    if (!takePayload(now, this.session, p.body, 1)) this.events.push({ type: 'payload', client: this, bytes: p.body.slice() });
-  }
-
-  handleTimeout(now: number): void {
-    this.tick(now);
-    if (this.closed) return;
-    if (now - this.heardAt >= this.timeoutMs) {
-      this.end('timeout', false);
-      return;
-    }
-    this.session?.handleTimeout(now);
-  }
-
-  pollTimeout(): number | undefined {
-    if (this.closed) return this.disconnectsLeft > 0 ? this.now : undefined;
-    let t = Math.min(this.heardAt + this.timeoutMs, this.sentAt + KEEP_ALIVE_MS);
-    if ((this.keepAliveOwed && !this.confirmed) || this.rawQueue.length > 0) t = this.now;
-    const s = this.session?.pollTimeout();
-    return s !== undefined && s < t ? s : t;
+    if (!takePayload(now, this.session, p.body, 1)) this.push({ type: 'payload', client: this, bytes: p.body.slice() });
   }
 
   pollTransmit(now: number, out: Uint8Array): number | undefined {
-    this.tick(now);
-    if (this.closed) {
-      if (this.disconnectsLeft === 0) return undefined;
-      this.disconnectsLeft--;
-      return this.seal(out, T.Disconnect, this.server.plain.subarray(0, 0));
-    }
-    // Until the client confirms, every payload is preceded by a keep-alive (it carries the slot).
+    return this.transmit(now, out);
+  }
+
+  protected override onTimer(_now: number, timer: number): void {
+    if (timer === Timer.Idle) this.finish('timeout', false);
+  }
+
+  protected override write(now: number, out: Uint8Array): number | undefined {
     if (this.keepAliveOwed && !this.confirmed) {
       this.keepAliveOwed = false;
       return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
@@ -593,35 +570,27 @@ export class ServerClient implements HostedPeer<ServerEvent> {
       this.keepAliveOwed = !this.confirmed;
       return this.seal(out, T.Payload, plain.subarray(0, n));
     }
-    if (now - this.sentAt >= KEEP_ALIVE_MS) return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
+    if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
     return undefined;
   }
 
-  pollEvent(): ServerEvent | undefined {
-    const own = this.events.shift();
-    if (own !== undefined) return own;
-    const e = this.session?.pollEvent();
-    if (e !== undefined) return { ...e, client: this };
-    const d = this.disconnectEvent;
-    this.disconnectEvent = undefined;
-    return d;
+  protected override writeDisconnect(out: Uint8Array): number {
+    return this.seal(out, T.Disconnect, this.server.plain.subarray(0, 0));
+  }
+
+  protected override sentAfterClose(): void {
+    this.server.sentAfterClose();
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {
     const n = writePacket(out, type, this.sequence++, body, this.server.protocolId, this.s2c, this.server.crypto);
-    this.sentAt = this.now;
+    this.timers.set(Timer.KeepAlive, this.now + KEEP_ALIVE_MS);
     return n;
   }
 
-  private tick(now: number): void {
-    if (now > this.now) this.now = now;
-  }
-
-  private end(reason: ServerDisconnectReason, tellPeer: boolean): void {
-    this.closed = true;
+  private finish(reason: ServerDisconnectReason, tellPeer: boolean): void {
     this.rawQueue.length = 0;
-    this.disconnectsLeft = tellPeer ? DISCONNECT_COPIES : 0;
-    this.disconnectEvent = { type: 'disconnected', client: this, reason };
+    this.end(tellPeer, { type: 'disconnected', client: this, reason });
     this.server.released(this);
   }
 }

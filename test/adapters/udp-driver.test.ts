@@ -404,6 +404,55 @@ describe('UdpDriver over real loopback', () => {
     }
   });
 
+  it('openEndpoint with a remote: a connected socket; datagrams are fed as from the remote, transmits go to it', async () => {
+    const server = await UdpDriver.openEndpoint<Address>(new EchoEndpoint(), { host: '127.0.0.1' });
+    // Sends one ping to an address that is not the server's; records where each datagram came from.
+    const seen: Address[] = [];
+    let pinged = false;
+    const mine: Endpoint<never> = {
+      handleDatagram: (_now, from) => void seen.push(from),
+      handleTimeout: () => {},
+      pollTransmit: (_now, out) => {
+        if (pinged) return undefined;
+        pinged = true;
+        out.set([1, 2, 3]);
+        return { length: 3, to: 'whatever-the-endpoint-names' };
+      },
+      pollTimeout: () => undefined,
+      pollEvent: () => undefined,
+    };
+    const client = await UdpDriver.openEndpoint(mine, { remote: { host: '127.0.0.1', port: server.local.port } });
+    const stranger = createSocket('udp4');
+    await new Promise<void>((r) => stranger.bind(0, '127.0.0.1', () => r()));
+    stranger.send(Buffer.from('not for you'), client.local.port, '127.0.0.1');
+    await until(() => seen.length === 1, 'the echo of the ping');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(seen).toEqual([addressKey('127.0.0.1', server.local.port)]);
+    expect(server.counters().datagramsIn).toBe(1);
+    expect(client.remote).toEqual({ host: '127.0.0.1', port: server.local.port });
+    expect(client.counters().unsendable).toBe(0);
+    stranger.close();
+    await client.close();
+    await server.close();
+  });
+
+  it('attachTransport: a prefix is a lowercase name and a colon, attached once; a transmit goes to the sink of its own prefix only', async () => {
+    const echo = new EchoEndpoint();
+    const server = await UdpDriver.openEndpoint<Address>(echo, { host: '127.0.0.1' });
+    for (const bad of ['', 'webrtc', 'WebRTC:', 'web rtc:', '1x:']) {
+      expect(() => server.attachTransport(bad, () => {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
+    }
+    const sunk: string[] = [];
+    const feed = server.attachTransport('side:', (to, bytes) => sunk.push(`${to}=${new TextDecoder().decode(bytes)}`));
+    expect(() => server.attachTransport('side:', () => {})).toThrow(expect.objectContaining({ code: 'invalid-argument' }));
+    server.attachTransport('sidecar:', () => sunk.push('wrong sink'));
+    feed('side:1', new TextEncoder().encode('hi'));
+    await until(() => sunk.length === 1, 'the echo through the side transport');
+    expect(sunk).toEqual(['side:1=hi']);
+    expect(server.counters().datagramsOut).toBe(1);
+    await server.close();
+  });
+
   it('one-remote mode over IPv6: a connected udp6 socket to [::1]', async () => {
     const server = await UdpDriver.openEndpoint<Address>(new EchoEndpoint(), { host: '::1' });
     const blaster = new Blaster(300);

@@ -4,7 +4,7 @@ import {
   KcpClient, KcpServer, type KcpClientOptions, type KcpCloseReason, type KcpServerOptions, type KcpSession,
   type KcpSessionEvent,
 } from '../../kcp/session.js';
-import { addressKey, UdpDriver, type DrivablePeer, type UdpAddress } from './udp-driver.js';
+import { addressKey, resolveHost, UdpDriver, type UdpAddress } from './udp-driver.js';
 
 /** Events of `KcpUdpServer` and `KcpUdpClient` (the session events, one listener argument list each). */
 export interface KcpUdpEvents {
@@ -123,7 +123,8 @@ export interface KcpUdpClientOptions extends KcpClientOptions {
 }
 
 /**
- * A `KcpClient` over a connected udp4 socket (`UdpDriver`, one timer). Emits the session events;
+ * A `KcpClient` over a connected socket: the driver drives it as its endpoint (`UdpDriver.openEndpoint` with
+ * the server as remote; one timer). Emits the session events;
  * `send` queues a message and schedules the flush.
  */
 export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
@@ -141,17 +142,13 @@ export class KcpUdpClient extends EventEmitter<KcpUdpEvents> {
   /** Connect a socket to `options.server` and start (raw mode: ready at once; cookie: after the handshake). */
   static async open(options: KcpUdpClientOptions): Promise<KcpUdpClient> {
     checkConfig(typeof options === 'object' && options !== null && options.server !== undefined, 'server address is required');
-    const client = new KcpClient({ remote: addressKey(options.server.host, options.server.port), ...options });
-    const peer: DrivablePeer<KcpSessionEvent> = {
-      handleDatagram: (now, bytes) => client.handleDatagram(now, client.remote, bytes),
-      handleTimeout: (now) => client.handleTimeout(now),
-      pollTransmit: (now, out) => client.pollTransmit(now, out)?.length,
-      pollTimeout: () => client.pollTimeout(),
-      pollEvent: () => client.pollEvent(),
-      setWaker: (waker) => client.setWaker(waker),
-    };
-    const driver = await UdpDriver.open<KcpSessionEvent>(peer, {
-      remote: options.server,
+    const s = options.server;
+    checkConfig(typeof s === 'object' && s !== null && typeof s.host === 'string' && s.host.length > 0, 'server.host must be a non-empty string');
+    // Resolved once: the driver feeds every datagram as from this key, the one the client expects.
+    const server = { host: await resolveHost(s.host, undefined), port: s.port };
+    const client = new KcpClient({ remote: addressKey(server.host, server.port), ...options });
+    const driver = await UdpDriver.openEndpoint<KcpSessionEvent>(client, {
+      remote: server,
       port: options.port,
       clock: options.clock,
       maxDatagramBytes: Math.max(64, options.mtu ?? 1400),

@@ -6,7 +6,7 @@ import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Counters } from '../../core/counters.js';
 import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/drive-loop.js';
-import type { Address, Endpoint } from '../../core/endpoint.js';
+import { transportOf, type Address, type Endpoint } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
@@ -83,6 +83,15 @@ export interface UdpDriverOptions extends UdpSocketOptions {
    * latch the socket is connected to the remote, so the kernel drops everyone else's datagrams.
    */
   acceptFirst?: (bytes: Uint8Array, from: UdpAddress) => boolean;
+}
+
+/** Options of {@link UdpDriver.openEndpoint}. */
+export interface UdpEndpointOptions extends UdpSocketOptions {
+  /**
+   * The one remote of an endpoint that talks to a single server: the socket is connected to it (a
+   * host name is resolved first, as in `open`). Omitted: the socket talks to any remote.
+   */
+  remote?: UdpAddress;
 }
 
 /** Options of {@link UdpDriver.close}. */
@@ -225,8 +234,8 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private lastFromKey = '';
   private lastTo = '';
   private lastToAddr: UdpAddress | undefined;
-  // Other transports carried on this endpoint (attachTransport): address prefix → sink.
-  private readonly sides: { prefix: string; send: (to: Address, bytes: Uint8Array) => void }[] = [];
+  // Other transports carried on this endpoint (attachTransport): transport prefix (transportOf) → sink.
+  private readonly sides = new Map<string, (to: Address, bytes: Uint8Array) => void>();
   private readonly onHeldCheckBound = (): void => {
     this.heldCheck = undefined;
     this.releaseHeld();
@@ -242,6 +251,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     socket: Socket,
     options: UdpDriverOptions,
     sizes: SocketBufferSizes,
+    from?: Address,
   ) {
     super();
     this.endpoint = endpoint;
@@ -285,7 +295,9 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       maxDatagramBytes: size,
       maxTransmitsPerTurn: slots,
     });
-    this.onMessageBound = single === undefined ? (m, r) => this.onMessageMulti(m, r) : (m, r) => this.onMessageSingle(m, r);
+    this.onMessageBound = single !== undefined ? (m, r) => this.onMessageSingle(m, r)
+      : from !== undefined ? (m) => this.onMessageConnected(m, from)
+      : (m, r) => this.onMessageMulti(m, r);
     socket.on('message', this.onMessageBound);
     socket.on('error', (err: NodeJS.ErrnoException) => {
       this.stats.add('recvErrors');
@@ -301,32 +313,10 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
    */
   static async open<E = unknown>(peer: DrivablePeer<E>, options: UdpDriverOptions = {}): Promise<UdpDriver<E>> {
     const v = validate(options);
-    let remote: UdpAddress | undefined;
-    if (options.remote !== undefined) {
-      const r = options.remote;
-      checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
-      checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
-      remote = { host: await resolveHost(r.host, options.host), port: r.port };
-    }
-    const v6 = isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6);
-    const socket = await bindSocket(v6, options.port ?? 0, options.host);
-    try {
-      if (remote !== undefined) {
-        const r = remote;
-        await new Promise<void>((resolve, reject) => {
-          socket.once('error', reject);
-          socket.connect(r.port, r.host, () => {
-            socket.off('error', reject);
-            resolve();
-          });
-        });
-      }
-    } catch (err) {
-      socket.close();
-      throw err;
-    }
+    let remote = await resolveRemote(options);
+    const socket = await bindSocket(isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6), options.port ?? 0, options.host);
+    if (remote !== undefined) remote = await connectSocket(socket, remote);
     const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
-    if (remote !== undefined) remote = { host: socket.remoteAddress().address, port: socket.remoteAddress().port };
     const single = new PeerEndpoint<E>(peer, remote === undefined ? undefined : addressKey(remote.host, remote.port));
     const driver = new UdpDriver<E>(single, single, socket, { ...options, remote }, sizes);
     driver.start();
@@ -334,35 +324,43 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   }
 
   /**
-   * Bind an unconnected socket and drive `endpoint`, which talks to any number of remotes: every
-   * datagram is fed with its source as an `addressKey` string (`"1.2.3.4:5"`, `"[::1]:5"`), and
-   * each transmit goes to the address it names (an unparsable one is dropped and counted as
-   * `unsendable`). Rejects on bind failure; throws `invalid-config` on bad options.
+   * Bind a socket and drive `endpoint`, which names the remote of every datagram. Unconnected (no
+   * `options.remote`): any number of remotes; every datagram is fed with its source as an
+   * `addressKey` string (`"1.2.3.4:5"`, `"[::1]:5"`), and each transmit goes to the address it names
+   * (an unparsable one is dropped and counted as `unsendable`). With `options.remote` (a one-server
+   * endpoint such as `KcpClient`): the socket is connected to it as in `open`, every datagram is fed
+   * as from `addressKey(host, port)` of the remote as given (a name resolved first), and every
+   * transmit goes to it. Rejects on bind/connect failure and with `invalid-argument` when the remote
+   * host does not resolve; throws `invalid-config` on bad options.
    */
-  static async openEndpoint<E = unknown>(endpoint: Endpoint<E>, options: UdpSocketOptions = {}): Promise<UdpDriver<E>> {
+  static async openEndpoint<E = unknown>(endpoint: Endpoint<E>, options: UdpEndpointOptions = {}): Promise<UdpDriver<E>> {
     const v = validate(options);
-    const socket = await bindSocket(isIP(options.host ?? '') === 6, options.port ?? 0, options.host);
+    let remote = await resolveRemote(options);
+    const socket = await bindSocket(isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6), options.port ?? 0, options.host);
+    const from = remote === undefined ? undefined : addressKey(remote.host, remote.port);
+    if (remote !== undefined) remote = await connectSocket(socket, remote);
     const sizes = setBufferSizes(socket, v.recvBytes, v.sendBytes);
-    const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote: undefined }, sizes);
+    const driver = new UdpDriver<E>(endpoint, undefined, socket, { ...options, remote, acceptFirst: undefined }, sizes, from);
     driver.start();
     return driver;
   }
 
   /**
    * Carry the remotes of another transport on this driver's endpoint (one host, one drive loop, one
-   * timer): transmits to addresses that start with `prefix` go to `send(to, bytes)` instead of the
-   * socket (`bytes` is valid during the call only), and the returned function feeds the endpoint one
-   * datagram from such a remote (counted as UDP's are). The WebRTC adapter uses it. Multi-remote
-   * drivers only (`openEndpoint`): throws `invalid-state` otherwise, `invalid-argument` for an empty
-   * prefix or one already attached.
+   * timer): transmits to addresses whose transport prefix (`transportOf`) is `prefix` (`"webrtc:"`: a
+   * lowercase name and a colon) go to `send(to, bytes)` instead of the socket (`bytes` is valid during
+   * the call only), and the returned function feeds the endpoint one datagram from such a remote
+   * (counted as UDP's are). The WebRTC adapter uses it. Multi-remote drivers only (`openEndpoint`):
+   * throws `invalid-state` otherwise, `invalid-argument` for a prefix not of that form or one already
+   * attached.
    */
   attachTransport(prefix: string, send: (to: Address, bytes: Uint8Array) => void): (from: Address, bytes: Uint8Array) => void {
     if (this.single !== undefined) throw new GamewireError('invalid-state', 'attachTransport needs a driver from openEndpoint');
-    if (typeof prefix !== 'string' || prefix.length === 0 || this.sides.some((x) => x.prefix.startsWith(prefix) || prefix.startsWith(x.prefix))) {
-      throw new GamewireError('invalid-argument', `transport prefix '${String(prefix)}' is empty or overlaps one attached`);
+    if (typeof prefix !== 'string' || prefix === '' || transportOf(prefix) !== prefix || this.sides.has(prefix)) {
+      throw new GamewireError('invalid-argument', `transport prefix '${String(prefix)}' is not a lowercase name and a colon, or is attached already`);
     }
     if (typeof send !== 'function') throw new GamewireError('invalid-argument', 'send must be a function');
-    this.sides.push({ prefix, send });
+    this.sides.set(prefix, send);
     return (from, bytes) => {
       if (this.loop.state === 'closed') return;
       this.nIn++;
@@ -489,6 +487,14 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.loop.handleDatagram(this.single!.remote!, msg);
   }
 
+  /** A connected endpoint (`openEndpoint` with a remote): the kernel lets only the remote's datagrams in. */
+  private onMessageConnected(msg: Buffer, from: Address): void {
+    if (this.loop.state === 'closed') return;
+    this.nIn++;
+    this.bIn += msg.length;
+    this.loop.handleDatagram(from, msg);
+  }
+
   private onMessageMulti(msg: Buffer, rinfo: RemoteInfo): void {
     if (this.loop.state === 'closed') return;
     if (rinfo.port !== this.lastFromPort || rinfo.address !== this.lastFromHost) {
@@ -531,13 +537,12 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   /** Send the first `n` bytes of the buffer `nextBuffer()` handed out to `to`. */
   private send(n: number, to: Address): void {
-    for (let i = 0; i < this.sides.length; i++) {
-      const side = this.sides[i]!;
-      if (!to.startsWith(side.prefix)) continue;
+    const side = this.sides.size === 0 ? undefined : this.sides.get(transportOf(to));
+    if (side !== undefined) {
       // The buffer stays on top of the free list: the sink copies the bytes before it returns.
       this.nOut++;
       this.bOut += n;
-      side.send(to, this.pool[this.free[this.free.length - 1]!]!.subarray(0, n));
+      side(to, this.pool[this.free[this.free.length - 1]!]!.subarray(0, n));
       return;
     }
     let port = 0;
@@ -665,6 +670,33 @@ export async function resolveHost(host: string, localHost: string | undefined): 
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw new GamewireError('invalid-argument', `remote host "${host}" does not resolve (${code})`);
   }
+}
+
+/** Check `options.remote` and resolve its host (`resolveHost`); undefined without one. */
+async function resolveRemote(options: { remote?: UdpAddress; host?: string }): Promise<UdpAddress | undefined> {
+  const r = options.remote;
+  if (r === undefined) return undefined;
+  checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
+  checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
+  return { host: await resolveHost(r.host, options.host), port: r.port };
+}
+
+/** Connect `socket` to `r` (an IP literal); the address the kernel reports. On failure the socket is closed before the rejection. */
+async function connectSocket(socket: Socket, r: UdpAddress): Promise<UdpAddress> {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('error', reject);
+      socket.connect(r.port, r.host, () => {
+        socket.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    socket.close();
+    throw err;
+  }
+  const a = socket.remoteAddress();
+  return { host: a.address, port: a.port };
 }
 
 /** Create and bind a socket; on failure it is closed before the rejection. */

@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
 import { ipGroup } from '../../core/address-group.js';
 import { Counters } from '../../core/counters.js';
-import type { Address } from '../../core/endpoint.js';
+import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
@@ -194,7 +194,7 @@ export class WebRtcSignalling {
     server.registerUnderlay(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_UNDERLAY);
     // First in line, so a user's listener that throws cannot keep a completed handshake from being seen.
     driver.prependListener('event', (e) => {
-      if ((e.type !== 'connected' && e.type !== 'disconnected') || !e.client.address.startsWith(WEBRTC_ADDRESS_PREFIX)) return;
+      if ((e.type !== 'connected' && e.type !== 'disconnected') || transportOf(e.client.address) !== WEBRTC_ADDRESS_PREFIX) return;
       const p = this.peers.get(e.client.address);
       if (p === undefined) return;
       if (e.type === 'connected') this.joined(p);
