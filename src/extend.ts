@@ -18,7 +18,7 @@ export { cryptoRandom, type RandomSource } from './core/random.js';
 export type { ConnectionState, DisconnectReason } from './connection/connection.js';
 export type { BlockLaneConfig } from './connection/options.js';
 export type { BlockLaneProgress, BlockLaneStats } from './connection/blocks.js';
-export type { ChannelsConfig, LaneConfig as MessageLaneConfig } from './channels/config.js';
+export type { ChannelsConfig, LaneConfig } from './channels/config.js';
 export { Channels, type ChannelEvent, type LaneStats } from './channels/channels.js';
 export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
 

@@ -19,7 +19,7 @@ export { sodiumCrypto } from './crypto/sodium.js';
 
 // The lanes every connection carries, and unsecured connections (docs/connection.md).
 export type { DeliveryMode } from './channels/config.js';
-export type { ConnectionLaneConfig as LaneConfig } from './connection/options.js';
+export type { ConnectionLaneConfig } from './connection/options.js';
 export { Connection, type ConnectionEvent, type ConnectionStats } from './connection/connection.js';
 export { ConnectionHost } from './connection/host.js';
 export type { ConnectionOptions } from './connection/options.js';
