@@ -9,7 +9,7 @@
 
 // The drive contract: endpoints, peers, the drive loop, hosts, randomness.
 export type { Address, Endpoint, Transmit } from './core/endpoint.js';
-export { EndpointPeer, PeerEndpoint, type SansIoPeer } from './core/peer.js';
+export { PeerEndpoint, type SansIoPeer } from './core/peer.js';
 export { DriveLoop, type DriveLoopOptions, type DrivePlatform, type LingerOptions } from './core/drive-loop.js';
 export { Host, type HostEvent, type HostOptions, type HostedPeer, type PeerId } from './core/host.js';
 export { cryptoRandom, type RandomSource } from './core/random.js';

@@ -1,8 +1,7 @@
 import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KcpUdpClient, KcpUdpServer } from '../../src/adapters/node/kcp.js';
-import { UdpDriver } from '../../src/adapters/node/udp-driver.js';
-import { EndpointPeer } from '../../src/core/peer.js';
+import { addressKey, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { KcpClient, type KcpSession, type KcpSessionEvent } from '../../src/kcp/session.js';
 import { waitFor } from './helpers.js';
 
@@ -26,13 +25,13 @@ describe('KCP cookie mode over loopback UDP', () => {
     server.on('closed', (_s, reason) => closed.push(reason));
 
     // First socket.
-    const client = new KcpClient({ mode: 'cookie', kcp: KCP });
+    const remote = { host: '127.0.0.1', port: server.local.port };
+    const client = new KcpClient({ mode: 'cookie', kcp: KCP, remote: addressKey(remote.host, remote.port) });
     const got: Uint8Array[] = [];
     const onEvent = (ev: KcpSessionEvent): void => {
       if (ev.type === 'message') got.push(ev.data);
     };
-    const remote = { host: '127.0.0.1', port: server.local.port };
-    const d1 = await UdpDriver.open<KcpSessionEvent>(new EndpointPeer(client, client.remote), { remote });
+    const d1 = await UdpDriver.openEndpoint<KcpSessionEvent>(client, { remote });
     d1.on('event', onEvent);
     expect(await waitFor(() => client.state === 'open', 3000)).toBe(true);
     for (let i = 0; i < 20; i++) client.send(new Uint8Array([i, 1, 2, 3]));
@@ -42,7 +41,7 @@ describe('KCP cookie mode over loopback UDP', () => {
     await d1.close();
 
     // Same session, new socket (new source port): the cookie lets the server move it.
-    const d2 = await UdpDriver.open<KcpSessionEvent>(new EndpointPeer(client, client.remote), { remote });
+    const d2 = await UdpDriver.openEndpoint<KcpSessionEvent>(client, { remote });
     cleanups.push(() => d2.close());
     d2.on('event', onEvent);
     for (let i = 20; i < 40; i++) client.send(new Uint8Array([i, 1, 2, 3]));
