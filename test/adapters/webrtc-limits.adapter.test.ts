@@ -143,7 +143,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
   }, 10_000);
 
   it('a channel that opens but never completes a netcode handshake is closed after handshakeTimeoutMs, and its slot is free', async () => {
-    const r = await rig({ maxPeers: 1, handshakeTimeoutMs: 800 });
+    const r = await rig({ maxPeers: 1, handshakeTimeoutMs: 1500 });
     const rogue = await offerer();
     try {
       const res = await fetch(r.signalling.url, { method: 'POST', body: offerBody(r.token(), rogue.sdp) });
@@ -153,12 +153,12 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
       expect(r.signalling.size).toBe(1);
       // maxPeers 1: while the rogue holds the slot a player is refused.
       expect((await post(r.signalling.url, offerBody(r.token(), rogue.sdp))).error).toBe('busy');
-      await until(() => r.signalling.size === 0, 'the silent channel to be closed', 3000);
+      await until(() => r.signalling.size === 0, 'the silent channel to be closed', 5000);
       expect(r.signalling.counters().handshakeTimeouts).toBe(1);
       await until(() => rogue.dc.readyState === 'closed', 'the rogue to see its channel closed', 3000);
       // The slot is free again; a player who completes the handshake is kept past the bound.
       const { conn, events } = await player(r.signalling.url, r.token());
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await new Promise((resolve) => setTimeout(resolve, 1800));
       conn.client.send(0, Uint8Array.of(42));
       await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 42), 'the echo after the bound');
       expect(r.signalling.size).toBe(1);
@@ -168,7 +168,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
       rogue.pc.close();
       await r.close();
     }
-  }, 10_000);
+  }, 20_000);
 
   it('offers pending from one address are capped (429 busy), another address is answered, and the cap frees as they end', async () => {
     const r = await rig({ maxPending: 16, maxPendingPerAddress: 2, openTimeoutMs: 1000 });
