@@ -325,9 +325,8 @@ export class DriveLoop<E = unknown, T = unknown> {
    * end. An armed timer is kept when it fires no later than one timer resolution after the new
    * deadline: waking early is harmless (the drain re-arms), while re-arming on every datagram — a
    * pacing sender moves its deadline by fractions of a ms each time — costs a clear and a set for
-   * nothing, since the timer cannot fire more precisely than its resolution anyway. (Of the rules
-   * this replaces, re-arming on any earlier deadline churned, and never clearing left stray wake-ups.)
-   * No deadline clears the timer. The delay is rounded up to whole resolutions; a deadline at or
+   * nothing, since the timer cannot fire more precisely than its resolution anyway. No deadline
+   * clears the timer, so no stray wake-up is left armed. The delay is rounded up to whole resolutions; a deadline at or
    * before `now` is one resolution on (`deferStuck`), so it cannot spin.
    */
   private arm(now: number): void {
