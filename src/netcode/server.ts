@@ -1,7 +1,7 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
-import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { readU64LE, writeU32LE, writeU64LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
 import { checkConfig, GamewireError } from '../core/errors.js';
@@ -178,7 +178,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     // server-to-client key: a random start in 2^63..2^63 + 2^62 keeps their sequences apart.
     const start = new Uint8Array(8);
     random(start);
-    this.globalSequence = (1n << 63n) | (readU64(start, 0) & ((1n << 62n) - 1n));
+    this.globalSequence = (1n << 63n) | (readU64LE(start, 0) & ((1n << 62n) - 1n));
     for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
     this.host = new Host<ServerClient, ServerEvent, bigint>({
       maxPeers: max,
@@ -331,7 +331,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     }
     const seq = this.challengeSequence++;
     const body = this.body;
-    writeU64(body, 0, seq);
+    writeU64LE(body, 0, seq);
     body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto, r.tokenMac), 8);
     this.sendGlobal(from, T.Challenge, body, t.serverToClientKey);
     this.ctr.add('challengesSent');
@@ -349,7 +349,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
       this.ctr.add('responsesDropped');
       return;
     }
-    const seq = readU64(p.body, 0);
+    const seq = readU64LE(p.body, 0);
     const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, macOf(m));
     if (token === undefined) {
       this.ctr.add('responsesDropped');
@@ -593,15 +593,6 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.end(tellPeer, { type: 'disconnected', client: this, reason });
     this.server.released(this);
   }
-}
-
-function writeU64(b: Uint8Array, o: number, v: bigint): void {
-  writeU32LE(b, o, Number(v & 0xffffffffn));
-  writeU32LE(b, o + 4, Number(v >> 32n));
-}
-
-function readU64(b: Uint8Array, o: number): bigint {
-  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
 }
 
 /** A token's MAC as a map key: one flat 16-character string (a hex string built by `+=` is a tree of a dozen pieces). */

@@ -1,4 +1,4 @@
-import { readU16LE, readU32LE, writeU16LE, writeU32LE } from '../core/bytes.js';
+import { readU16LE, readU32LE, readU64LE, writeU16LE, writeU32LE, writeU64LE } from '../core/bytes.js';
 import { checkArg } from '../core/errors.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
@@ -71,16 +71,7 @@ export interface NetcodeAddress {
 }
 
 // ---------------------------------------------------------------------------------------------
-// u64 and addresses
-
-function writeU64(b: Uint8Array, o: number, v: bigint): void {
-  writeU32LE(b, o, Number(v & 0xffffffffn));
-  writeU32LE(b, o + 4, Number((v >> 32n) & 0xffffffffn));
-}
-
-function readU64(b: Uint8Array, o: number): bigint {
-  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
-}
+// addresses
 
 /** The address string gamewire's drivers use for `a`: `"1.2.3.4:5"`, `"[::1]:5"` (as `addressKey`). */
 export function addressToKey(a: NetcodeAddress): string {
@@ -228,15 +219,15 @@ export interface ConnectTokenPublic {
 function tokenAd(protocolId: bigint, expire: bigint): Uint8Array {
   const ad = new Uint8Array(VERSION_INFO_BYTES + 16);
   ad.set(NETCODE_VERSION_INFO);
-  writeU64(ad, 13, protocolId);
-  writeU64(ad, 21, expire);
+  writeU64LE(ad, 13, protocolId);
+  writeU64LE(ad, 21, expire);
   return ad;
 }
 
 /** The private token's plaintext, zero-padded to 1008 bytes. */
 export function writePrivateToken(t: ConnectTokenPrivate): Uint8Array {
   const b = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES);
-  writeU64(b, 0, t.clientId);
+  writeU64LE(b, 0, t.clientId);
   writeU32LE(b, 8, t.timeoutSeconds >>> 0);
   writeU32LE(b, 12, t.serverAddresses.length);
   let o = 16;
@@ -254,7 +245,7 @@ export function readPrivateToken(b: Uint8Array): ConnectTokenPrivate | undefined
   const o = readAddresses(b, 16, b.length, readU32LE(b, 12), serverAddresses);
   if (o < 0 || o + 2 * KEY_BYTES + USER_DATA_BYTES > b.length) return undefined;
   return {
-    clientId: readU64(b, 0),
+    clientId: readU64LE(b, 0),
     timeoutSeconds: readU32LE(b, 8) | 0,
     serverAddresses,
     clientToServerKey: b.slice(o, o + KEY_BYTES),
@@ -286,9 +277,9 @@ export function decryptPrivateToken(
 export function writeConnectToken(t: ConnectTokenPublic): Uint8Array {
   const b = new Uint8Array(CONNECT_TOKEN_BYTES);
   b.set(NETCODE_VERSION_INFO);
-  writeU64(b, 13, t.protocolId);
-  writeU64(b, 21, t.createTimestamp);
-  writeU64(b, 29, t.expireTimestamp);
+  writeU64LE(b, 13, t.protocolId);
+  writeU64LE(b, 21, t.createTimestamp);
+  writeU64LE(b, 29, t.expireTimestamp);
   b.set(t.nonce, 37);
   b.set(t.privateData, 61);
   let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
@@ -308,8 +299,8 @@ export function writeConnectToken(t: ConnectTokenPublic): Uint8Array {
 export function readConnectToken(b: Uint8Array): ConnectTokenPublic | undefined {
   if (!(b instanceof Uint8Array) || b.length !== CONNECT_TOKEN_BYTES) return undefined;
   for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[i] !== NETCODE_VERSION_INFO[i]) return undefined;
-  const createTimestamp = readU64(b, 21);
-  const expireTimestamp = readU64(b, 29);
+  const createTimestamp = readU64LE(b, 21);
+  const expireTimestamp = readU64LE(b, 29);
   if (createTimestamp > expireTimestamp) return undefined;
   let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
   const timeoutSeconds = readU32LE(b, o) | 0;
@@ -317,7 +308,7 @@ export function readConnectToken(b: Uint8Array): ConnectTokenPublic | undefined 
   o = readAddresses(b, o + 8, b.length, readU32LE(b, o + 4), serverAddresses);
   if (o < 0 || o + 2 * KEY_BYTES > b.length) return undefined;
   return {
-    protocolId: readU64(b, 13), createTimestamp, expireTimestamp, nonce: b.slice(37, 61),
+    protocolId: readU64LE(b, 13), createTimestamp, expireTimestamp, nonce: b.slice(37, 61),
     privateData: b.slice(61, 61 + CONNECT_TOKEN_PRIVATE_BYTES), timeoutSeconds, serverAddresses,
     clientToServerKey: b.slice(o, o + KEY_BYTES), serverToClientKey: b.slice(o + KEY_BYTES, o + 2 * KEY_BYTES),
   };
@@ -395,7 +386,7 @@ export function generateConnectToken(o: ConnectTokenOptions): Uint8Array {
 
 function sequenceNonce(seq: bigint): Uint8Array {
   const n = new Uint8Array(12);
-  writeU64(n, 4, seq);
+  writeU64LE(n, 4, seq);
   return n;
 }
 
@@ -410,7 +401,7 @@ export function encryptChallengeToken(
   clientId: bigint, userData: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto, ad: Uint8Array = NO_AD,
 ): Uint8Array {
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
-  writeU64(plain, 0, clientId);
+  writeU64LE(plain, 0, clientId);
   plain.set(userData.subarray(0, USER_DATA_BYTES), 8);
   const out = new Uint8Array(CHALLENGE_TOKEN_BYTES);
   crypto.seal(key, sequenceNonce(sequence), ad, plain, out, 0);
@@ -424,7 +415,7 @@ export function decryptChallengeToken(
   if (b.length !== CHALLENGE_TOKEN_BYTES) return undefined;
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
   if (crypto.open(key, sequenceNonce(sequence), ad, b, plain, 0) < 0) return undefined;
-  return { clientId: readU64(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) };
+  return { clientId: readU64LE(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,7 +436,7 @@ const nonceScratch = new Uint8Array(12);
 function packetAd(protocolId: bigint, prefix: number): Uint8Array {
   if (protocolId !== adProtocol) {
     adScratch.set(NETCODE_VERSION_INFO);
-    writeU64(adScratch, 13, protocolId);
+    writeU64LE(adScratch, 13, protocolId);
     adProtocol = protocolId;
   }
   adScratch[21] = prefix;
@@ -482,8 +473,8 @@ export function writePacket(
 export function writeRequestPacket(out: Uint8Array, token: ConnectTokenPublic): number {
   out[0] = NetcodePacketType.Request;
   out.set(NETCODE_VERSION_INFO, 1);
-  writeU64(out, 14, token.protocolId);
-  writeU64(out, 22, token.expireTimestamp);
+  writeU64LE(out, 14, token.protocolId);
+  writeU64LE(out, 22, token.expireTimestamp);
   out.set(token.nonce, 30);
   out.set(token.privateData, 54);
   return REQUEST_BYTES;
@@ -592,8 +583,8 @@ export function readRequestPacket(
 ): NetcodeRequest | NetcodeDrop {
   if (b.length !== REQUEST_BYTES || b[0] !== NetcodePacketType.Request) return { drop: 'size' };
   for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[1 + i] !== NETCODE_VERSION_INFO[i]) return { drop: 'version' };
-  if (readU64(b, 14) !== protocolId) return { drop: 'protocol' };
-  const expire = readU64(b, 22);
+  if (readU64LE(b, 14) !== protocolId) return { drop: 'protocol' };
+  const expire = readU64LE(b, 22);
   if (expire <= BigInt(Math.floor(nowUnixSeconds))) return { drop: 'expired' };
   const encrypted = b.subarray(54, 54 + CONNECT_TOKEN_PRIVATE_BYTES);
   const token = decryptPrivateToken(encrypted, protocolId, expire, b.subarray(30, 54), privateKey, crypto);
