@@ -1,7 +1,8 @@
 import { addressGroup } from '../core/address-group.js';
 import { Counters } from '../core/counters.js';
 import type { Endpoint, Transmit } from '../core/endpoint.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isInt, isNum, isObject, isOneOf, isOptionalFn } from '../core/config.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { timeDiff32, u32 } from '../core/wrap.js';
@@ -167,30 +168,30 @@ export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 384 * 1024;
 
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;
-  checkConfig(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${name} must be a finite number of ms ≥ 0`);
+  checkConfig(isNum(x, 0), `${name} must be a finite number of ms ≥ 0`);
   return x;
 }
 
 function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
-  checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+  checkConfig(isObject(o), 'options must be an object');
   const mode = o.mode ?? 'raw';
-  checkConfig(mode === 'raw' || mode === 'cookie', "mode must be 'raw' or 'cookie'");
+  checkConfig(isOneOf(mode, ['raw', 'cookie'] as const), "mode must be 'raw' or 'cookie'");
   const mtu = o.mtu ?? KCP_MTU_DEFAULT;
   const prefix = mode === 'cookie' ? KCP_COOKIE_PREFIX : 0;
-  checkConfig(Number.isInteger(mtu) && mtu - prefix >= KCP_MTU_MIN && mtu - prefix <= KCP_MTU_MAX,
+  checkConfig(isInt(mtu, KCP_MTU_MIN + prefix, KCP_MTU_MAX + prefix),
     `mtu must be an integer in [${KCP_MTU_MIN + prefix}, ${KCP_MTU_MAX + prefix}]`);
   const policy = o.deadLinkPolicy ?? 'close';
-  checkConfig(policy === 'close' || policy === 'notify', "deadLinkPolicy must be 'close' or 'notify'");
+  checkConfig(isOneOf(policy, ['close', 'notify'] as const), "deadLinkPolicy must be 'close' or 'notify'");
   const maxOut = o.maxOutboxDatagrams ?? 8192;
-  checkConfig(Number.isInteger(maxOut) && maxOut >= 1, 'maxOutboxDatagrams must be an integer ≥ 1');
-  checkConfig(o.random === undefined || typeof o.random === 'function', 'random must be a function');
+  checkConfig(isInt(maxOut, 1), 'maxOutboxDatagrams must be an integer ≥ 1');
+  checkConfig(isOptionalFn(o.random), 'random must be a function');
   const kcp = { ...(o.kcp ?? {}) };
   if ('mtu' in kcp) throw new GamewireError('invalid-config', 'set mtu on the session options, not in kcp');
   const mrb = o.maxReceiveBytes;
-  checkConfig(mrb === undefined || mrb === Infinity || (Number.isInteger(mrb) && mrb >= 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(mrb === undefined || mrb === Infinity || isInt(mrb, 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
   checkConfig(mrb === undefined || kcp.arena === undefined, 'give maxReceiveBytes or kcp.arena, not both');
   const msb = o.maxSendBytes;
-  checkConfig(msb === undefined || msb === Infinity || (Number.isInteger(msb) && msb >= 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(msb === undefined || msb === Infinity || isInt(msb, 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
   checkConfig(msb === undefined || kcp.arena === undefined, 'give maxSendBytes or kcp.arena, not both');
   return {
     mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
@@ -776,9 +777,9 @@ export class KcpServer extends SessionHost {
 
   constructor(options: KcpServerOptions = {}) {
     const max = options.maxSessions ?? 4096;
-    checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
+    checkConfig(isInt(max, 1), 'maxSessions must be an integer ≥ 1');
     const perAddr = options.maxSessionsPerAddress ?? 64;
-    checkConfig(Number.isInteger(perAddr) && perAddr >= 1, 'maxSessionsPerAddress must be an integer ≥ 1');
+    checkConfig(isInt(perAddr, 1), 'maxSessionsPerAddress must be an integer ≥ 1');
     const amp = options.amplificationLimit ?? 3;
     checkConfig(typeof amp === 'number' && amp >= 1, 'amplificationLimit must be a number ≥ 1 (Infinity = off)');
     super(options, max, addressGroup);
@@ -1012,7 +1013,7 @@ export class KcpClient extends SessionHost {
     checkConfig(this.retryMs > 0, 'handshakeRetryMs must be > 0');
     if (this.opts.mode === 'raw') {
       const conv = options.conv ?? randomU32(this.opts.random);
-      checkConfig(Number.isInteger(conv) && conv >= 0 && conv <= 0xffffffff, 'conv must be a u32');
+      checkConfig(isInt(conv, 0, 0xffffffff), 'conv must be a u32');
       this.conv_ = conv;
       this.state_ = 'open';
     } else {

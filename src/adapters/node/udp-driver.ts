@@ -7,7 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { Counters } from '../../core/counters.js';
 import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/drive-loop.js';
 import { transportOf, type Address, type Endpoint } from '../../core/endpoint.js';
-import { checkConfig, GamewireError } from '../../core/errors.js';
+import { checkConfig, isInt, isObject } from '../../core/config.js';
+import { GamewireError } from '../../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
 /** A sans-IO peer the driver can run; `pollEvent` is drained after every input. */
@@ -641,17 +642,17 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 }
 
 function validate(options: UdpSocketOptions): { recvBytes: number; sendBytes: number } {
-  checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
+  checkConfig(isObject(options), 'options must be an object');
   const port = options.port ?? 0;
-  checkConfig(Number.isInteger(port) && port >= 0 && port <= 65535, 'port must be 0..65535');
+  checkConfig(isInt(port, 0, 65535), 'port must be 0..65535');
   const recvBytes = options.recvBufferBytes ?? DEFAULT_BUFFER_BYTES;
   const sendBytes = options.sendBufferBytes ?? DEFAULT_BUFFER_BYTES;
-  checkConfig(Number.isInteger(recvBytes) && recvBytes > 0, 'recvBufferBytes must be a positive integer');
-  checkConfig(Number.isInteger(sendBytes) && sendBytes > 0, 'sendBufferBytes must be a positive integer');
+  checkConfig(isInt(recvBytes, 1), 'recvBufferBytes must be a positive integer');
+  checkConfig(isInt(sendBytes, 1), 'sendBufferBytes must be a positive integer');
   const maxDatagram = options.maxDatagramBytes ?? 1472;
-  checkConfig(Number.isInteger(maxDatagram) && maxDatagram >= 64 && maxDatagram <= 65507, 'maxDatagramBytes must be 64..65507');
+  checkConfig(isInt(maxDatagram, 64, 65507), 'maxDatagramBytes must be 64..65507');
   const slots = options.maxSendsPerTick ?? 256;
-  checkConfig(Number.isInteger(slots) && slots >= 1 && slots <= 65536, 'maxSendsPerTick must be 1..65536');
+  checkConfig(isInt(slots, 1, 65536), 'maxSendsPerTick must be 1..65536');
   return { recvBytes, sendBytes };
 }
 
@@ -677,7 +678,7 @@ async function resolveRemote(options: { remote?: UdpAddress; host?: string }): P
   const r = options.remote;
   if (r === undefined) return undefined;
   checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
-  checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
+  checkConfig(isInt(r.port, 1, 65535), 'remote.port must be 1..65535');
   return { host: await resolveHost(r.host, options.host), port: r.port };
 }
 
