@@ -4,7 +4,8 @@ import { Session, type ConnectionStats, type SessionCounters, type SessionEvents
 import { readU64LE, writeU32LE, writeU64LE } from '../core/bytes.js';
 import { Counters } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
-import { checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isInt } from '../core/config.js';
+import { GamewireError } from '../core/errors.js';
 import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
@@ -15,7 +16,7 @@ import {
 } from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
-  type NetcodeDropReason, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket,
+  NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket,
   ReplayProtection, USER_DATA_BYTES, writePacket,
 } from './wire.js';
 import { TAG_BYTES } from '../crypto/provider.js';
@@ -107,6 +108,35 @@ const c2sOf = (m: Mapping): Uint8Array => m.keys.subarray(0, KEY_BYTES);
 const s2cOf = (m: Mapping): Uint8Array => m.keys.subarray(KEY_BYTES, 2 * KEY_BYTES);
 const macOf = (m: Mapping): Uint8Array => m.keys.subarray(2 * KEY_BYTES);
 
+/**
+ * What every client of one server shares, made once by the server and handed to each client at
+ * construction: the clients read this, never the server's fields.
+ */
+class ClientShared {
+  /** Every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
+  readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
+
+  constructor(
+    readonly protocolId: bigint,
+    readonly crypto: CryptoProvider,
+    private readonly maxClients: number,
+    /** Raw mode: payloads queued per client at most. */
+    readonly maxRawQueue: number,
+    /** The server's counters: clients count their dropped packets and sends after close here. */
+    readonly ctr: Counters<ServerCounter>,
+    /** A client ended: the server frees its index and retires it from the host. */
+    readonly released: (c: ServerClient) => void,
+  ) {}
+
+  /** The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
+  keepAliveBody(index: number): Uint8Array {
+    writeU32LE(this.keepAlive, 0, index);
+    writeU32LE(this.keepAlive, 4, this.maxClients);
+    return this.keepAlive;
+  }
+}
+
 interface HistoryEntry {
   address: Address;
   /** A connection was made with it: the token is spent (one token, one session). */
@@ -143,10 +173,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   // while its host slot is held until its DISCONNECTs are out.
   private readonly freeIndexes: number[] = [];
   private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
-  /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
-  readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
-  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
+  private readonly shared: ClientShared;
 
   /** Throws `invalid-config` on bad options. */
   constructor(o: ServerOptions) {
@@ -163,7 +191,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
       keys.add(addressToKey(p!));
     }
     const max = o.maxClients ?? 256;
-    checkConfig(Number.isInteger(max) && max >= 1 && max <= 65_536, 'maxClients must be an integer in 1..65536');
+    checkConfig(isInt(max, 1, 65_536), 'maxClients must be an integer in 1..65536');
     this.protocolId = o.protocolId;
     this.privateKey = o.privateKey.slice();
     this.addressKeys = keys;
@@ -172,6 +200,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o);
     this.carryOptions = o;
+    this.shared = new ClientShared(this.protocolId, this.crypto, max, this.carry.maxRawQueue, this.ctr, (c) => this.released(c));
     const random = o.random ?? cryptoRandom;
     random(this.challengeKey);
     // Every server of a token (and a restarted server) seals its challenges under the token's one
@@ -229,8 +258,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.underlays.set(prefix, resolveCarry(this.carryOptions, underlay));
   }
 
-  /** @internal What a client at `address` carries. */
-  carryFor(address: Address): ResolvedCarry {
+  /** What a client at `address` carries. */
+  private carryFor(address: Address): ResolvedCarry {
     return this.underlays.size === 0 ? this.carry : this.underlays.get(transportOf(address)) ?? this.carry;
   }
 
@@ -242,13 +271,6 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   /** Copies of the server's counters and the core host's (`host`). */
   counters(): Readonly<Record<ServerCounter, number>> & { host: ReturnType<Host<ServerClient>['counters']> } {
     return { ...this.ctr.snapshot(), host: this.host.counters() };
-  }
-
-  /** @internal The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
-  keepAliveBody(index: number): Uint8Array {
-    writeU32LE(this.keepAlive, 0, index);
-    writeU32LE(this.keepAlive, 4, this.maxClients);
-    return this.keepAlive;
   }
 
   /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
@@ -265,21 +287,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     return this.globalSequence++;
   }
 
-  /** @internal a client that had closed was sent to. */
-  sentAfterClose(): void {
-    this.ctr.add('sendsAfterClose');
-  }
-
-  /** @internal a connected client's packet was dropped for `reason`. */
-  packetDropped(reason: NetcodeDropReason): void {
-    this.ctr.add(reason === 'replay' ? 'replayed' : 'packetsDropped');
-  }
-
   /**
-   * @internal a client ended: free its index, and retire it from the host (its id and address are
-   * free at once; its redundant DISCONNECTs and last events still drain before its slot is).
+   * A client ended: free its index, and retire it from the host (its id and address are free at
+   * once; its redundant DISCONNECTs and last events still drain before its slot is).
    */
-  released(c: ServerClient): void {
+  private released(c: ServerClient): void {
     const id = this.host.peerWithKey(c.clientId);
     if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
     this.freeIndexes.push(c.clientIndex);
@@ -366,7 +378,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
       return;
     }
     const index = this.freeIndexes.pop()!;
-    const c = new ServerClient(this, now, from, index, token.clientId, token.userData, m);
+    const c = new ServerClient(this.shared, this.carryFor(from), now, from, index, token.clientId, token.userData, m);
     this.mappings.delete(from);
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
@@ -437,7 +449,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   readonly userData: Uint8Array;
   /** Its address. */
   readonly address: Address;
-  private readonly server: Server;
+  private readonly shared: ClientShared;
   private readonly c2s: Uint8Array;
   private readonly s2c: Uint8Array;
   private readonly rawQueue: Uint8Array[] = [];
@@ -448,9 +460,9 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private keepAliveOwed = true;
 
   /** @internal */
-  constructor(server: Server, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
+  constructor(shared: ClientShared, carry: ResolvedCarry, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
     super(DISCONNECT_COPIES, m.timeoutMs, now, Phase.Handshake);
-    this.server = server;
+    this.shared = shared;
     this.address = address;
     this.clientIndex = index;
     this.clientId = clientId;
@@ -462,7 +474,6 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.c2s = b.subarray(0, KEY_BYTES);
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
     this.userData = b.subarray(2 * KEY_BYTES);
-    const carry = server.carryFor(address);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
     if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
     this.open();
@@ -494,7 +505,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   sendRaw(bytes: Uint8Array): boolean {
     if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
     if (this.sendRefused()) return false;
-    queueRaw(this.rawQueue, bytes, this.server.carry.maxRawQueue);
+    queueRaw(this.rawQueue, bytes, this.shared.maxRawQueue);
     this.wake();
     return true;
   }
@@ -536,9 +547,9 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.tick(now);
     if (this.ended) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
-    const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
+    const p = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto);
     if ('drop' in p) {
-      this.server.packetDropped(p.drop);
+      this.shared.ctr.add(p.drop === 'replay' ? 'replayed' : 'packetsDropped');
       return;
     }
     this.heard(now);
@@ -562,28 +573,28 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   protected override write(now: number, out: Uint8Array): number | undefined {
     if (this.keepAliveOwed && !this.confirmed) {
       this.keepAliveOwed = false;
-      return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
+      return this.seal(out, T.KeepAlive, this.shared.keepAliveBody(this.clientIndex));
     }
-    const plain = this.server.plain;
+    const plain = this.shared.plain;
     const n = nextPayload(now, this.session, this.rawQueue, plain);
     if (n !== undefined) {
       this.keepAliveOwed = !this.confirmed;
       return this.seal(out, T.Payload, plain.subarray(0, n));
     }
-    if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
+    if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.shared.keepAliveBody(this.clientIndex));
     return undefined;
   }
 
   protected override writeDisconnect(out: Uint8Array): number {
-    return this.seal(out, T.Disconnect, this.server.plain.subarray(0, 0));
+    return this.seal(out, T.Disconnect, this.shared.plain.subarray(0, 0));
   }
 
   protected override sentAfterClose(): void {
-    this.server.sentAfterClose();
+    this.shared.ctr.add('sendsAfterClose');
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {
-    const n = writePacket(out, type, this.sequence++, body, this.server.protocolId, this.s2c, this.server.crypto);
+    const n = writePacket(out, type, this.sequence++, body, this.shared.protocolId, this.s2c, this.shared.crypto);
     this.timers.set(Timer.KeepAlive, this.now + KEEP_ALIVE_MS);
     return n;
   }
@@ -591,7 +602,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private finish(reason: ServerDisconnectReason, tellPeer: boolean): void {
     this.rawQueue.length = 0;
     this.end(tellPeer, { type: 'disconnected', client: this, reason });
-    this.server.released(this);
+    this.shared.released(this);
   }
 }
 
