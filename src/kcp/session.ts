@@ -207,6 +207,37 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
 }
 
 /**
+ * What the sessions of one `KcpServer` or `KcpClient` share, made once by it and handed to each
+ * session: the options, the arena, the counters, the outbox budget and the latest clock. Sessions
+ * read and bump this, never their host's fields.
+ */
+class SessionShared {
+  /** The latest clock seen (ms): the reference for session deadlines after a command. */
+  lastNow = -Infinity;
+  /** Datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
+  queued = 0;
+  /** Of those, datagrams for addresses not yet validated (raw server). */
+  unvalidatedQueued = 0;
+  /** Bound on `unvalidatedQueued`: a quarter of the outbox. */
+  readonly maxUnvalidatedQueued: number;
+  /** Raw server: bytes sent to an unvalidated address ≤ this × bytes received from it. */
+  amplificationLimit = Infinity;
+
+  constructor(
+    readonly opts: ResolvedOptions,
+    readonly arena: KcpArena,
+    /** The host's live counters: sessions bump theirs here. */
+    readonly ctr: Counters<KcpHostCounter>,
+    /** A command left work in a session. */
+    readonly touch: (s: KcpSession) => void,
+    /** A session closed: its host retires it. */
+    readonly closeSession: (s: KcpSession) => void,
+  ) {
+    this.maxUnvalidatedQueued = Math.max(1, opts.maxOutboxDatagrams >>> 2);
+  }
+}
+
+/**
  * One KCP conversation inside a `KcpServer` or `KcpClient`, and the peer its host drives (updates,
  * timers, datagrams). The application sends, reads `'message'` events, and closes.
  */
@@ -228,7 +259,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   private address_: string;
   private state_: KcpSessionState = 'open';
-  private readonly owner: SessionHost;
+  private readonly shared: SessionShared;
   private readonly opts: ResolvedOptions;
   private parked = false;
   private deadSeen = false;
@@ -236,7 +267,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private lastProbeAt = -Infinity;
   private lingerDeadline: number | undefined;
   private lingering = false;
-  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the owner's budget),
+  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the shared budget),
   // and events; both dropped when empty, as an idle session has neither (thousands of idle sessions).
   private out: Uint8Array[] | undefined;
   private outHead = 0;
@@ -251,14 +282,14 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private readonly firstClock: number;
   private readonly firstSn: number;
   // The last `unvalidated` datagrams of `out` did not fit the address's allowance when queued: they
-  // wait (counted in the owner's `unvalidatedQueued`). `headHeld`: the first of them has been counted.
+  // wait (counted in the shared `unvalidatedQueued`). `headHeld`: the first of them has been counted.
   private unvalidated = 0;
   private headHeld = false;
 
   /** @internal created by a host. */
-  constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress) {
-    this.owner = owner;
-    this.opts = owner.opts;
+  constructor(shared: SessionShared, conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress) {
+    this.shared = shared;
+    this.opts = shared.opts;
     this.conv = conv;
     this.cookie = cookie;
     this.address_ = address;
@@ -266,7 +297,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.gate = gate;
     this.clock = gate === undefined ? 0 : randomU32(this.opts.random);
     const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
-    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: owner.arena, mtu: this.opts.mtu - prefix });
+    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: shared.arena, mtu: this.opts.mtu - prefix });
     this.kcp.update(now + this.clock);
     this.firstClock = this.kcp.current;
     this.firstSn = this.kcp.sndNxt;
@@ -298,7 +329,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
    */
   send(data: Uint8Array): boolean {
     if (this.state_ !== 'open') {
-      this.owner.ctr.add('sendsAfterClose');
+      this.shared.ctr.add('sendsAfterClose');
       return false;
     }
     const k = this.kcp;
@@ -306,10 +337,10 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${k.maxMessageSize}`);
     if (r === -4) {
       throw new GamewireError('queue-full', `send of ${data.length} bytes refused: the session holds ${k.waitSnd()} segments, ` +
-        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.owner.arena.sendBytes} of ${this.owner.arena.maxSendBytes}`);
+        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.shared.arena.sendBytes} of ${this.shared.arena.maxSendBytes}`);
     }
     this.parked = false;
-    this.owner.touch(this);
+    this.shared.touch(this);
     return true;
   }
 
@@ -324,7 +355,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (options.linger === true && this.kcp.waitSnd() > 0) {
       this.state_ = 'closing';
       this.lingering = true;
-      this.owner.touch(this);
+      this.shared.touch(this);
       return;
     }
     this.finish('local');
@@ -389,7 +420,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
     for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
       if (b.length > out.length) {
-        this.owner.ctr.add('transmitTooLarge');
+        this.shared.ctr.add('transmitTooLarge');
         continue;
       }
       out.set(b);
@@ -409,14 +440,14 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const g = this.gate;
     const waited = out.length - this.outHead <= this.unvalidated;
     if (g !== undefined && !g.validated) {
-      const allowance = this.owner.amplificationLimit * g.rx - g.tx - g.queued;
+      const allowance = this.shared.amplificationLimit * g.rx - g.tx - g.queued;
       if (waited && b.length > allowance) {
         if (this.state_ === 'closed') {
           this.dropOutbox();
           return undefined;
         }
         g.waiting = true;
-        if (!this.headHeld) this.owner.ctr.add('heldUnvalidated');
+        if (!this.headHeld) this.shared.ctr.add('heldUnvalidated');
         this.headHeld = true;
         // Every KCP answers a window probe (WASK) with its window (WINS, 24 bytes): it earns three
         // times its size, and it is sent only again once the address has sent something since, so a
@@ -424,7 +455,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
         if (g.rx > g.probedAt && allowance >= KCP_OVERHEAD) {
           g.probedAt = g.rx;
           g.tx += KCP_OVERHEAD;
-          this.owner.ctr.add('probesUnvalidated');
+          this.shared.ctr.add('probesUnvalidated');
           return this.probe();
         }
         return undefined;
@@ -437,10 +468,10 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
       this.out = undefined;
       this.outHead = 0;
     }
-    this.owner.queued--;
+    this.shared.queued--;
     if (waited && this.unvalidated > 0) {
       this.unvalidated--;
-      this.owner.unvalidatedQueued--;
+      this.shared.unvalidatedQueued--;
       this.headHeld = false;
     }
     return b;
@@ -448,7 +479,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal its address was validated: what it queued no longer counts as waiting for one. */
   validated(): void {
-    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.shared.unvalidatedQueued -= this.unvalidated;
     this.unvalidated = 0;
     this.headHeld = false;
   }
@@ -459,16 +490,16 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const n = this.out === undefined ? 0 : this.out.length - this.outHead;
     this.out = undefined;
     this.outHead = 0;
-    this.owner.queued -= n;
-    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.shared.queued -= n;
+    this.shared.unvalidatedQueued -= this.unvalidated;
     this.unvalidated = 0;
-    this.owner.ctr.add('droppedUnvalidated', n);
+    this.shared.ctr.add('droppedUnvalidated', n);
   }
 
   /** Host side: next time (ms) the host must wake this session, or undefined. */
   pollTimeout(): number | undefined {
     if (this.state_ === 'closed') return undefined;
-    const now = this.owner.lastNow;
+    const now = this.shared.lastNow;
     if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
     let t = this.parked ? Infinity : deadlineOf(this.kcp, now + this.clock) - this.clock;
     const o = this.opts;
@@ -531,12 +562,12 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.pushEvent({ type: 'closed', session: this, reason });
     // Return its buffers to the host's arena (its budget is shared with the live sessions).
     this.kcp.dispose();
-    this.owner.closeSession(this);
+    this.shared.closeSession(this);
   }
 
   /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
   sendKeepAlive(): void {
-    this.owner.ctr.add('keepAlivesSent');
+    this.shared.ctr.add('keepAlivesSent');
     this.enqueue(this.probe());
   }
 
@@ -562,26 +593,26 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   }
 
   private enqueue(b: Uint8Array): void {
-    const owner = this.owner;
-    if (owner.queued >= this.opts.maxOutboxDatagrams) {
-      owner.ctr.add('outboxFull');
+    const shared = this.shared;
+    if (shared.queued >= this.opts.maxOutboxDatagrams) {
+      shared.ctr.add('outboxFull');
       return;
     }
     const g = this.gate;
     if (g !== undefined && !g.validated) {
-      if (this.unvalidated === 0 && g.tx + g.queued + b.length <= owner.amplificationLimit * g.rx) g.queued += b.length;
+      if (this.unvalidated === 0 && g.tx + g.queued + b.length <= shared.amplificationLimit * g.rx) g.queued += b.length;
       else {
         // It must wait for the address to send more or be validated. What waits is bounded per
         // session and host-wide, so spoofed sessions cannot fill the outbox that others need.
-        if (this.unvalidated >= UNVALIDATED_QUEUE || owner.unvalidatedQueued >= owner.maxUnvalidatedQueued) {
-          owner.ctr.add('droppedUnvalidated');
+        if (this.unvalidated >= UNVALIDATED_QUEUE || shared.unvalidatedQueued >= shared.maxUnvalidatedQueued) {
+          shared.ctr.add('droppedUnvalidated');
           return;
         }
         this.unvalidated++;
-        owner.unvalidatedQueued++;
+        shared.unvalidatedQueued++;
       }
     }
-    owner.queued++;
+    shared.queued++;
     if (this.out === undefined) this.out = [b];
     else this.out.push(b);
   }
@@ -613,26 +644,18 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   readonly ctr = new Counters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
-  /** @internal the latest clock seen (ms): the reference for session deadlines after a command. */
-  lastNow = -Infinity;
-  /** @internal datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
-  queued = 0;
-  /** @internal of those, datagrams for addresses not yet validated (raw server). */
-  unvalidatedQueued = 0;
-  /** @internal bound on `unvalidatedQueued`: a quarter of the outbox. */
-  readonly maxUnvalidatedQueued: number;
-  /** @internal raw server: bytes sent to an unvalidated address ≤ this × bytes received from it. */
-  amplificationLimit = Infinity;
   /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
   readonly arena: KcpArena;
   /** Sessions by address (raw mode: several convs may share one) and, in cookie mode, by conv (their key). */
   protected readonly host: Host<KcpSession, KcpSessionEvent, number>;
+  /** What every session of this host shares (see `SessionShared`). */
+  protected readonly shared: SessionShared;
   private waker: (() => void) | undefined;
 
   constructor(options: KcpSessionOptions, maxSessions: number, group?: (address: string) => string) {
     this.opts = resolveOptions(options);
     this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes, maxSendBytes: this.opts.maxSendBytes });
-    this.maxUnvalidatedQueued = Math.max(1, this.opts.maxOutboxDatagrams >>> 2);
+    this.shared = new SessionShared(this.opts, this.arena, this.ctr, (s) => this.touch(s), (s) => this.closeSession(s));
     this.host = new Host<KcpSession, KcpSessionEvent, number>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
@@ -666,13 +689,13 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     this.waker?.();
   }
 
-  /** @internal a command left work in `s`. */
-  touch(s: KcpSession): void {
+  /** A command left work in `s`. */
+  private touch(s: KcpSession): void {
     this.host.touch(s.id);
   }
 
-  /** @internal `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
-  closeSession(s: KcpSession): void {
+  /** `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
+  private closeSession(s: KcpSession): void {
     this.forget(s);
     this.ctr.add('sessionsClosed');
     this.host.remove(s.id);
@@ -680,14 +703,14 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
   handleDatagram(now: number, from: string, bytes: Uint8Array): void {
-    if (now > this.lastNow) this.lastNow = now;
+    if (now > this.shared.lastNow) this.shared.lastNow = now;
     this.host.handleDatagram(now, from, bytes);
   }
 
   /** Run every session whose KCP update or timer is due at `now` (ms). */
   handleTimeout(now: number): void {
     checkArg(typeof now === 'number' && !Number.isNaN(now), 'now must be a number of ms');
-    if (now > this.lastNow) this.lastNow = now;
+    if (now > this.shared.lastNow) this.shared.lastNow = now;
     this.hostTimers(now);
     this.host.handleTimeout(now);
   }
@@ -718,7 +741,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   /** A new session, in the host at `address` (and under `conv` in cookie mode, where conv routes). */
   protected newSession(conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress): KcpSession {
-    const s = new KcpSession(this, conv, cookie, address, now, gate);
+    const s = new KcpSession(this.shared, conv, cookie, address, now, gate);
     s.id = this.host.add(address, s, cookie === undefined ? undefined : conv);
     this.ctr.add('sessionsOpened');
     return s;
@@ -785,7 +808,7 @@ export class KcpServer extends SessionHost {
     super(options, max, addressGroup);
     this.maxSessions = max;
     this.maxSessionsPerAddress = perAddr;
-    if (this.opts.mode === 'raw') this.amplificationLimit = amp;
+    if (this.opts.mode === 'raw') this.shared.amplificationLimit = amp;
     this.opts.kcp.maxSendBytes ??= KCP_SESSION_MAX_SEND_BYTES_DEFAULT;
     this.acceptConv = options.acceptConv;
     if (this.opts.mode === 'cookie') {
@@ -860,7 +883,7 @@ export class KcpServer extends SessionHost {
       if (this.groupFull(from)) return undefined;
       // The address's sessions share what it has shown (one gate per address).
       const first = h.firstAt(from);
-      const gate = this.amplificationLimit === Infinity ? undefined : (first === undefined ? new RawAddress() : h.get(first)!.gate);
+      const gate = this.shared.amplificationLimit === Infinity ? undefined : (first === undefined ? new RawAddress() : h.get(first)!.gate);
       s = this.newSession(conv, undefined, from, now, gate);
     }
     const a = s.gate;
@@ -1135,9 +1158,9 @@ export class KcpClient extends SessionHost {
   override pollTimeout(): number | undefined {
     if (this.ended) return undefined;
     if (this.session_ === undefined) {
-      if (this.state_ === 'open') return this.lastNow; // raw: start at the first handleTimeout
+      if (this.state_ === 'open') return this.shared.lastNow; // raw: start at the first handleTimeout
       if (this.state_ === 'connecting') {
-        if (this.startedAt === undefined) return this.lastNow;
+        if (this.startedAt === undefined) return this.shared.lastNow;
         const t = Math.min(this.nextConnectAt, this.timeoutMs > 0 ? this.startedAt + this.timeoutMs : Infinity);
         const h = super.pollTimeout();
         return h !== undefined && h < t ? h : t;
