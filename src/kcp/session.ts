@@ -1,5 +1,5 @@
 import { addressGroup } from '../core/address-group.js';
-import { Counters } from '../core/counters.js';
+import { newCounters, type CounterSet } from '../core/counters.js';
 import type { Endpoint, Transmit } from '../core/endpoint.js';
 import { checkConfig, isInt, isNum, isObject, isOneOf, isOptionalFn } from '../core/config.js';
 import { checkArg, GamewireError } from '../core/errors.js';
@@ -227,7 +227,7 @@ class SessionShared {
     readonly opts: ResolvedOptions,
     readonly arena: KcpArena,
     /** The host's live counters: sessions bump theirs here. */
-    readonly ctr: Counters<KcpHostCounter>,
+    readonly ctr: CounterSet<KcpHostCounter>,
     /** A command left work in a session. */
     readonly touch: (s: KcpSession) => void,
     /** A session closed: its host retires it. */
@@ -329,7 +329,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
    */
   send(data: Uint8Array): boolean {
     if (this.state_ !== 'open') {
-      this.shared.ctr.add('sendsAfterClose');
+      this.shared.ctr.sendsAfterClose++;
       return false;
     }
     const k = this.kcp;
@@ -420,7 +420,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
     for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
       if (b.length > out.length) {
-        this.shared.ctr.add('transmitTooLarge');
+        this.shared.ctr.transmitTooLarge++;
         continue;
       }
       out.set(b);
@@ -447,7 +447,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
           return undefined;
         }
         g.waiting = true;
-        if (!this.headHeld) this.shared.ctr.add('heldUnvalidated');
+        if (!this.headHeld) this.shared.ctr.heldUnvalidated++;
         this.headHeld = true;
         // Every KCP answers a window probe (WASK) with its window (WINS, 24 bytes): it earns three
         // times its size, and it is sent only again once the address has sent something since, so a
@@ -455,7 +455,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
         if (g.rx > g.probedAt && allowance >= KCP_OVERHEAD) {
           g.probedAt = g.rx;
           g.tx += KCP_OVERHEAD;
-          this.shared.ctr.add('probesUnvalidated');
+          this.shared.ctr.probesUnvalidated++;
           return this.probe();
         }
         return undefined;
@@ -493,7 +493,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.shared.queued -= n;
     this.shared.unvalidatedQueued -= this.unvalidated;
     this.unvalidated = 0;
-    this.shared.ctr.add('droppedUnvalidated', n);
+    this.shared.ctr.droppedUnvalidated += n;
   }
 
   /** Host side: next time (ms) the host must wake this session, or undefined. */
@@ -567,7 +567,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
   sendKeepAlive(): void {
-    this.shared.ctr.add('keepAlivesSent');
+    this.shared.ctr.keepAlivesSent++;
     this.enqueue(this.probe());
   }
 
@@ -595,7 +595,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private enqueue(b: Uint8Array): void {
     const shared = this.shared;
     if (shared.queued >= this.opts.maxOutboxDatagrams) {
-      shared.ctr.add('outboxFull');
+      shared.ctr.outboxFull++;
       return;
     }
     const g = this.gate;
@@ -605,7 +605,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
         // It must wait for the address to send more or be validated. What waits is bounded per
         // session and host-wide, so spoofed sessions cannot fill the outbox that others need.
         if (this.unvalidated >= UNVALIDATED_QUEUE || shared.unvalidatedQueued >= shared.maxUnvalidatedQueued) {
-          shared.ctr.add('droppedUnvalidated');
+          shared.ctr.droppedUnvalidated++;
           return;
         }
         this.unvalidated++;
@@ -641,7 +641,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    * @internal the live counters of what only the sessions and this owner see (sessions bump them
    * too); users read them with the host's own (datagrams in and out, dropped replies) in `counters()`.
    */
-  readonly ctr = new Counters<KcpHostCounter>(COUNTERS);
+  readonly ctr = newCounters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
   /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
@@ -671,7 +671,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    */
   counters(): Readonly<Record<KcpHostCounter, number>> {
     const h = this.host.counters();
-    const c = this.ctr.snapshot() as Record<KcpHostCounter, number>;
+    const c = { ...this.ctr } as Record<KcpHostCounter, number>;
     c.datagramsIn = h.datagramsIn;
     c.datagramsOut = h.datagramsOut;
     c.outboxFull += h.repliesDropped;
@@ -697,7 +697,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   /** `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
   private closeSession(s: KcpSession): void {
     this.forget(s);
-    this.ctr.add('sessionsClosed');
+    this.ctr.sessionsClosed++;
     this.host.remove(s.id);
   }
 
@@ -743,7 +743,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
   protected newSession(conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress): KcpSession {
     const s = new KcpSession(this.shared, conv, cookie, address, now, gate);
     s.id = this.host.add(address, s, cookie === undefined ? undefined : conv);
-    this.ctr.add('sessionsOpened');
+    this.ctr.sessionsOpened++;
     return s;
   }
 
@@ -845,7 +845,7 @@ export class KcpServer extends SessionHost {
   /** `address`'s IP holds `maxSessionsPerAddress` sessions (counted as `refusedAddress`). */
   private groupFull(address: string): boolean {
     if (this.host.groupSize(address) < this.maxSessionsPerAddress) return false;
-    this.ctr.add('refusedAddress');
+    this.ctr.refusedAddress++;
     return true;
   }
 
@@ -863,7 +863,7 @@ export class KcpServer extends SessionHost {
 
   private rawRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (!isWellFormedKcp(bytes, 0)) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const conv = readU32LE(bytes, 0);
@@ -873,11 +873,11 @@ export class KcpServer extends SessionHost {
     if (id !== undefined) s = h.get(id)!;
     else {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
-        this.ctr.add('droppedConv');
+        this.ctr.droppedConv++;
         return undefined;
       }
       if (this.full()) {
-        this.ctr.add('refusedFull');
+        this.ctr.refusedFull++;
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
@@ -901,7 +901,7 @@ export class KcpServer extends SessionHost {
       if (p < 0) a.wrong++;
       else if (p > 0) {
         a.validated = true;
-        this.ctr.add('addressesValidated');
+        this.ctr.addressesValidated++;
         for (let id = h.firstAt(s.address); id !== undefined; id = h.nextAt(id)) h.get(id)!.validated();
       }
     }
@@ -913,7 +913,7 @@ export class KcpServer extends SessionHost {
 
   private cookieRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
@@ -922,7 +922,7 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX)) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
@@ -931,22 +931,22 @@ export class KcpServer extends SessionHost {
     if (id !== undefined) {
       s = this.host.get(id)!;
       if (s.cookie !== prefix) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (s.address !== from) {
         if (addressGroup(from) !== addressGroup(s.address) && this.groupFull(from)) return undefined;
         s.moveTo(from);
         this.host.rebind(s.id, from);
-        this.ctr.add('migrations');
+        this.ctr.migrations++;
       }
     } else {
       if (deriveCookie(this.cookieKey!, from, conv) !== prefix) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (this.full()) {
-        this.ctr.add('refusedFull');
+        this.ctr.refusedFull++;
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
@@ -958,14 +958,14 @@ export class KcpServer extends SessionHost {
   private control(from: string, bytes: Uint8Array): void {
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return;
     }
     const c = r.value;
     if (c.type === 'connect') {
       const full = this.full();
       if (full || this.groupFull(from)) {
-        if (full) this.ctr.add('refusedFull');
+        if (full) this.ctr.refusedFull++;
         const b = new Uint8Array(11);
         encodeRefuse(b, c.nonce, full ? KcpRefuseReason.SERVER_FULL : KcpRefuseReason.ADDRESS_FULL);
         this.sendReply(from, b);
@@ -975,18 +975,18 @@ export class KcpServer extends SessionHost {
       while (this.host.peerWithKey(conv) !== undefined) conv = randomU32(this.opts.random);
       const b = new Uint8Array(18);
       encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
-      this.ctr.add('handshakes');
+      this.ctr.handshakes++;
       this.sendReply(from, b);
     } else if (c.type === 'close') {
       const id = this.host.peerWithKey(c.conv);
       const s = id === undefined ? undefined : this.host.get(id)!;
       if (s === undefined || s.cookie !== c.cookie) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return;
       }
       s.finish('peer');
     } else {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
     }
   }
 
@@ -1070,7 +1070,7 @@ export class KcpClient extends SessionHost {
     const s = this.session_;
     if (s === undefined) {
       if (this.state_ !== 'closed') throw new GamewireError('invalid-state', 'send before the session is open (wait for the open event)');
-      this.ctr.add('sendsAfterClose');
+      this.ctr.sendsAfterClose++;
       return false;
     }
     return s.send(data);
@@ -1085,41 +1085,41 @@ export class KcpClient extends SessionHost {
   protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     const s = this.session_;
     if (from !== this.remote) {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
       return undefined;
     }
     if (this.opts.mode === 'raw') {
       if (s === undefined || s.state === 'closed' || !isWellFormedKcp(bytes, 0, s.conv)) {
-        this.ctr.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
+        this.ctr[s === undefined ? 'droppedUnknown' : 'droppedMalformed']++;
         return undefined;
       }
       return s.id;
     }
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
     if (prefix !== 0) {
       if (s === undefined || s.state === 'closed' || prefix !== s.cookie) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX, s.conv)) {
-        this.ctr.add('droppedMalformed');
+        this.ctr.droppedMalformed++;
         return undefined;
       }
       return s.id;
     }
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const c = r.value;
     if (c.type === 'accept' && this.state_ === 'connecting' && c.nonce === this.nonce && s === undefined) {
       this.state_ = 'open';
-      this.ctr.add('handshakes');
+      this.ctr.handshakes++;
       const ns = this.newSession(c.conv, c.cookie, this.remote, now);
       this.session_ = ns;
       // Announce ourselves at once so the server creates its side even if we have nothing to send.
@@ -1130,7 +1130,7 @@ export class KcpClient extends SessionHost {
     } else if (c.type === 'close' && s !== undefined && c.conv === s.conv && c.cookie === s.cookie) {
       s.finish('peer');
     } else {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
     }
     return undefined;
   }

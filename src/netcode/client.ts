@@ -2,7 +2,7 @@ import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE } from '../core/bytes.js';
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
@@ -97,7 +97,7 @@ const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
 export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly carry: ResolvedCarry;
-  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
+  private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
@@ -226,7 +226,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
 
   /** Copies of the client's drop counters and, with lanes, the session's (`session`). */
   counters(): Readonly<Record<ClientCounter, number>> & { session: SessionCounters | undefined } {
-    return { ...this.ctr.snapshot(), session: this.session?.counters() };
+    return { ...this.ctr, session: this.session?.counters() };
   }
 
   /** Disconnect: redundant DISCONNECT packets if connected, then `disconnected` (`local`). Idempotent. */
@@ -240,7 +240,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     this.tick(now);
     if (this.ended) return;
     if (from !== this.server) {
-      this.ctr.add('wrongAddress');
+      this.ctr.wrongAddress++;
       return;
     }
     const state = this.state_;
@@ -250,7 +250,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
     const p = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto);
     if ('drop' in p) {
-      this.ctr.add(p.drop === 'replay' ? 'replayed' : 'dropped');
+      this.ctr[p.drop === 'replay' ? 'replayed' : 'dropped']++;
       return;
     }
     switch (p.type) {
@@ -288,7 +288,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         return;
       default:
     }
-    this.ctr.add('unexpected');
+    this.ctr.unexpected++;
   }
 
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
@@ -331,7 +331,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   }
 
   protected override sentAfterClose(): void {
-    this.ctr.add('sendsAfterClose');
+    this.ctr.sendsAfterClose++;
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {

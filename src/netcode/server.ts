@@ -2,7 +2,7 @@ import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU64LE, writeU32LE, writeU64LE } from '../core/bytes.js';
-import { Counters } from '../core/counters.js';
+import { newCounters, type CounterSet } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
 import { checkConfig, isInt } from '../core/config.js';
 import { GamewireError } from '../core/errors.js';
@@ -124,7 +124,7 @@ class ClientShared {
     /** Raw mode: payloads queued per client at most. */
     readonly maxRawQueue: number,
     /** The server's counters: clients count their dropped packets and sends after close here. */
-    readonly ctr: Counters<ServerCounter>,
+    readonly ctr: CounterSet<ServerCounter>,
     /** A client ended: the server frees its index and retires it from the host. */
     readonly released: (c: ServerClient) => void,
   ) {}
@@ -163,7 +163,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private readonly underlays = new Map<string, ResolvedCarry>();
   /** Connected clients by address (packets) and by client id (their key). */
   protected readonly host: Host<ServerClient, ServerEvent, bigint>;
-  private readonly ctr = new Counters<ServerCounter>(COUNTERS);
+  private readonly ctr = newCounters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
   private challengeSequence = 0n;
   private globalSequence: bigint;
@@ -270,7 +270,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
 
   /** Copies of the server's counters and the core host's (`host`). */
   counters(): Readonly<Record<ServerCounter, number>> & { host: ReturnType<Host<ServerClient>['counters']> } {
-    return { ...this.ctr.snapshot(), host: this.host.counters() };
+    return { ...this.ctr, host: this.host.counters() };
   }
 
   /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
@@ -301,13 +301,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const id = this.host.firstAt(from);
     if (id !== undefined) return id;
     if (b.length === 0) {
-      this.ctr.add('malformed');
+      this.ctr.malformed++;
       return undefined;
     }
     const type = b[0]! & 0x0f;
     if (type === T.Request && b[0] === 0) this.onRequest(now, from, b);
     else if (type === T.Response) this.onResponse(now, from, b);
-    else this.ctr.add('unknownAddress');
+    else this.ctr.unknownAddress++;
     return undefined;
   }
 
@@ -315,30 +315,30 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const unix = this.unixTime(now);
     const r = readRequestPacket(b, this.protocolId, unix, this.privateKey, this.crypto);
     if ('drop' in r) {
-      this.ctr.add('requestsDropped');
+      this.ctr.requestsDropped++;
       return;
     }
     const t = r.token;
     if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) {
-      this.ctr.add('requestsWrongAddress');
+      this.ctr.requestsWrongAddress++;
       return;
     }
     if (this.host.peerWithKey(t.clientId) !== undefined) {
-      this.ctr.add('requestsAlreadyConnected');
+      this.ctr.requestsAlreadyConnected++;
       return;
     }
     const tokenKey = macKey(r.tokenMac);
     if (!this.recordToken(tokenKey, from)) {
-      this.ctr.add('requestsTokenReused');
+      this.ctr.requestsTokenReused++;
       return;
     }
     if (this.host.liveCount >= this.maxClients) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), t.serverToClientKey);
-      this.ctr.add('deniedSent');
+      this.ctr.deniedSent++;
       return;
     }
     if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, r.tokenMac)) {
-      this.ctr.add('requestsMappingFull');
+      this.ctr.requestsMappingFull++;
       return;
     }
     const seq = this.challengeSequence++;
@@ -346,35 +346,35 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     writeU64LE(body, 0, seq);
     body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto, r.tokenMac), 8);
     this.sendGlobal(from, T.Challenge, body, t.serverToClientKey);
-    this.ctr.add('challengesSent');
+    this.ctr.challengesSent++;
   }
 
   private onResponse(now: number, from: Address, b: Uint8Array): void {
     const m = this.mappings.get(from);
     if (m === undefined || now > m.expiresAt) {
       if (m !== undefined) this.mappings.delete(from);
-      this.ctr.add('responsesDropped');
+      this.ctr.responsesDropped++;
       return;
     }
     const p = readPacket(b, this.protocolId, c2sOf(m), 1 << T.Response, undefined, this.crypto);
     if ('drop' in p || p.body.length !== CHALLENGE_BODY_BYTES) {
-      this.ctr.add('responsesDropped');
+      this.ctr.responsesDropped++;
       return;
     }
     const seq = readU64LE(p.body, 0);
     const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, macOf(m));
     if (token === undefined) {
-      this.ctr.add('responsesDropped');
+      this.ctr.responsesDropped++;
       return;
     }
     if (this.host.peerWithKey(token.clientId) !== undefined) {
-      this.ctr.add('requestsAlreadyConnected');
+      this.ctr.requestsAlreadyConnected++;
       return;
     }
     // A slot still sending its DISCONNECTs counts against the host until it is done.
     if (this.host.liveCount >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), s2cOf(m));
-      this.ctr.add('deniedSent');
+      this.ctr.deniedSent++;
       return;
     }
     const index = this.freeIndexes.pop()!;
@@ -383,7 +383,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
     this.host.add(from, c, c.clientId);
-    this.ctr.add('clientsConnected');
+    this.ctr.clientsConnected++;
   }
 
   private sendGlobal(to: Address, type: number, body: Uint8Array, key: Uint8Array): void {
@@ -549,7 +549,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
     const p = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto);
     if ('drop' in p) {
-      this.shared.ctr.add(p.drop === 'replay' ? 'replayed' : 'packetsDropped');
+      this.shared.ctr[p.drop === 'replay' ? 'replayed' : 'packetsDropped']++;
       return;
     }
     this.heard(now);
@@ -590,7 +590,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   }
 
   protected override sentAfterClose(): void {
-    this.shared.ctr.add('sendsAfterClose');
+    this.shared.ctr.sendsAfterClose++;
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {
