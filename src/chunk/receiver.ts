@@ -8,7 +8,7 @@ import {
 } from './config.js';
 import {
   ACK_BASE_BYTES, ACK_WINDOW_HEADER_BYTES, type AckWindow, type CancelPacket, CHUNK_MAGIC, decodeChunkPacket, encodeAck,
-  encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, SliceDecoder, type SliceHeader, sliceCountOf,
+  encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, readSlice, type SliceHeader, sliceCountOf,
 } from './wire.js';
 
 /**
@@ -150,7 +150,10 @@ export class ChunkReceiver implements SansIoPeer {
   private eventBlockBytes = 0;
   private slotBytes = 0;
   private nonBlockEvents = 0;
-  private readonly slices = new SliceDecoder();
+  // The last slice's header, overwritten by each (readSlice reads into it).
+  private readonly slice: SliceHeader = {
+    session: 0, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 0, sliceBytes: 0, sliceId: 0,
+  };
   // Per-datagram counters as plain fields (hot path); folded into counters().
   private nReceived = 0;
   private nAccepted = 0;
@@ -228,12 +231,11 @@ export class ChunkReceiver implements SansIoPeer {
   handleDatagram(now: number, bytes: Uint8Array): void {
     this.nReceived++;
     if (bytes.length >= 2 && bytes[0] === CHUNK_MAGIC && bytes[1] === PacketType.Slice) {
-      const s = this.slices.decode(bytes);
-      if (!s.ok) {
+      const h = this.slice;
+      if (readSlice(bytes, h) < 0) {
         this.ctr.malformed++;
         return;
       }
-      const h = s.value;
       if (this.admitSession(now, h.session, h.chunkId, h.pipelined)) this.onSlice(now, h, bytes);
       return;
     }
