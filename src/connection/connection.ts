@@ -199,14 +199,15 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
     switch (b[0]) {
       case FrameKind.Connect: {
         const c = decodeConnect(b);
-        if (!this.isClient && c !== undefined && c.clientId === this.remoteId) {
+        if (!this.isClient && c.ok && c.value.clientId === this.remoteId) {
           this.acceptsOwed = 1;
           this.heard(now);
         }
         return;
       }
       case FrameKind.Cookie: {
-        const c = decodeCookie(b);
+        const r = decodeCookie(b);
+        const c = r.ok ? r.value : undefined;
         if (this.isClient && connecting && c !== undefined && c.clientId === this.localId) {
           if (this.cookie === undefined) this.cookie = new Uint8Array(COOKIE_BYTES);
           else if (this.cookie.every((x, i) => x === c.cookie[i])) return;

@@ -155,11 +155,12 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
       if (existing === undefined) this.ctr.unknownAddress++;
       return existing;
     }
-    const c = decodeConnect(b);
-    if (c === undefined) {
+    const r = decodeConnect(b);
+    if (!r.ok) {
       this.ctr.malformed++;
       return undefined;
     }
+    const c = r.value;
     const conn = existing === undefined ? undefined : this.host.get(existing)!;
     if (conn !== undefined && (conn.isClient || c.clientId === conn.peerId)) return existing;
     if (!this.opt.listen) {
