@@ -12,7 +12,7 @@ import {
   type ResolvedCarry,
 } from './options.js';
 import {
-  addressToKey, type ConnectTokenPublic, NetcodePacketType as T, readConnectToken, readPacket, ReplayProtection,
+  addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T, newNetcodePacket, readConnectToken, readPacket, ReplayProtection,
   writePacket, writeRequestPacket,
 } from './wire.js';
 
@@ -105,6 +105,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  private readonly packet = newNetcodePacket();
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly tx: Transmit = { length: 0, to: '' };
   private sequence = 0n;
@@ -155,7 +156,8 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
     checkArg(token instanceof Uint8Array, 'token must be a Uint8Array');
     if (CLIENT_STATE_CODES[this.state_] > 0) throw new GamewireError('invalid-state', `client is ${this.state_}`);
-    const t = readConnectToken(token);
+    const r = readConnectToken(token);
+    const t = r.ok ? r.value : undefined;
     this.timeoutMs = t === undefined || t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
     this.restart(now, this.timeoutMs);
     this.token = undefined;
@@ -248,9 +250,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     const allowed = state === 'connected'
       ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
-    const p = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto);
-    if ('drop' in p) {
-      this.ctr[p.drop === 'replay' ? 'replayed' : 'dropped']++;
+    const p = this.packet;
+    const n = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto, p);
+    if (n < 0) {
+      this.ctr[n === NetcodeDrop.replay ? 'replayed' : 'dropped']++;
       return;
     }
     switch (p.type) {

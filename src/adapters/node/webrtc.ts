@@ -7,7 +7,7 @@ import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
-import { CONNECT_TOKEN_BYTES, readConnectToken } from '../../netcode/wire.js';
+import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import type { UdpDriver } from './udp-driver.js';
 
@@ -434,7 +434,7 @@ export class WebRtcSignalling {
       return;
     }
     // The check above decrypted the token, so its tag is authentic: one tag, one token.
-    const priv = readConnectToken(token)!.privateData;
+    const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
     const tokenKey = Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
     if (this.tokens.has(tokenKey)) {
       this.ctr.tokensInUse++;
