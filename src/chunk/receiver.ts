@@ -154,9 +154,6 @@ export class ChunkReceiver implements SansIoPeer {
   private readonly slice: SliceHeader = {
     session: 0, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 0, sliceBytes: 0, sliceId: 0,
   };
-  // Per-datagram counters as plain fields (hot path); folded into counters().
-  private nReceived = 0;
-  private nAccepted = 0;
   private readonly budget: ReceiveBudget | undefined;
 
   /**
@@ -197,7 +194,7 @@ export class ChunkReceiver implements SansIoPeer {
 
   /** A copy of every counter (see `ChunkReceiverCounter`). */
   counters(): Readonly<Record<ChunkReceiverCounter, number>> {
-    return { ...this.ctr, datagramsReceived: this.nReceived, slicesAccepted: this.nAccepted };
+    return { ...this.ctr };
   }
 
   /** Bytes held: reassembly buffers and bitfields of the current and next block, plus unpolled blocks (≤ maxMemoryBytes). */
@@ -229,7 +226,7 @@ export class ChunkReceiver implements SansIoPeer {
 
   /** Process one datagram (slice or cancel). Bad or unexpected input is counted and dropped; never throws. */
   handleDatagram(now: number, bytes: Uint8Array): void {
-    this.nReceived++;
+    this.ctr.datagramsReceived++;
     if (bytes.length >= 2 && bytes[0] === CHUNK_MAGIC && bytes[1] === PacketType.Slice) {
       const h = this.slice;
       if (readSlice(bytes, h) < 0) {
@@ -476,7 +473,7 @@ export class ChunkReceiver implements SansIoPeer {
     setBit(c.bits!, s);
     c.received++;
     c.receivedBytes += len;
-    this.nAccepted++;
+    this.ctr.slicesAccepted++;
     while (c.cum < c.sliceCount && testBit(c.bits!, c.cum)) c.cum++;
     if (s > c.highest) c.highest = s;
     const gap = s !== c.lastNew + 1;

@@ -152,10 +152,6 @@ export class ChunkSender implements SansIoPeer {
   private rateN = 0;
   private rateHead = 0;
   private ackedTotal = 0;
-  // Per-datagram counters as plain fields (hot path); folded into counters().
-  private nSent = 0;
-  private wireSent = 0;
-  private nSlices = 0;
   // Blocks in the 'cancelling' state: pollTransmit only scans for due cancels while there are any.
   private cancelling = 0;
   private waker: (() => void) | undefined;
@@ -246,7 +242,7 @@ export class ChunkSender implements SansIoPeer {
 
   /** A copy of every counter (see `ChunkSenderCounter`). */
   counters(): Readonly<Record<ChunkSenderCounter, number>> {
-    return { ...this.ctr, datagramsSent: this.nSent, wireBytesSent: this.wireSent, slicesSent: this.nSlices };
+    return { ...this.ctr };
   }
 
   /** The path's RTT estimate (ms). */
@@ -404,7 +400,7 @@ export class ChunkSender implements SansIoPeer {
     c.sentAt[s] = now;
     c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
     c.fifoLen++;
-    this.nSlices++;
+    this.ctr.slicesSent++;
     this.noteSent(now, size, !this.pickResend);
     return size;
   }
@@ -455,8 +451,8 @@ export class ChunkSender implements SansIoPeer {
 
   private noteSent(now: number, size: number, fresh = false): void {
     const wire = this.path.wireBytes(size);
-    this.nSent++;
-    this.wireSent += wire;
+    this.ctr.datagramsSent++;
+    this.ctr.wireBytesSent += wire;
     this.path.onSent(now, wire, fresh);
   }
 
