@@ -4,7 +4,8 @@ import { Session, type ConnectionStats, type SessionCounters, type SessionEvents
 import { readU32LE } from '../core/bytes.js';
 import { newCounters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isObject } from '../core/config.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import {
@@ -125,7 +126,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * not UDP (the WebRTC transport passes its own, for the path's overhead and the largest payload).
    */
   constructor(o: ClientOptions = {}, underlay?: CarryUnderlay) {
-    checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+    checkConfig(isObject(o), 'options must be an object');
     super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o, underlay);
