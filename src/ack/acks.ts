@@ -1,4 +1,4 @@
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { seqDiff16 } from '../core/wrap.js';
 import type { Path } from '../congestion/path.js';
@@ -254,7 +254,7 @@ export class PacketAcks<T> {
   private readAbs = 0;
   private readAckAbs = -1;
 
-  private readonly counts = new Counters<AckCounter>(COUNTER_NAMES);
+  private readonly counts = newCounters<AckCounter>(COUNTER_NAMES);
   // The last LOSS_WINDOW outcomes, a ring of 2 × sequence + (1 if lost); it starts empty and doubles from 16.
   private loss: Float64Array<ArrayBuffer> = NO_OUTCOMES;
   private lossIdx = 0;
@@ -395,7 +395,7 @@ export class PacketAcks<T> {
     this.oldestUnreported = Infinity;
     const abs = this.nextAbs++;
     this.lastSentAt = now;
-    this.counts.add('packetsSent');
+    this.counts.packetsSent++;
     this.sentRate.add(now, wireBytes);
     if (!eliciting) return;
     const i = this.tail & this.sMask;
@@ -418,7 +418,7 @@ export class PacketAcks<T> {
     const h = this.inHdr;
     const n = decodeAckHeader(bytes, offset, h);
     if (n < 0) {
-      this.counts.add('invalidHeader');
+      this.counts.invalidHeader++;
       return -1;
     }
     let abs: number;
@@ -428,16 +428,16 @@ export class PacketAcks<T> {
     } else {
       const d = seqDiff16(h.seq, newest & 0xffff);
       if (d >= ACK_WRAP_GUARD) {
-        this.counts.add('tooFarAhead');
+        this.counts.tooFarAhead++;
         return -1;
       }
       abs = newest + d;
       if (abs <= newest - this.rWindow) {
-        this.counts.add('stale');
+        this.counts.stale++;
         return -1;
       }
       if (abs <= newest && (this.rBits[(abs & this.rMask) >>> 5]! >>> (abs & 31)) & 1) {
-        this.counts.add('duplicate');
+        this.counts.duplicate++;
         return -1;
       }
     }
@@ -447,7 +447,7 @@ export class PacketAcks<T> {
       const back = ((last & 0xffff) - h.ack) & 0xffff;
       ackAbs = last - back;
       if (last < 0 || back >= 32768 || ackAbs < 0) {
-        this.counts.add('ackedUnknown');
+        this.counts.ackedUnknown++;
         return -1;
       }
     }
@@ -497,7 +497,7 @@ export class PacketAcks<T> {
       if (outOfOrder || this.unackedEliciting >= this.ackEvery) this.ackDeadline = Math.min(this.ackDeadline, now);
       if (abs < this.oldestUnreported) this.oldestUnreported = abs;
     }
-    this.counts.add('packetsReceived');
+    this.counts.packetsReceived++;
     this.recvRate.add(now, wireBytes);
     this.path.onPeerHeard(now);
     if (now >= this.lastHeardAt) this.peerGap += ((now - this.lastHeardAt) - this.peerGap) / 8;
@@ -555,11 +555,11 @@ export class PacketAcks<T> {
       sentKbps: this.sentRate.kbps,
       receivedKbps: this.recvRate.kbps,
       ackedKbps: this.ackedRate.kbps,
-      packetsSent: this.counts.get('packetsSent'),
-      packetsReceived: this.counts.get('packetsReceived'),
-      packetsDelivered: this.counts.get('packetsDelivered'),
-      packetsLost: this.counts.get('packetsLost'),
-      spuriousLosses: this.counts.get('spuriousLosses'),
+      packetsSent: this.counts.packetsSent,
+      packetsReceived: this.counts.packetsReceived,
+      packetsDelivered: this.counts.packetsDelivered,
+      packetsLost: this.counts.packetsLost,
+      spuriousLosses: this.counts.spuriousLosses,
       inFlightPackets: this.pending,
       reorderFraction: this.reorderFraction,
     };
@@ -567,7 +567,7 @@ export class PacketAcks<T> {
 
   /** A copy of every counter. */
   counters(): Readonly<Record<AckCounter, number>> {
-    return this.counts.snapshot();
+    return { ...this.counts };
   }
 
   private makeRoom(): void {
@@ -652,7 +652,7 @@ export class PacketAcks<T> {
       if (!covered) continue;
       this.sState[i] = DELIVERED;
       if (st === LOST || st === LOST_BY_TIMEOUT) {
-        this.counts.add('spuriousLosses');
+        this.counts.spuriousLosses++;
         this.unrecordLoss(s);
         if (st === LOST) {
           this.reorderFraction = Math.min(1, this.reorderFraction * 2 || 1 / 8);
@@ -665,7 +665,7 @@ export class PacketAcks<T> {
       this.sToken[i] = undefined;
       this.pending--;
       ackedWire += wire;
-      this.counts.add('packetsDelivered');
+      this.counts.packetsDelivered++;
       this.recordOutcome(s, false);
       this.outcomes.packetDelivered(now, token, s & 0xffff, wire);
     }
@@ -720,8 +720,8 @@ export class PacketAcks<T> {
       this.sToken[i] = undefined;
       this.pending--;
       lostWire += wire;
-      this.counts.add('packetsLost');
-      if (byTimeout) this.counts.add('lostByTimeout');
+      this.counts.packetsLost++;
+      if (byTimeout) this.counts.lostByTimeout++;
       this.recordOutcome(s, true);
       this.outcomes.packetLost(now, token, s & 0xffff, wire);
     }

@@ -1,4 +1,4 @@
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { SequenceBuffer } from '../core/sequence-buffer.js';
 import { seqDiff16, seqGreaterThan16 } from '../core/wrap.js';
@@ -338,7 +338,7 @@ export class Channels<E = ChannelEvent> {
   private readonly ridersByLevel: ReliableSendLane[][];
   private readonly events = new Fifo<E>();
   private readonly make: ChannelEventFactory<E>;
-  private readonly count = new Counters<ChannelsCounter>(COUNTER_NAMES);
+  private readonly count = newCounters<ChannelsCounter>(COUNTER_NAMES);
   private readonly view: FrameView = newFrameView();
   private token: ChannelToken | undefined;
   private tokenReady = false;
@@ -569,7 +569,7 @@ export class Channels<E = ChannelEvent> {
       l.stats.redundant++;
       l.stats.redundantBytes += n;
     }
-    this.count.add('framesSent');
+    this.count.framesSent++;
     return n;
   }
 
@@ -584,7 +584,7 @@ export class Channels<E = ChannelEvent> {
       const need = unreliableHeaderBytes(len, m.count !== 1) + len;
       if (need > end - o) {
         if (need <= this.maxRoom) return 0;
-        this.count.add('unsendable');
+        this.count.unsendable++;
         this.dropUnreliable(u);
         continue;
       }
@@ -592,7 +592,7 @@ export class Channels<E = ChannelEvent> {
       m.next++;
       u.queuedBytes -= len;
       u.stats.sentBytes += n;
-      this.count.add('framesSent');
+      this.count.framesSent++;
       const s = m.notify;
       if (s !== undefined && s.lastPacket !== pkt) {
         s.lastPacket = pkt;
@@ -643,7 +643,7 @@ export class Channels<E = ChannelEvent> {
   private settle(now: number, token: ChannelToken, delivered: boolean): void {
     this.lastNow = now;
     if (token.settled) {
-      this.count.add('outcomeTwice');
+      this.count.outcomeTwice++;
       return;
     }
     token.settled = true;
@@ -731,8 +731,8 @@ export class Channels<E = ChannelEvent> {
   }
 
   private refuse(why: ChannelsCounter): false {
-    this.count.add(why);
-    this.count.add('payloadsRefused');
+    this.count[why]++;
+    this.count.payloadsRefused++;
     return false;
   }
 
@@ -744,16 +744,16 @@ export class Channels<E = ChannelEvent> {
     for (let o = offset; o < end;) {
       const n = readFrame(bytes, o, end, v);
       if (n < 0) {
-        this.count.add('badFrame');
+        this.count.badFrame++;
         return;
       }
       o += n;
       const lane = this.config.lanes[v.lane];
       if (lane === undefined || lane.reliable !== v.reliable) {
-        this.count.add('badLane');
+        this.count.badLane++;
         continue;
       }
-      this.count.add('framesReceived');
+      this.count.framesReceived++;
       if (v.reliable) this.receiveReliable(v.lane, lane, bytes, v);
       else this.receiveUnreliable(v.lane, lane, bytes, v);
     }
@@ -763,17 +763,17 @@ export class Channels<E = ChannelEvent> {
     const r = this.recvReliable[lane]!;
     const d = seqDiff16(v.id, r.base & 0xffff);
     if (d >= this.config.reliableWindow) {
-      this.count.add('outsideWindow');
+      this.count.outsideWindow++;
       return;
     }
     const full = r.base + d;
     if (d < 0 || r.pieces.has(full) || (!cfg.ordered && r.received!.has(full))) {
-      this.count.add('duplicatePieces');
+      this.count.duplicatePieces++;
       return;
     }
     const len = v.payloadEnd - v.payloadStart;
     if (r.heldBytes + len > cfg.maxReceiveBytes) {
-      this.count.add('overBudget');
+      this.count.overBudget++;
       return;
     }
     r.pieces.set(full, { first: v.first, last: v.last, bytes: bytes.slice(v.payloadStart, v.payloadEnd) });
@@ -845,7 +845,7 @@ export class Channels<E = ChannelEvent> {
       total += p.bytes.length;
       if (p.first !== (i === s) || p.last !== (i === e)) corrupt = true;
     }
-    if (corrupt) this.count.add('corruptMessages');
+    if (corrupt) this.count.corruptMessages++;
     let msg: Uint8Array;
     if (s === e) {
       msg = r.pieces.get(s)!.bytes;
@@ -873,15 +873,15 @@ export class Channels<E = ChannelEvent> {
     const r = this.recvUnreliable[lane]!;
     const seq = v.id;
     if (r.started && seqDiff16(r.seen.newestSequence, seq) >= UNRELIABLE_DEDUP_WINDOW) {
-      this.count.add('staleUnreliable');
+      this.count.staleUnreliable++;
       return;
     }
     if (r.started && r.seen.has(seq)) {
-      this.count.add('duplicatePieces');
+      this.count.duplicatePieces++;
       return;
     }
     if (cfg.mode === 'unreliable-sequenced' && r.anyDelivered && !seqGreaterThan16(seq, r.newestDelivered)) {
-      this.count.add('olderSequenced');
+      this.count.olderSequenced++;
       return;
     }
     if (v.count === 1) {
@@ -896,11 +896,11 @@ export class Channels<E = ChannelEvent> {
       r.slots.set(seq, slot);
     }
     if (slot.count !== v.count) {
-      this.count.add('reassemblyDropped');
+      this.count.reassemblyDropped++;
       return;
     }
     if (slot.parts[v.index] !== undefined) {
-      this.count.add('duplicatePieces');
+      this.count.duplicatePieces++;
       return;
     }
     while (r.heldBytes + len > cfg.maxReceiveBytes && r.slots.size > 1) {
@@ -909,7 +909,7 @@ export class Channels<E = ChannelEvent> {
       this.evictOldest(r);
     }
     if (r.heldBytes + len > cfg.maxReceiveBytes) {
-      this.count.add('reassemblyDropped');
+      this.count.reassemblyDropped++;
       return;
     }
     slot.parts[v.index] = bytes.slice(v.payloadStart, v.payloadEnd);
@@ -932,7 +932,7 @@ export class Channels<E = ChannelEvent> {
     const [seq, slot] = r.slots.entries().next().value as [number, Slot];
     r.slots.delete(seq);
     r.heldBytes -= slot.bytes;
-    this.count.add('reassemblyEvicted');
+    this.count.reassemblyEvicted++;
   }
 
   private deliverUnreliable(lane: number, r: UnreliableReceiveLane, seq: number, msg: Uint8Array, cfg: ResolvedLane): void {
@@ -983,6 +983,6 @@ export class Channels<E = ChannelEvent> {
 
   /** A copy of the counters (every dropped or refused input, frames sent and received). */
   counters(): Readonly<Record<ChannelsCounter, number>> {
-    return this.count.snapshot();
+    return { ...this.count };
   }
 }

@@ -1,5 +1,5 @@
 import { crc32Of } from '../core/crc32.js';
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, isInt, isObject, isOneOf } from '../core/config.js';
 import { MAX_UNRELIABLE_PIECES } from './wire.js';
 
 /**
@@ -96,8 +96,6 @@ export const MAX_LANES = 32;
 const MODES: readonly DeliveryMode[] = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'unreliable-sequenced', 'notify'];
 const MiB = 1024 * 1024;
 
-const isInt = (v: unknown, lo: number, hi: number): boolean => Number.isInteger(v) && (v as number) >= lo && (v as number) <= hi;
-
 /** A redundancy setting as resolved: the fixed number of rides, or -1 for `'auto'`. */
 function redundancyOf(v: number | 'auto', name: string): number {
   if (v === 'auto') return -1;
@@ -107,7 +105,7 @@ function redundancyOf(v: number | 'auto', name: string): number {
 
 /** Check `config` and fill in the defaults; throws `invalid-config`. */
 export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsConfig {
-  checkConfig(config !== null && typeof config === 'object' && Array.isArray(config.lanes), 'channels config needs a lanes array');
+  checkConfig(isObject(config) && Array.isArray(config.lanes), 'channels config needs a lanes array');
   checkConfig(config.lanes.length >= 1 && config.lanes.length <= MAX_LANES, `lanes must be 1..${MAX_LANES}`);
   const redundancy = redundancyOf(config.redundancy ?? 'auto', 'redundancy');
   const slots = config.maxReassemblySlots ?? 16;
@@ -120,7 +118,7 @@ export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsC
   const receive = config.maxReceiveBytes ?? 4 * MiB;
   checkConfig(isInt(receive, 1024, 2 ** 31), 'maxReceiveBytes must be an integer 1024..2^31');
   const lanes = config.lanes.map((l, i): ResolvedLane => {
-    checkConfig(l !== null && typeof l === 'object' && MODES.includes(l.mode), `lane ${i}: mode must be one of ${MODES.join(', ')}`);
+    checkConfig(isObject(l) && isOneOf(l.mode, MODES), `lane ${i}: mode must be one of ${MODES.join(', ')}`);
     const reliable = l.mode === 'reliable-ordered' || l.mode === 'reliable-unordered';
     const priority = l.priority ?? 0;
     const weight = l.weight ?? 1;

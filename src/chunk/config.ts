@@ -2,7 +2,7 @@ import type { RateController } from '../congestion/controller.js';
 import { AdaptiveRate } from '../congestion/adaptive.js';
 import { FixedRate } from '../congestion/fixed.js';
 import { Path } from '../congestion/path.js';
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, checkKnownKeys, isInt, isNum, isObject, isOptionalFn } from '../core/config.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { DEFAULT_SLICE_BYTES, MAX_ACK_WINDOW_BYTES, MAX_BLOCK_BYTES, MAX_SLICE_BYTES, MIN_SLICE_BYTES } from './wire.js';
 
@@ -139,17 +139,9 @@ const RECEIVER_KEYS: ReadonlySet<string> = new Set([
   'sessionIdleMs', 'maxEvents',
 ]);
 
-function isInt(v: unknown, lo: number, hi: number): boolean {
-  return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi;
-}
-
-function isNum(v: unknown, lo: number, hi: number): boolean {
-  return typeof v === 'number' && Number.isFinite(v) && v >= lo && v <= hi;
-}
-
 function checkKeys(c: object, known: ReadonlySet<string>, what: string): void {
-  checkConfig(typeof c === 'object' && c !== null, `${what} config must be an object`);
-  for (const k of Object.keys(c)) checkConfig(known.has(k), `unknown ${what} config key '${k}'`);
+  checkConfig(isObject(c), `${what} config must be an object`);
+  checkKnownKeys(c, known, (k) => `unknown ${what} config key '${k}'`);
 }
 
 /** Memory a block of `blockBytes` takes at the receiver with the smallest legal slices: data + bitfield. */
@@ -196,7 +188,7 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
       typeof rc.onSent === 'function' && typeof rc.onAck === 'function' && typeof rc.onLoss === 'function',
     'rateController must implement RateController');
   }
-  checkConfig(c.random === undefined || typeof c.random === 'function', 'random must be a function');
+  checkConfig(isOptionalFn(c.random), 'random must be a function');
   const r: ResolvedChunkSenderConfig = {
     rateController: rc ?? (c.rateBytesPerSec !== undefined ? new FixedRate(c.rateBytesPerSec) : new AdaptiveRate()),
     minResendMs: c.minResendMs ?? 20,

@@ -1,4 +1,4 @@
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import type { SansIoPeer } from '../core/peer.js';
 import { seqAdd16, seqDiff16, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
@@ -8,7 +8,7 @@ import {
 } from './config.js';
 import {
   ACK_BASE_BYTES, ACK_WINDOW_HEADER_BYTES, type AckWindow, type CancelPacket, CHUNK_MAGIC, decodeChunkPacket, encodeAck,
-  encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, SliceDecoder, type SliceHeader, sliceCountOf,
+  encodeRefuse, PacketType, REFUSE_BYTES, SLICE_HEADER_BYTES, readSlice, type SliceHeader, sliceCountOf,
 } from './wire.js';
 
 /**
@@ -134,7 +134,7 @@ const SESSION_MEMO = 4;
 export class ChunkReceiver implements SansIoPeer {
   /** The validated configuration. */
   readonly config: Readonly<ResolvedChunkReceiverConfig>;
-  private readonly ctr = new Counters<ChunkReceiverCounter>(RECEIVER_COUNTERS);
+  private readonly ctr = newCounters<ChunkReceiverCounter>(RECEIVER_COUNTERS);
   private session: number | undefined;
   private lastActivity = -Infinity;
   private expected = 0;
@@ -150,10 +150,10 @@ export class ChunkReceiver implements SansIoPeer {
   private eventBlockBytes = 0;
   private slotBytes = 0;
   private nonBlockEvents = 0;
-  private readonly slices = new SliceDecoder();
-  // Per-datagram counters as plain fields (hot path); folded into counters().
-  private nReceived = 0;
-  private nAccepted = 0;
+  // The last slice's header, overwritten by each (readSlice reads into it).
+  private readonly slice: SliceHeader = {
+    session: 0, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 0, sliceBytes: 0, sliceId: 0,
+  };
   private readonly budget: ReceiveBudget | undefined;
 
   /**
@@ -194,7 +194,7 @@ export class ChunkReceiver implements SansIoPeer {
 
   /** A copy of every counter (see `ChunkReceiverCounter`). */
   counters(): Readonly<Record<ChunkReceiverCounter, number>> {
-    return { ...this.ctr.snapshot(), datagramsReceived: this.nReceived, slicesAccepted: this.nAccepted };
+    return { ...this.ctr };
   }
 
   /** Bytes held: reassembly buffers and bitfields of the current and next block, plus unpolled blocks (≤ maxMemoryBytes). */
@@ -221,30 +221,29 @@ export class ChunkReceiver implements SansIoPeer {
       }
     }
     const ctr = this.ctr;
-    return { blocks, deliveredBlocks: ctr.get('blocksDelivered'), deliveredBytes: ctr.get('bytesDelivered') };
+    return { blocks, deliveredBlocks: ctr.blocksDelivered, deliveredBytes: ctr.bytesDelivered };
   }
 
   /** Process one datagram (slice or cancel). Bad or unexpected input is counted and dropped; never throws. */
   handleDatagram(now: number, bytes: Uint8Array): void {
-    this.nReceived++;
+    this.ctr.datagramsReceived++;
     if (bytes.length >= 2 && bytes[0] === CHUNK_MAGIC && bytes[1] === PacketType.Slice) {
-      const s = this.slices.decode(bytes);
-      if (!s.ok) {
-        this.ctr.add('malformed');
+      const h = this.slice;
+      if (readSlice(bytes, h) < 0) {
+        this.ctr.malformed++;
         return;
       }
-      const h = s.value;
       if (this.admitSession(now, h.session, h.chunkId, h.pipelined)) this.onSlice(now, h, bytes);
       return;
     }
     const r = decodeChunkPacket(bytes);
     if (!r.ok) {
-      this.ctr.add('malformed');
+      this.ctr.malformed++;
       return;
     }
     const p = r.value;
     if (p.type !== 'cancel') {
-      this.ctr.add('wrongDirection');
+      this.ctr.wrongDirection++;
       return;
     }
     if (this.admitSession(now, p.session, p.chunkId, p.pipelined)) this.onCancel(now, p);
@@ -299,7 +298,7 @@ export class ChunkReceiver implements SansIoPeer {
     if (this.session !== session) {
       if (this.session !== undefined &&
         (this.config.sessionId !== undefined || now - this.lastActivity < this.config.sessionIdleMs)) {
-        this.ctr.add('wrongSession');
+        this.ctr.wrongSession++;
         return false;
       }
       if (this.session !== undefined && this.synced) this.switchAway();
@@ -341,13 +340,13 @@ export class ChunkReceiver implements SansIoPeer {
       this.next = undefined;
       this.expected = seqAdd16(this.expected, step);
       this.expectedId += step;
-      this.ctr.add('skippedIds', step);
+      this.ctr.skippedIds += step;
       this.deliver();
     }
   }
 
   private switchAway(): void {
-    this.ctr.add('sessionSwitches');
+    this.ctr.sessionSwitches++;
     for (const c of [this.cur, this.next]) {
       if (c !== undefined && c.kind === 'receiving' && c.received > 0) {
         this.pushEvent({ type: 'cancelled', id: c.id, reason: 'session-changed' });
@@ -382,7 +381,7 @@ export class ChunkReceiver implements SansIoPeer {
     const keep = current ? 0 : this.stillNeeded(this.cur);
     if (this.memoryBytes() + bytes + keep > this.config.maxMemoryBytes ||
       (this.budget !== undefined && !this.budget.reserve(c, bytes, current))) {
-      this.ctr.add('deferredNoMemory');
+      this.ctr.deferredNoMemory++;
       return false;
     }
     this.slotBytes += bytes;
@@ -431,11 +430,11 @@ export class ChunkReceiver implements SansIoPeer {
     }
     const { rec, slot } = this.lookup(p.chunkId);
     if (slot === -2 || slot === 2) {
-      this.ctr.add(slot < 0 ? 'oldChunk' : 'futureChunk');
+      this.ctr[slot < 0 ? 'oldChunk' : 'futureChunk']++;
       return;
     }
     if (slot === -1) {
-      this.ctr.add('finishedChunkSlices');
+      this.ctr.finishedChunkSlices++;
       this.trigger(now, rec!, p, true);
       return;
     }
@@ -445,8 +444,8 @@ export class ChunkReceiver implements SansIoPeer {
       if (c === undefined) return;
     }
     if (c.kind !== 'receiving') {
-      if (c.kind === 'refused') this.ctr.add('refusedSlices');
-      else this.ctr.add('finishedChunkSlices');
+      if (c.kind === 'refused') this.ctr.refusedSlices++;
+      else this.ctr.finishedChunkSlices++;
       this.trigger(now, c, p, true);
       this.deliver();
       return;
@@ -457,12 +456,12 @@ export class ChunkReceiver implements SansIoPeer {
   /** A slice of chunk `c`, which is receiving: check the layout, copy if new, ack per Ack pacing. */
   private onCurrentSlice(now: number, c: InChunk, p: SliceHeader, bytes: Uint8Array): void {
     if (p.blockBytes !== c.blockBytes || p.sliceBytes !== c.sliceBytes) {
-      this.ctr.add('inconsistentSlices');
+      this.ctr.inconsistentSlices++;
       return;
     }
     const s = p.sliceId;
     if (testBit(c.bits!, s)) {
-      this.ctr.add('duplicateSlices');
+      this.ctr.duplicateSlices++;
       this.trigger(now, c, p, true);
       return;
     }
@@ -474,7 +473,7 @@ export class ChunkReceiver implements SansIoPeer {
     setBit(c.bits!, s);
     c.received++;
     c.receivedBytes += len;
-    this.nAccepted++;
+    this.ctr.slicesAccepted++;
     while (c.cum < c.sliceCount && testBit(c.bits!, c.cum)) c.cum++;
     if (s > c.highest) c.highest = s;
     const gap = s !== c.lastNew + 1;
@@ -531,13 +530,13 @@ export class ChunkReceiver implements SansIoPeer {
       const c = new InChunk(p.chunkId, this.idAt(slot), 'refused');
       c.blockBytes = p.blockBytes;
       c.limitBytes = cfg.maxBlockBytes;
-      this.ctr.add('refusedBlocks');
+      this.ctr.refusedBlocks++;
       this.setSlot(slot, c);
       return c;
     }
     if (slot === 1 && this.cur === undefined) {
       // Allocating the next block first could starve the current one of memory.
-      this.ctr.add('deferredNextChunk');
+      this.ctr.deferredNextChunk++;
       return undefined;
     }
     const n = sliceCountOf(p.blockBytes, p.sliceBytes);
@@ -581,17 +580,17 @@ export class ChunkReceiver implements SansIoPeer {
   }
 
   private onCancel(now: number, p: CancelPacket): void {
-    this.ctr.add('cancelsReceived');
+    this.ctr.cancelsReceived++;
     const { rec, slot } = this.lookup(p.chunkId);
     if (slot === -2 || slot === 2) {
-      this.ctr.add(slot < 0 ? 'oldChunk' : 'futureChunk');
+      this.ctr[slot < 0 ? 'oldChunk' : 'futureChunk']++;
       return;
     }
     let c = rec;
     if (c === undefined || c.kind === 'receiving') {
       if (c !== undefined) this.freeSlot(c);
       c = new InChunk(p.chunkId, this.idAt(slot), 'cancelled');
-      this.ctr.add('cancelledBlocks');
+      this.ctr.cancelledBlocks++;
       this.setSlot(slot, c);
     }
     // Answer with the chunk's outcome (cancelled, or complete/refused if that came first), no echo.
@@ -611,8 +610,8 @@ export class ChunkReceiver implements SansIoPeer {
         c.release();
         this.eventBlockBytes += data.length;
         this.events.push({ type: 'block', id: c.id, data });
-        this.ctr.add('blocksDelivered');
-        this.ctr.add('bytesDelivered', data.length);
+        this.ctr.blocksDelivered++;
+        this.ctr.bytesDelivered += data.length;
       } else if (c.kind === 'cancelled') {
         this.pushEvent({ type: 'cancelled', id: c.id, reason: 'sender' });
       } else {
@@ -629,7 +628,7 @@ export class ChunkReceiver implements SansIoPeer {
 
   private pushEvent(e: ChunkReceiverEvent): void {
     if (this.nonBlockEvents >= this.config.maxEvents) {
-      this.ctr.add('eventsDropped');
+      this.ctr.eventsDropped++;
       return;
     }
     this.nonBlockEvents++;
@@ -638,16 +637,16 @@ export class ChunkReceiver implements SansIoPeer {
 
   private writeRefuse(c: InChunk, out: Uint8Array): number | undefined {
     if (out.length < REFUSE_BYTES) {
-      this.ctr.add('outTooSmall');
+      this.ctr.outTooSmall++;
       return undefined;
     }
-    this.ctr.add('refusalsSent');
+    this.ctr.refusalsSent++;
     return encodeRefuse(out, { session: this.session!, chunkId: c.chunkId, reason: 'too-large', limitBytes: c.limitBytes });
   }
 
   private writeAck(now: number, c: InChunk, out: Uint8Array): number | undefined {
     if (out.length < ACK_BASE_BYTES) {
-      this.ctr.add('outTooSmall');
+      this.ctr.outTooSmall++;
       return undefined;
     }
     const status = c.kind === 'complete' ? 'complete' : c.kind === 'cancelled' ? 'cancelled' : 'partial';
@@ -658,8 +657,8 @@ export class ChunkReceiver implements SansIoPeer {
       session: this.session!, chunkId: c.chunkId, status, hasEcho: c.hasEcho, echoTimeUs: c.hasEcho ? u32(c.echoUs) : 0,
       ackDelayUs: delayUs, cumAck, windows,
     });
-    this.ctr.add('acksSent');
-    this.ctr.add('ackBytesSent', n);
+    this.ctr.acksSent++;
+    this.ctr.ackBytesSent += n;
     return n;
   }
 

@@ -1,5 +1,5 @@
 import { Path } from '../congestion/path.js';
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
 import { timeDiff32, u32 } from '../core/wrap.js';
@@ -134,7 +134,7 @@ export class ChunkSender implements SansIoPeer {
   readonly config: Readonly<ResolvedChunkSenderConfig>;
   /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead. */
   readonly path: Path;
-  private readonly ctr = new Counters<ChunkSenderCounter>(SENDER_COUNTERS);
+  private readonly ctr = newCounters<ChunkSenderCounter>(SENDER_COUNTERS);
   private readonly queue: Queued[] = [];
   private readonly inflight: OutChunk[] = [];
   private readonly events: ChunkSenderEvent[] = [];
@@ -152,10 +152,6 @@ export class ChunkSender implements SansIoPeer {
   private rateN = 0;
   private rateHead = 0;
   private ackedTotal = 0;
-  // Per-datagram counters as plain fields (hot path); folded into counters().
-  private nSent = 0;
-  private wireSent = 0;
-  private nSlices = 0;
   // Blocks in the 'cancelling' state: pollTransmit only scans for due cancels while there are any.
   private cancelling = 0;
   private waker: (() => void) | undefined;
@@ -195,7 +191,7 @@ export class ChunkSender implements SansIoPeer {
     const id = this.nextId++;
     this.queue.push({ id, data: bytes });
     this.queuedBytesTotal += bytes.length;
-    this.ctr.add('blocksQueued');
+    this.ctr.blocksQueued++;
     this.waker?.();
     return id;
   }
@@ -212,7 +208,7 @@ export class ChunkSender implements SansIoPeer {
     if (qi >= 0) {
       const [q] = this.queue.splice(qi, 1);
       this.queuedBytesTotal -= q.data.length;
-      this.ctr.add('blocksCancelled');
+      this.ctr.blocksCancelled++;
       this.emit({ type: 'cancelled', id, reason: 'user' });
       this.waker?.();
       return true;
@@ -246,7 +242,7 @@ export class ChunkSender implements SansIoPeer {
 
   /** A copy of every counter (see `ChunkSenderCounter`). */
   counters(): Readonly<Record<ChunkSenderCounter, number>> {
-    return { ...this.ctr.snapshot(), datagramsSent: this.nSent, wireBytesSent: this.wireSent, slicesSent: this.nSlices };
+    return { ...this.ctr };
   }
 
   /** The path's RTT estimate (ms). */
@@ -310,19 +306,19 @@ export class ChunkSender implements SansIoPeer {
 
   /** Process an ack or refusal from the receiver. Anything else is counted and dropped; never throws. */
   handleDatagram(now: number, bytes: Uint8Array): void {
-    this.ctr.add('datagramsReceived');
+    this.ctr.datagramsReceived++;
     const r = decodeChunkPacket(bytes);
     if (!r.ok) {
-      this.ctr.add('malformed');
+      this.ctr.malformed++;
       return;
     }
     const p = r.value;
     if (p.type === 'slice' || p.type === 'cancel') {
-      this.ctr.add('wrongDirection');
+      this.ctr.wrongDirection++;
       return;
     }
     if (p.session !== this.config.sessionId) {
-      this.ctr.add('wrongSession');
+      this.ctr.wrongSession++;
       return;
     }
     this.path.onPeerHeard(now);
@@ -351,13 +347,13 @@ export class ChunkSender implements SansIoPeer {
     for (const c of this.inflight) {
       if (c.state === 'cancelling' && now >= c.cancelSentAt + this.resendDelayMs()) {
         if (out.length < CANCEL_BYTES) {
-          this.ctr.add('outTooSmall');
+          this.ctr.outTooSmall++;
           return undefined;
         }
         const n = encodeCancel(out, { session: this.config.sessionId, chunkId: c.chunkId, pipelined: this.isPipelined(c) });
         if (c.cancelSentAt !== -Infinity) this.path.onResend(now, c.cancelSentAt);
         c.cancelSentAt = now;
-        this.ctr.add('cancelsSent');
+        this.ctr.cancelsSent++;
         this.noteSent(now, n);
         return n;
       }
@@ -375,7 +371,7 @@ export class ChunkSender implements SansIoPeer {
     const len = Math.min(sliceBytes, c.data.length - offset);
     const size = SLICE_HEADER_BYTES + len;
     if (size > out.length) {
-      this.ctr.add('outTooSmall');
+      this.ctr.outTooSmall++;
       this.beginCancel(c, 'datagram-too-large');
       return this.pollCancelOrSlice(now, out);
     }
@@ -390,7 +386,7 @@ export class ChunkSender implements SansIoPeer {
     if (this.pickResend) {
       c.fifoHead = (c.fifoHead + 1) % c.sliceCount;
       c.fifoLen--;
-      this.ctr.add('slicesResent');
+      this.ctr.slicesResent++;
       this.path.onLoss(now, wire);
       this.path.onResend(now, c.sentAt[s]);
     } else {
@@ -404,7 +400,7 @@ export class ChunkSender implements SansIoPeer {
     c.sentAt[s] = now;
     c.fifo[(c.fifoHead + c.fifoLen) % c.sliceCount] = s;
     c.fifoLen++;
-    this.nSlices++;
+    this.ctr.slicesSent++;
     this.noteSent(now, size, !this.pickResend);
     return size;
   }
@@ -455,8 +451,8 @@ export class ChunkSender implements SansIoPeer {
 
   private noteSent(now: number, size: number, fresh = false): void {
     const wire = this.path.wireBytes(size);
-    this.nSent++;
-    this.wireSent += wire;
+    this.ctr.datagramsSent++;
+    this.ctr.wireBytesSent += wire;
     this.path.onSent(now, wire, fresh);
   }
 
@@ -501,7 +497,7 @@ export class ChunkSender implements SansIoPeer {
     for (const c of this.inflight) {
       if (c.state !== 'done' && !c.stalled && now - c.lastProgressAt >= this.config.stallTimeoutMs) {
         c.stalled = true;
-        this.ctr.add('stalls');
+        this.ctr.stalls++;
         this.emit({
           type: 'stalled', id: c.id, sinceMs: c.lastProgressAt,
           suspectMtu: c.ackedCount > 0 && c.ackedFull === 0 && c.sliceCount > 1,
@@ -551,24 +547,24 @@ export class ChunkSender implements SansIoPeer {
     if (c.state === 'cancelling') this.cancelling--;
     c.state = 'done';
     c.outcome = outcome;
-    if (outcome.type === 'delivered') this.ctr.add('blocksDelivered');
-    else if (outcome.type === 'cancelled') this.ctr.add('blocksCancelled');
-    else if (outcome.type === 'refused') this.ctr.add('blocksRefused');
+    if (outcome.type === 'delivered') this.ctr.blocksDelivered++;
+    else if (outcome.type === 'cancelled') this.ctr.blocksCancelled++;
+    else if (outcome.type === 'refused') this.ctr.blocksRefused++;
   }
 
   private emit(e: ChunkSenderEvent): void {
     if (this.events.length >= this.config.maxEvents) {
       this.events.shift();
-      this.ctr.add('eventsDropped');
+      this.ctr.eventsDropped++;
     }
     this.events.push(e);
   }
 
   private onRefuse(p: RefusePacket): void {
-    this.ctr.add('refusalsReceived');
+    this.ctr.refusalsReceived++;
     const c = this.inflight.find((x) => x.chunkId === p.chunkId && x.state !== 'done');
     if (c === undefined) {
-      this.ctr.add('staleAck');
+      this.ctr.staleAck++;
       return;
     }
     if (c.state === 'cancelling') this.finish(c, { type: 'cancelled', id: c.id, reason: c.cancelReason });
@@ -576,7 +572,7 @@ export class ChunkSender implements SansIoPeer {
   }
 
   private onAck(now: number, p: AckPacket): void {
-    this.ctr.add('acksReceived');
+    this.ctr.acksReceived++;
     let sample: number | undefined;
     if (p.hasEcho) {
       const rawUs = timeDiff32(u32(Math.floor(now * 1000)), p.echoTimeUs);
@@ -584,22 +580,22 @@ export class ChunkSender implements SansIoPeer {
       // Allow 1 ms of rounding below zero (µs truncation on both ends), clamp it to 0.
       if (rawUs >= 0 && ms > -1 && this.path.onRttSample(now, Math.max(ms, 0), p.ackDelayUs / 1000)) {
         sample = Math.max(ms, 0);
-        this.ctr.add('rttSamples');
+        this.ctr.rttSamples++;
       } else {
-        this.ctr.add('rttRejected');
+        this.ctr.rttRejected++;
       }
     }
     const c = this.inflight.find((x) => x.chunkId === p.chunkId && x.state !== 'done');
     let newlyWire = 0;
     if (c === undefined) {
-      this.ctr.add('staleAck');
+      this.ctr.staleAck++;
     } else if (c.state === 'cancelling') {
       if (p.status === 'cancelled') this.finish(c, { type: 'cancelled', id: c.id, reason: c.cancelReason });
       else if (p.status === 'complete') this.finishDelivered(now, c);
     } else if (p.status === 'cancelled') {
-      this.ctr.add('ackMismatch');
+      this.ctr.ackMismatch++;
     } else if (p.cumAck > c.sliceCount || (p.status === 'complete' && p.cumAck !== c.sliceCount)) {
-      this.ctr.add('ackMismatch');
+      this.ctr.ackMismatch++;
     } else {
       const before = c.ackedBytes;
       const beforeCount = c.ackedCount;

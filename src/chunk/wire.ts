@@ -1,7 +1,7 @@
 import { ByteReader, ByteWriter, readU16LE, readU32LE, writeU16LE, writeU32LE } from '../core/bytes.js';
 import { crc32Of } from '../core/crc32.js';
 import { GamewireError } from '../core/errors.js';
-import { type DecodeErrorCode, type DecodeResult, decoded, rejected } from '../core/result.js';
+import { type DecodeResult, decoded, decodeErrorOf, DecodeFail, rejected } from '../core/result.js';
 
 /**
  * Wire format of the chunk protocol (large-block transfer). Bytes only: encoders write into a
@@ -240,27 +240,30 @@ export interface SliceHeader {
 }
 
 /**
- * Validate a whole slice datagram (magic, type, CRC, fields, exact length) and read its header into
- * `h`. Returns the reason for a rejection, or undefined. The one implementation behind both slice decoders.
+ * The receiver's hot-path slice decoder: validate a whole slice datagram (magic, type, CRC, fields,
+ * exact length) and read its header into `h` (the caller's, overwritten). Returns the bytes read
+ * (the datagram's length; the payload is `bytes.subarray(SLICE_HEADER_BYTES)`), or a negative
+ * `DecodeFail` code; it accepts exactly what `decodeChunkPacket` accepts as a slice, any other
+ * packet type being `badType`. On a rejection `h` may hold part of the input.
  */
-function readSlice(bytes: Uint8Array, h: SliceHeader): DecodeErrorCode | undefined {
+export function readSlice(bytes: Uint8Array, h: SliceHeader): number {
   const size = bytes.length;
-  if (size < 2) return 'truncated';
-  if (bytes[0] !== CHUNK_MAGIC) return 'bad-version';
-  if (bytes[1] !== PacketType.Slice) return 'bad-type';
-  if (size < SLICE_HEADER_BYTES) return 'truncated';
-  if (crc32Of(bytes, 0, SLICE_HEADER_BYTES - CRC_BYTES) !== readU32LE(bytes, SLICE_HEADER_BYTES - CRC_BYTES)) return 'bad-checksum';
+  if (size < 2) return DecodeFail.truncated;
+  if (bytes[0] !== CHUNK_MAGIC) return DecodeFail.badVersion;
+  if (bytes[1] !== PacketType.Slice) return DecodeFail.badType;
+  if (size < SLICE_HEADER_BYTES) return DecodeFail.truncated;
+  if (crc32Of(bytes, 0, SLICE_HEADER_BYTES - CRC_BYTES) !== readU32LE(bytes, SLICE_HEADER_BYTES - CRC_BYTES)) return DecodeFail.badChecksum;
   const flags = bytes[8];
   const blockBytes = readU32LE(bytes, 13);
   const sliceBytes = readU16LE(bytes, 17);
   const sliceId = readU32LE(bytes, 19);
-  if ((flags & ~FLAG_PIPELINED) !== 0) return 'bad-field';
-  if (sliceBytes < MIN_SLICE_BYTES || sliceBytes > MAX_SLICE_BYTES) return 'out-of-range';
+  if ((flags & ~FLAG_PIPELINED) !== 0) return DecodeFail.badField;
+  if (sliceBytes < MIN_SLICE_BYTES || sliceBytes > MAX_SLICE_BYTES) return DecodeFail.outOfRange;
   const n = sliceCountOf(blockBytes, sliceBytes);
-  if (sliceId >= n) return 'out-of-range';
+  if (sliceId >= n) return DecodeFail.outOfRange;
   const len = sliceId === n - 1 ? blockBytes - sliceId * sliceBytes : sliceBytes;
-  if (size - SLICE_HEADER_BYTES < len) return 'truncated';
-  if (size - SLICE_HEADER_BYTES > len) return 'trailing-bytes';
+  if (size - SLICE_HEADER_BYTES < len) return DecodeFail.truncated;
+  if (size - SLICE_HEADER_BYTES > len) return DecodeFail.trailingBytes;
   h.session = readU32LE(bytes, 2);
   h.chunkId = readU16LE(bytes, 6);
   h.pipelined = flags !== 0;
@@ -268,40 +271,7 @@ function readSlice(bytes: Uint8Array, h: SliceHeader): DecodeErrorCode | undefin
   h.blockBytes = blockBytes;
   h.sliceBytes = sliceBytes;
   h.sliceId = sliceId;
-  return undefined;
-}
-
-const REJECTIONS = new Map<DecodeErrorCode, DecodeResult<never>>();
-
-/** A shared, frozen rejection per code (no allocation on the hot path). */
-function rejection(code: DecodeErrorCode): DecodeResult<never> {
-  let r = REJECTIONS.get(code);
-  if (r === undefined) {
-    r = Object.freeze(rejected<never>(code));
-    REJECTIONS.set(code, r);
-  }
-  return r;
-}
-
-/**
- * Allocation-free slice decoding for the receiver's hot path: `decode` accepts exactly what
- * `decodeChunkPacket` accepts as a slice, and returns a result whose `value` is `this.header`,
- * overwritten by the next call. The payload is `bytes.subarray(SLICE_HEADER_BYTES)`.
- */
-export class SliceDecoder {
-  /** The last accepted slice's fields (reused). */
-  readonly header: SliceHeader = {
-    session: 0, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 0, sliceBytes: 0, sliceId: 0,
-  };
-  private readonly accepted: { ok: true; value: SliceHeader; bytesRead: number } = { ok: true, value: this.header, bytesRead: 0 };
-
-  /** Decode one whole datagram as a slice; anything else (including other packet types) is rejected. */
-  decode(bytes: Uint8Array): DecodeResult<SliceHeader> {
-    const code = readSlice(bytes, this.header);
-    if (code !== undefined) return rejection(code);
-    this.accepted.bytesRead = bytes.length;
-    return this.accepted;
-  }
+  return size;
 }
 
 /**
@@ -318,8 +288,8 @@ export function decodeChunkPacket(bytes: Uint8Array): DecodeResult<ChunkPacket> 
       const h: SliceHeader = {
         session: 0, chunkId: 0, pipelined: false, sendTimeUs: 0, blockBytes: 0, sliceBytes: 0, sliceId: 0,
       };
-      const code = readSlice(bytes, h);
-      if (code !== undefined) return rejected(code);
+      const n = readSlice(bytes, h);
+      if (n < 0) return rejected(decodeErrorOf(n));
       return decoded({ type: 'slice', ...h, payload: bytes.subarray(SLICE_HEADER_BYTES) }, bytes.length);
     }
     case PacketType.Ack: minLen = ACK_BASE_BYTES; break;

@@ -177,7 +177,7 @@ export async function runConnect(o: ConnectCommandOptions): Promise<number> {
   let token: Uint8Array;
   if (o.token !== undefined) {
     token = await readInput(o.token, '--token');
-    if (readConnectToken(token) === undefined) {
+    if (!readConnectToken(token).ok) {
       const size = token.length === CONNECT_TOKEN_BYTES ? 'its public part does not read' : `${token.length} bytes; a token has ${CONNECT_TOKEN_BYTES}`;
       process.stderr.write(`error: --token ${o.token} is not a netcode 1.02 connect token (${size})\n`);
       return EXIT_FAILURE;

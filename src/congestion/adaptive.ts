@@ -1,4 +1,4 @@
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, checkKnownKeys, isNum, isObject } from '../core/config.js';
 import type { RateController } from './controller.js';
 import type { RttEstimator } from './rtt.js';
 
@@ -110,10 +110,6 @@ const STEADY_MAX_GROWTH = 1.5;
  */
 const RAMP_MIN_RTT_MS = 10;
 
-function isNum(v: unknown): v is number {
-  return typeof v === 'number' && Number.isFinite(v);
-}
-
 /**
  * Adaptive pacing for bulk transfer: probes upward, backs off on rising queueing delay, and treats
  * loss as congestion only when it comes with a standing queue or far above the path's baseline, so
@@ -194,20 +190,17 @@ export class AdaptiveRate implements RateController {
 
   /** @param config optional tuning; throws `GamewireError('invalid-config')` on out-of-range values. */
   constructor(config: AdaptiveRateConfig = {}) {
-    checkConfig(typeof config === 'object' && config !== null, 'adaptive rate config must be an object');
+    checkConfig(isObject(config), 'adaptive rate config must be an object');
+    checkKnownKeys(config, ADAPTIVE_RATE_DEFAULTS, (k) => `unknown adaptive rate config key '${k}'`);
     const c = { ...ADAPTIVE_RATE_DEFAULTS };
-    for (const [k, v] of Object.entries(config)) {
-      checkConfig(k in ADAPTIVE_RATE_DEFAULTS, `unknown adaptive rate config key '${k}'`);
-      if (v !== undefined) (c as Record<string, unknown>)[k] = v;
-    }
+    for (const [k, v] of Object.entries(config)) if (v !== undefined) (c as Record<string, unknown>)[k] = v;
     checkConfig(isNum(c.minRateBytesPerSec) && c.minRateBytesPerSec > 0, 'minRateBytesPerSec must be a finite number > 0');
-    checkConfig(isNum(c.maxRateBytesPerSec) && c.maxRateBytesPerSec >= c.minRateBytesPerSec,
+    checkConfig(isNum(c.maxRateBytesPerSec, c.minRateBytesPerSec),
       'maxRateBytesPerSec must be a finite number ≥ minRateBytesPerSec');
-    checkConfig(isNum(c.initialRateBytesPerSec) && c.initialRateBytesPerSec >= c.minRateBytesPerSec
-      && c.initialRateBytesPerSec <= c.maxRateBytesPerSec, 'initialRateBytesPerSec must lie within min..max');
-    checkConfig(isNum(c.initialBurstBytes) && c.initialBurstBytes >= 0, 'initialBurstBytes must be a finite number ≥ 0');
+    checkConfig(isNum(c.initialRateBytesPerSec, c.minRateBytesPerSec, c.maxRateBytesPerSec), 'initialRateBytesPerSec must lie within min..max');
+    checkConfig(isNum(c.initialBurstBytes, 0), 'initialBurstBytes must be a finite number ≥ 0');
     checkConfig(isNum(c.targetQueueDelayMs) && c.targetQueueDelayMs > 0, 'targetQueueDelayMs must be a finite number > 0');
-    checkConfig(isNum(c.minRttWindowMs) && c.minRttWindowMs >= 100, 'minRttWindowMs must be a finite number ≥ 100');
+    checkConfig(isNum(c.minRttWindowMs, 100), 'minRttWindowMs must be a finite number ≥ 100');
     this.minRate = c.minRateBytesPerSec;
     this.maxRate = c.maxRateBytesPerSec;
     this.rate = c.initialRateBytesPerSec;

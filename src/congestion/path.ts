@@ -1,4 +1,4 @@
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, checkKnownKeys, isInt, isNum, isObject } from '../core/config.js';
 import { AdaptiveRate } from './adaptive.js';
 import type { RateController } from './controller.js';
 import { PacingBudget } from './pacer.js';
@@ -47,10 +47,6 @@ const PATH_KEYS: ReadonlySet<string> = new Set([
 /** Largest resend-delay multiplier while the peer stays silent (RFC 6298 style backoff). */
 const MAX_BACKOFF = 16;
 
-function inRange(v: unknown, lo: number, hi: number): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v >= lo && v <= hi;
-}
-
 /**
  * Everything that is a property of the network path rather than of one lane (quinn's `PathData`):
  * one RTT estimate, the rate controller, the pacer, the in-flight cap while the peer is silent, the
@@ -84,8 +80,8 @@ export class Path {
 
   /** @param config optional settings; throws `GamewireError('invalid-config')` on bad values. */
   constructor(config: PathConfig = {}) {
-    checkConfig(typeof config === 'object' && config !== null, 'path config must be an object');
-    for (const k of Object.keys(config)) checkConfig(PATH_KEYS.has(k), `unknown path config key '${k}'`);
+    checkConfig(isObject(config), 'path config must be an object');
+    checkKnownKeys(config, PATH_KEYS, (k) => `unknown path config key '${k}'`);
     const rc = config.rateController;
     checkConfig(rc === undefined || (typeof rc === 'object' && rc !== null && typeof rc.pacingRate === 'function'
       && typeof rc.onSent === 'function' && typeof rc.onAck === 'function' && typeof rc.onLoss === 'function'),
@@ -96,12 +92,12 @@ export class Path {
     const multiple = config.unackedBdpMultiple ?? 2;
     const floor = config.unackedFloorBytes ?? 64 * 1024;
     const ackDelay = config.maxAckDelayMs ?? 25;
-    checkConfig(inRange(overhead, 0, 1024) && Number.isInteger(overhead), 'overheadBytes must be an integer in 0..1024');
-    checkConfig(inRange(maxDatagram, 1, 1 << 20) && Number.isInteger(maxDatagram), 'maxDatagramBytes must be an integer in 1..1048576');
-    checkConfig(inRange(burstMs, 0, 10_000), 'pacingBurstMs must be a number in 0..10000');
-    checkConfig(inRange(multiple, 0, 1000), 'unackedBdpMultiple must be a number in 0..1000');
-    checkConfig(inRange(floor, 0, Number.MAX_SAFE_INTEGER) && Number.isInteger(floor), 'unackedFloorBytes must be an integer ≥ 0');
-    checkConfig(inRange(ackDelay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
+    checkConfig(isInt(overhead, 0, 1024), 'overheadBytes must be an integer in 0..1024');
+    checkConfig(isInt(maxDatagram, 1, 1 << 20), 'maxDatagramBytes must be an integer in 1..1048576');
+    checkConfig(isNum(burstMs, 0, 10_000), 'pacingBurstMs must be a number in 0..10000');
+    checkConfig(isNum(multiple, 0, 1000), 'unackedBdpMultiple must be a number in 0..1000');
+    checkConfig(isInt(floor, 0, Number.MAX_SAFE_INTEGER), 'unackedFloorBytes must be an integer ≥ 0');
+    checkConfig(isNum(ackDelay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
     this.rtt = new RttEstimator(config.initialRttMs ?? 100);
     this.controller = rc ?? new AdaptiveRate();
     this.overheadBytes = overhead;

@@ -1,5 +1,6 @@
 import { ChunkReceiver, type ChunkReceiverCounter, type ChunkReceiverProgress } from '../chunk/receiver.js';
 import { ChunkSender, type ChunkSenderCounter, type ChunkSenderProgress } from '../chunk/sender.js';
+import { newCounters } from '../core/counters.js';
 import { PacketType, peekPacketType, SLICE_HEADER_BYTES } from '../chunk/wire.js';
 import type { Path } from '../congestion/path.js';
 import { GamewireError } from '../core/errors.js';
@@ -60,7 +61,7 @@ export class BlockLane {
   private receiver: ChunkReceiver | undefined;
   private readonly notices = new Set<number>();
   private owed = 0;
-  private stray = 0;
+  private readonly ctr = newCounters(['stray'] as const);
   private sentWire = 0;
   private readonly owedCap: number;
   private readonly fullWire: number;
@@ -105,13 +106,13 @@ export class BlockLane {
   handle(now: number, b: Uint8Array, remoteId: number): void {
     const t = peekPacketType(b);
     if (t === PacketType.Ack || t === PacketType.Refuse) {
-      if (this.sender === undefined) this.stray++;
+      if (this.sender === undefined) this.ctr.stray++;
       else this.sender.handleDatagram(now, b);
     } else if (t === PacketType.Slice || t === PacketType.Cancel) {
       this.receiver ??= new ChunkReceiver({ maxBlockBytes: this.cfg.maxMessageBytes, sessionId: remoteId });
       this.receiver.handleDatagram(now, b);
     } else {
-      this.stray++;
+      this.ctr.stray++;
     }
   }
 
@@ -200,7 +201,7 @@ export class BlockLane {
   }
 
   counters(): BlockLaneCounters {
-    return { sender: this.sender?.counters(), receiver: this.receiver?.counters(), stray: this.stray };
+    return { sender: this.sender?.counters(), receiver: this.receiver?.counters(), stray: this.ctr.stray };
   }
 
   private get busy(): boolean {

@@ -1,5 +1,6 @@
 import type { Path } from '../congestion/path.js';
 import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { newCounters } from '../core/counters.js';
 import type { HostedPeer } from '../core/host.js';
 import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
@@ -95,7 +96,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
   private connectOwed: boolean;
   private acceptsOwed = 0;
   private disconnectCode: number = DisconnectCode.Local;
-  private sendsAfterClose = 0;
+  private readonly ctr = newCounters(['sendsAfterClose'] as const);
 
   /** @internal */
   constructor(
@@ -183,7 +184,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
    * lane (`blocks`), and `sendsAfterClose`.
    */
   counters(): ConnectionCounters {
-    return { ...this.lanes.counters(), sendsAfterClose: this.sendsAfterClose };
+    return { ...this.lanes.counters(), ...this.ctr };
   }
 
   /** True once closed: the host then retires the connection (and drains its DISCONNECTs). */
@@ -199,14 +200,15 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
     switch (b[0]) {
       case FrameKind.Connect: {
         const c = decodeConnect(b);
-        if (!this.isClient && c !== undefined && c.clientId === this.remoteId) {
+        if (!this.isClient && c.ok && c.value.clientId === this.remoteId) {
           this.acceptsOwed = 1;
           this.heard(now);
         }
         return;
       }
       case FrameKind.Cookie: {
-        const c = decodeCookie(b);
+        const r = decodeCookie(b);
+        const c = r.ok ? r.value : undefined;
         if (this.isClient && connecting && c !== undefined && c.clientId === this.localId) {
           if (this.cookie === undefined) this.cookie = new Uint8Array(COOKIE_BYTES);
           else if (this.cookie.every((x, i) => x === c.cookie[i])) return;
@@ -277,7 +279,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
   }
 
   protected override sentAfterClose(): void {
-    this.sendsAfterClose++;
+    this.ctr.sendsAfterClose++;
   }
 
   private remoteKnown(): boolean {

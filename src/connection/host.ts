@@ -1,7 +1,7 @@
 import { PacketAcks } from '../ack/index.js';
 import { Channels } from '../channels/index.js';
 import { Path } from '../congestion/path.js';
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import type { Address } from '../core/endpoint.js';
 import { readU32LE } from '../core/bytes.js';
 import { checkArg, GamewireError } from '../core/errors.js';
@@ -46,7 +46,7 @@ const COUNTERS: readonly ConnectionHostCounter[] = [
 export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, ConnectionEvent> {
   private readonly opt: ResolvedConnectionOptions;
   protected readonly host: Host<Connection, ConnectionEvent>;
-  private readonly ctr = new Counters<ConnectionHostCounter>(COUNTERS);
+  private readonly ctr = newCounters<ConnectionHostCounter>(COUNTERS);
   private readonly scratch = new Uint8Array(COOKIE_FRAME_BYTES);
   private readonly tag = new Uint8Array(COOKIE_BYTES);
   // Secret of the cookies this host grants when it listens (drawn from `random`, never sent).
@@ -108,7 +108,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
   /** A copy of the host's counters, the core host's included (`host`; `datagramsIn` is its count). */
   counters(): Readonly<Record<ConnectionHostCounter, number>> & { host: ReturnType<Host<Connection>['counters']> } {
     const host = this.host.counters();
-    return { ...this.ctr.snapshot(), datagramsIn: host.datagramsIn, host };
+    return { ...this.ctr, datagramsIn: host.datagramsIn, host };
   }
 
   pollEvent(): ConnectionEvent | undefined {
@@ -123,7 +123,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
 
   private adopt(address: Address, c: Connection): PeerId {
     const id = this.host.add(address, c);
-    this.ctr.add('connectionsOpened');
+    this.ctr.connectionsOpened++;
     return id;
   }
 
@@ -134,7 +134,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
   }
 
   private refuse(to: Address, clientId: number, code: number, counter: ConnectionHostCounter): undefined {
-    this.ctr.add(counter);
+    this.ctr[counter]++;
     this.host.sendTo(to, this.scratch.subarray(0, encodeIdReason(this.scratch, FrameKind.Refuse, clientId, code)));
     return undefined;
   }
@@ -147,28 +147,29 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
    */
   private route(now: number, from: Address, b: Uint8Array): PeerId | undefined {
     if (b.length < DATA_PREFIX_BYTES || b[0]! < FrameKind.Connect || b[0]! > FrameKind.Cookie) {
-      this.ctr.add('malformed');
+      this.ctr.malformed++;
       return undefined;
     }
     const existing = this.host.firstAt(from);
     if (b[0] !== FrameKind.Connect) {
-      if (existing === undefined) this.ctr.add('unknownAddress');
+      if (existing === undefined) this.ctr.unknownAddress++;
       return existing;
     }
-    const c = decodeConnect(b);
-    if (c === undefined) {
-      this.ctr.add('malformed');
+    const r = decodeConnect(b);
+    if (!r.ok) {
+      this.ctr.malformed++;
       return undefined;
     }
+    const c = r.value;
     const conn = existing === undefined ? undefined : this.host.get(existing)!;
     if (conn !== undefined && (conn.isClient || c.clientId === conn.peerId)) return existing;
     if (!this.opt.listen) {
-      this.ctr.add('unexpectedConnect');
+      this.ctr.unexpectedConnect++;
       return undefined;
     }
     if (c.version !== CONNECTION_PROTOCOL_VERSION) return this.refuse(from, c.clientId, RefuseCode.Version, 'refusedVersion');
     if (!this.proven(now, from, c.clientId, c.cookie)) {
-      this.ctr.add('cookiesSent');
+      this.ctr.cookiesSent++;
       const n = makeCookie(this.cookieKey!, from, c.clientId, Math.floor(now), this.tag, 0);
       this.host.sendTo(from, this.scratch.subarray(0, encodeCookie(this.scratch, c.clientId, this.tag.subarray(0, n))));
       return undefined;
@@ -176,7 +177,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
     if (c.lanesHash !== this.opt.lanesHash) return this.refuse(from, c.clientId, RefuseCode.Lanes, 'refusedLanes');
     if (this.host.full) return this.refuse(from, c.clientId, RefuseCode.Full, 'refusedFull');
     if (conn !== undefined) {
-      this.ctr.add('superseded');
+      this.ctr.superseded++;
       conn.supersede();
     }
     return this.adopt(from, new Connection(this.opt, this, from, this.newId(), c.clientId, now));
@@ -191,11 +192,11 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
     let diff = 0;
     for (let i = 4; i < COOKIE_BYTES; i++) diff |= this.tag[i]! ^ cookie[i]!;
     if (diff !== 0) {
-      this.ctr.add('cookieInvalid');
+      this.ctr.cookieInvalid++;
       return false;
     }
     if (((Math.floor(now) - issuedAt) >>> 0) > this.opt.handshakeTimeoutMs) {
-      this.ctr.add('cookieExpired');
+      this.ctr.cookieExpired++;
       return false;
     }
     return true;

@@ -4,7 +4,7 @@ import type { PathConfig } from '../congestion/path.js';
 import { MAX_BLOCK_BYTES } from '../chunk/wire.js';
 import { writeU32LE } from '../core/bytes.js';
 import { crc32Of } from '../core/crc32.js';
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, checkKnownKeys, isNum, isObject, isOptionalFn } from '../core/config.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 
 /**
@@ -103,18 +103,18 @@ const KEYS: ReadonlySet<string> = new Set([
 
 function num(v: number | undefined, def: number, lo: number, hi: number, name: string): number {
   const x = v ?? def;
-  checkConfig(typeof x === 'number' && Number.isFinite(x) && x >= lo && x <= hi, `${name} must be a number in ${lo}..${hi}`);
+  checkConfig(isNum(x, lo, hi), `${name} must be a number in ${lo}..${hi}`);
   return x;
 }
 
 /** @internal Validate and fill defaults; throws `invalid-config`. */
 export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnectionOptions {
-  checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
-  for (const k of Object.keys(o)) checkConfig(KEYS.has(k), `unknown connection option '${k}'`);
+  checkConfig(isObject(o), 'options must be an object');
+  checkKnownKeys(o, KEYS, (k) => `unknown connection option '${k}'`);
   const lanes = o.lanes ?? [{ mode: 'reliable-ordered' }];
   checkConfig(Array.isArray(lanes), 'lanes must be an array');
-  checkConfig(o.channels === undefined || (typeof o.channels === 'object' && o.channels !== null), 'channels must be an object');
-  checkConfig(o.random === undefined || typeof o.random === 'function', 'random must be a function');
+  checkConfig(o.channels === undefined || isObject(o.channels), 'channels must be an object');
+  checkConfig(isOptionalFn(o.random), 'random must be a function');
   const maxDatagramBytes = num(o.maxDatagramBytes, 1200, 256, 65_507, 'maxDatagramBytes');
   checkConfig(Number.isInteger(maxDatagramBytes), 'maxDatagramBytes must be an integer');
   const maxConnections = num(o.maxConnections, 1024, 1, 2 ** 21, 'maxConnections');
@@ -160,7 +160,7 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
 const BLOCK_KEYS: ReadonlySet<string> = new Set(['mode', 'maxMessageBytes', 'maxQueuedBytes', 'maxQueuedBlocks', 'minShare']);
 
 function resolveBlockLane(l: BlockLaneConfig, lane: number): ResolvedBlockLane {
-  for (const k of Object.keys(l)) checkConfig(BLOCK_KEYS.has(k), `lane ${lane}: unknown block lane option '${k}'`);
+  checkKnownKeys(l, BLOCK_KEYS, (k) => `lane ${lane}: unknown block lane option '${k}'`);
   const maxMessageBytes = num(l.maxMessageBytes, 16 * 1024 * 1024, 0, MAX_BLOCK_BYTES, `lane ${lane}: maxMessageBytes`);
   const maxQueuedBytes = num(l.maxQueuedBytes, Math.max(64 * 1024 * 1024, maxMessageBytes), 1, Number.MAX_SAFE_INTEGER,
     `lane ${lane}: maxQueuedBytes`);

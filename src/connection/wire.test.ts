@@ -10,6 +10,7 @@ import {
 import { decodeChunkPacket, encodeCancel } from '../chunk/wire.js';
 import { sipHashKey } from '../core/siphash.js';
 import { resolveConnectionOptions, type ConnectionLaneConfig } from './options.js';
+import { okValue } from '../../test/harness/decoders.js';
 
 interface Vector {
   frame: 'connect' | 'cookie' | 'cookie-value' | 'accept' | 'refuse' | 'disconnect' | 'block' | 'lanes-hash';
@@ -77,12 +78,12 @@ describe('connection framing', () => {
       } else if (v.frame === 'connect') {
         const cookie = v.cookie === undefined ? undefined : unhex(v.cookie);
         n = encodeConnect(out, u32(v.clientId), u32(v.lanesHash), cookie);
-        expect(decodeConnect(unhex(v.hex))).toEqual({
+        expect(okValue(decodeConnect(unhex(v.hex)))).toEqual({
           version: CONNECTION_PROTOCOL_VERSION, clientId: u32(v.clientId), lanesHash: u32(v.lanesHash), cookie,
         });
       } else if (v.frame === 'cookie') {
         n = encodeCookie(out, u32(v.clientId), unhex(v.cookie!));
-        expect(decodeCookie(unhex(v.hex))).toEqual({ clientId: u32(v.clientId), cookie: unhex(v.cookie!) });
+        expect(okValue(decodeCookie(unhex(v.hex)))).toEqual({ clientId: u32(v.clientId), cookie: unhex(v.cookie!) });
       } else if (v.frame === 'accept') {
         n = encodeAccept(out, u32(v.clientId), u32(v.serverId));
         const b = unhex(v.hex);
@@ -105,15 +106,15 @@ describe('connection framing', () => {
       (id, hash, cookie, at) => {
         const b = new Uint8Array(CONNECT_BYTES).fill(0xee);
         expect(encodeConnect(b, id, hash, cookie)).toBe(CONNECT_BYTES);
-        expect(decodeConnect(b)).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: id, lanesHash: hash, cookie });
-        expect(decodeConnect(b.subarray(0, at))).toBeUndefined();
+        expect(okValue(decodeConnect(b))).toEqual({ version: CONNECTION_PROTOCOL_VERSION, clientId: id, lanesHash: hash, cookie });
+        expect(okValue(decodeConnect(b.subarray(0, at)))).toBeUndefined();
         const longer = new Uint8Array(CONNECT_BYTES + 1);
         longer.set(b);
-        expect(decodeConnect(longer)).toBeUndefined();
+        expect(okValue(decodeConnect(longer))).toBeUndefined();
         if (at < 5 || at >= 14 + COOKIE_BYTES) {
           const bad = b.slice();
           bad[at]! ^= 0x40;
-          expect(decodeConnect(bad)).toBeUndefined();
+          expect(okValue(decodeConnect(bad))).toBeUndefined();
         }
       }));
   });
@@ -123,7 +124,7 @@ describe('connection framing', () => {
     encodeConnect(b, 7, 9);
     b[5] = 1;
     b.fill(0xab, 14);
-    expect(decodeConnect(b)).toMatchObject({ version: 1, clientId: 7 });
+    expect(okValue(decodeConnect(b))).toMatchObject({ version: 1, clientId: 7 });
   });
 
   it('COOKIE round-trips; every other length or kind is rejected', () => {
@@ -131,11 +132,11 @@ describe('connection framing', () => {
       fc.nat(COOKIE_FRAME_BYTES + 1), (id, cookie, len) => {
         const b = new Uint8Array(COOKIE_FRAME_BYTES + 2);
         expect(encodeCookie(b, id, cookie)).toBe(COOKIE_FRAME_BYTES);
-        expect(decodeCookie(b.subarray(0, COOKIE_FRAME_BYTES))).toEqual({ clientId: id, cookie });
-        if (len !== COOKIE_FRAME_BYTES) expect(decodeCookie(b.subarray(0, len))).toBeUndefined();
+        expect(okValue(decodeCookie(b.subarray(0, COOKIE_FRAME_BYTES)))).toEqual({ clientId: id, cookie });
+        if (len !== COOKIE_FRAME_BYTES) expect(okValue(decodeCookie(b.subarray(0, len)))).toBeUndefined();
         const other = b.slice(0, COOKIE_FRAME_BYTES);
         other[0] = FrameKind.Connect;
-        expect(decodeCookie(other)).toBeUndefined();
+        expect(okValue(decodeCookie(other))).toBeUndefined();
       }));
   });
 

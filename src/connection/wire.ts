@@ -1,4 +1,5 @@
 import { readU32LE, writeU32LE } from '../core/bytes.js';
+import { decoded, type DecodeResult, rejected } from '../core/result.js';
 import { sipHash24, type SipHashKey } from '../core/siphash.js';
 
 /**
@@ -70,15 +71,17 @@ export function encodeConnect(out: Uint8Array, clientId: number, lanesHash: numb
 
 /**
  * Decode a CONNECT: exact length and magic; for this version also zero padding after the cookie.
- * Another version is decoded as far as its client id (to refuse it), whatever follows. `undefined`
- * when invalid.
+ * Another version is decoded as far as its client id (to refuse it), whatever follows. An edge
+ * decoder: a `DecodeResult` (`bad-length`, `bad-type` for another kind or magic, `bad-field` for
+ * padding that is not zero).
  */
-export function decodeConnect(b: Uint8Array): ConnectFrame | undefined {
-  if (b.length !== CONNECT_BYTES || b[0] !== FrameKind.Connect || readU32LE(b, 1) !== CONNECT_MAGIC) return undefined;
+export function decodeConnect(b: Uint8Array): DecodeResult<ConnectFrame> {
+  if (b.length !== CONNECT_BYTES) return rejected('bad-length');
+  if (b[0] !== FrameKind.Connect || readU32LE(b, 1) !== CONNECT_MAGIC) return rejected('bad-type');
   const version = b[5]!;
   let cookie: Uint8Array | undefined;
   if (version === CONNECTION_PROTOCOL_VERSION) {
-    for (let i = CONNECT_COOKIE_AT + COOKIE_BYTES; i < CONNECT_BYTES; i++) if (b[i] !== 0) return undefined;
+    for (let i = CONNECT_COOKIE_AT + COOKIE_BYTES; i < CONNECT_BYTES; i++) if (b[i] !== 0) return rejected('bad-field');
     for (let i = CONNECT_COOKIE_AT; i < CONNECT_COOKIE_AT + COOKIE_BYTES; i++) {
       if (b[i] !== 0) {
         cookie = b.subarray(CONNECT_COOKIE_AT, CONNECT_COOKIE_AT + COOKIE_BYTES);
@@ -86,7 +89,7 @@ export function decodeConnect(b: Uint8Array): ConnectFrame | undefined {
       }
     }
   }
-  return { version, clientId: readU32LE(b, 6), lanesHash: readU32LE(b, 10), cookie };
+  return decoded({ version, clientId: readU32LE(b, 6), lanesHash: readU32LE(b, 10), cookie }, CONNECT_BYTES);
 }
 
 /** Write a COOKIE (kind, client id, the 12-byte `cookie`); returns 17. */
@@ -97,10 +100,11 @@ export function encodeCookie(out: Uint8Array, clientId: number, cookie: Uint8Arr
   return COOKIE_FRAME_BYTES;
 }
 
-/** Decode a COOKIE (exact length); the cookie is a view into `b`. `undefined` when invalid. */
-export function decodeCookie(b: Uint8Array): { clientId: number; cookie: Uint8Array } | undefined {
-  if (b.length !== COOKIE_FRAME_BYTES || b[0] !== FrameKind.Cookie) return undefined;
-  return { clientId: readU32LE(b, 1), cookie: b.subarray(5) };
+/** Decode a COOKIE (exact length, else `bad-length`; another kind is `bad-type`); the cookie is a view into `b`. */
+export function decodeCookie(b: Uint8Array): DecodeResult<{ clientId: number; cookie: Uint8Array }> {
+  if (b.length !== COOKIE_FRAME_BYTES) return rejected('bad-length');
+  if (b[0] !== FrameKind.Cookie) return rejected('bad-type');
+  return decoded({ clientId: readU32LE(b, 1), cookie: b.subarray(5) }, COOKIE_FRAME_BYTES);
 }
 
 const encoder = new TextEncoder();

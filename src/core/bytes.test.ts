@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ByteReader, ByteWriter, readU16LE, readU32LE, varintLength, writeU16LE, writeU32LE } from './bytes.js';
+import {
+  ByteReader, ByteWriter, readU16LE, readU32LE, readU64LE, varintLength, writeU16LE, writeU32LE, writeU64LE,
+} from './bytes.js';
 import { GamewireError } from './errors.js';
 
 describe('ByteWriter / ByteReader', () => {
@@ -79,5 +81,24 @@ describe('little-endian helpers', () => {
     const b = new Uint8Array(6);
     writeU32LE(b, 1, 0xdeadbeef);
     expect([...b]).toEqual([0, 0xef, 0xbe, 0xad, 0xde, 0]);
+  });
+});
+
+describe('u64 little-endian', () => {
+  it('writes the low 64 bits little-endian and reads them back', () => {
+    const b = new Uint8Array(10);
+    writeU64LE(b, 1, 0x0102030405060708n);
+    expect([...b]).toEqual([0, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+    expect(readU64LE(b, 1)).toBe(0x0102030405060708n);
+    writeU64LE(b, 0, (1n << 90n) | (0xabn << 32n) | 0xffn);
+    expect(readU64LE(b, 0)).toBe((0xabn << 32n) | 0xffn);
+  });
+
+  it('round-trips every u64', () => {
+    fc.assert(fc.property(fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }), (v) => {
+      const b = new Uint8Array(8);
+      writeU64LE(b, 0, v);
+      return readU64LE(b, 0) === v;
+    }));
   });
 });

@@ -27,6 +27,17 @@ export function writeU32LE(b: Uint8Array, o: number, v: number): void {
   b[o + 3] = v >>> 24;
 }
 
+/** Write the low 64 bits of `v` little-endian at `o` of `b` (the caller guarantees 8 bytes of room). */
+export function writeU64LE(b: Uint8Array, o: number, v: bigint): void {
+  writeU32LE(b, o, Number(v & 0xffffffffn));
+  writeU32LE(b, o + 4, Number((v >> 32n) & 0xffffffffn));
+}
+
+/** Read a little-endian u64 at `o` of `b` as a bigint (the caller guarantees 8 bytes are there). */
+export function readU64LE(b: Uint8Array, o: number): bigint {
+  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
+}
+
 /**
  * Little-endian writer into a caller-provided `Uint8Array`. Writing past the end throws
  * `buffer-too-small` (a caller bug: encoders size their output before writing).

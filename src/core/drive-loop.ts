@@ -1,6 +1,6 @@
 import { deferStuck } from './deadline-heap.js';
 import type { Address, Endpoint } from './endpoint.js';
-import { checkConfig } from './errors.js';
+import { checkConfig, isInt, isNum, isObject } from './config.js';
 
 /**
  * What a platform gives a {@link DriveLoop}: a clock, a datagram sink, one timer and a way to run a
@@ -137,9 +137,9 @@ export class DriveLoop<E = unknown, T = unknown> {
     const maxDatagram = options.maxDatagramBytes ?? 1472;
     const perTurn = options.maxTransmitsPerTurn ?? 256;
     const resolution = options.timerResolutionMs ?? 1;
-    checkConfig(Number.isInteger(maxDatagram) && maxDatagram > 0, 'maxDatagramBytes must be a positive integer');
-    checkConfig(Number.isInteger(perTurn) && perTurn > 0, 'maxTransmitsPerTurn must be a positive integer');
-    checkConfig(resolution > 0 && Number.isFinite(resolution), 'timerResolutionMs must be > 0');
+    checkConfig(isInt(maxDatagram, 1), 'maxDatagramBytes must be a positive integer');
+    checkConfig(isInt(perTurn, 1), 'maxTransmitsPerTurn must be a positive integer');
+    checkConfig(isNum(resolution, Number.MIN_VALUE), 'timerResolutionMs must be > 0');
     this.endpoint = endpoint;
     this.platform = platform;
     this.onEvent = options.onEvent;
@@ -248,10 +248,10 @@ export class DriveLoop<E = unknown, T = unknown> {
   close(linger?: LingerOptions | boolean): Promise<void> {
     if (this.state_ === 'closed') return Promise.resolve();
     const o = linger === undefined || linger === false ? undefined : linger === true ? {} : linger;
-    checkConfig(o === undefined || (typeof o === 'object' && o !== null), 'linger must be a boolean or { quietMs, maxMs }');
+    checkConfig(o === undefined || isObject(o), 'linger must be a boolean or { quietMs, maxMs }');
     const quiet = o?.quietMs ?? 1000;
     const max = o?.maxMs ?? 10_000;
-    checkConfig(quiet >= 0 && max >= 0 && Number.isFinite(quiet) && Number.isFinite(max), 'linger quietMs and maxMs must be finite and ≥ 0');
+    checkConfig(isNum(quiet, 0) && isNum(max, 0), 'linger quietMs and maxMs must be finite and ≥ 0');
     const done = new Promise<void>((resolve) => this.closers.push(resolve));
     if (o !== undefined && this.state_ === 'running') {
       this.state_ = 'lingering';

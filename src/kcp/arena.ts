@@ -1,3 +1,4 @@
+import { newCounters } from '../core/counters.js';
 import { GamewireError } from '../core/errors.js';
 import { KCP_OVERHEAD } from './segment.js';
 
@@ -494,10 +495,8 @@ export class KcpArena {
   depth = 0;
   private readonly scratch: Uint8Array[] = [];
   private readonly ackLists: Uint32Array[] = [];
-  private dropped = 0;
-  private droppedBytes = 0;
-  private sendRefused = 0;
-  private sendRefusedBytes = 0;
+  // The counters kept here (compactions are the slab pools' own).
+  private readonly ctr = newCounters(['receiveDropped', 'receiveDroppedBytes', 'sendRefused', 'sendRefusedBytes'] as const);
 
   /** @param options budgets; throws `GamewireError('invalid-argument')` for a negative or non-numeric one. */
   constructor(options: KcpArenaOptions = {}) {
@@ -538,10 +537,7 @@ export class KcpArena {
    */
   counters(): Record<KcpArenaCounter, number> {
     return {
-      receiveDropped: this.dropped,
-      receiveDroppedBytes: this.droppedBytes,
-      sendRefused: this.sendRefused,
-      sendRefusedBytes: this.sendRefusedBytes,
+      ...this.ctr,
       compactions: this.receive.compactions + this.send.compactions,
       compactedBytes: this.receive.compactedBytes + this.send.compactedBytes,
     };
@@ -549,14 +545,14 @@ export class KcpArena {
 
   /** Count one received segment of `bytes` payload dropped at the budget. @internal */
   countDrop(bytes: number): void {
-    this.dropped++;
-    this.droppedBytes += bytes;
+    this.ctr.receiveDropped++;
+    this.ctr.receiveDroppedBytes += bytes;
   }
 
   /** Count one `send` of `bytes` refused for memory. @internal */
   countSendRefused(bytes: number): void {
-    this.sendRefused++;
-    this.sendRefusedBytes += bytes;
+    this.ctr.sendRefused++;
+    this.ctr.sendRefusedBytes += bytes;
   }
 
   /** Emptied pending-ACK lists kept for reuse (at most 64). */

@@ -1,4 +1,5 @@
 import { GamewireError } from '../core/errors.js';
+import { newCounters } from '../core/counters.js';
 import { timeDiff32, u32, u32Add, u32Mul } from '../core/wrap.js';
 import { ACK_LIST_ENTRIES, KcpArena, KCP_SEGMENT_BYTES, type Slab, type SlabCopy } from './arena.js';
 import { Deque, SnRing } from './queues.js';
@@ -65,24 +66,44 @@ export type KcpSendError = -2 | -4;
 /** `recv()` error: -1 nothing queued; -2 the next message is incomplete; -3 `out` is too small. */
 export type KcpRecvError = -1 | -2 | -3;
 
-/** Names of the counters every `Kcp` keeps (see `Kcp.counters()`). */
+/**
+ * Names of the counters every `Kcp` keeps (see `Kcp.counters()`), bumped in place on the hot path
+ * (core/counters.ts).
+ */
 export type KcpCounterName =
+  /** Datagrams passed to `input`. */
   | 'inputDatagrams'
+  /** `input` -1: shorter than one header. */
   | 'inputRejectedShort'
+  /** `input` -1: a segment with another conv. */
   | 'inputRejectedConv'
+  /** `input` -2: a `len` past the end of the datagram. */
   | 'inputRejectedLength'
+  /** `input` -3: an unknown cmd. */
   | 'inputRejectedCommand'
+  /** Datagrams ending in a tail shorter than a header (ignored, as in C). */
   | 'inputTrailingBytes'
+  /** PUSH beyond the receive window (dropped without ACK). */
   | 'pushOutsideWindow'
+  /** PUSH already received (ACKed again, data dropped). */
   | 'pushDuplicate'
+  /** ACKs dropped at `maxPendingAcks`. */
   | 'ackListFull'
+  /** PUSH dropped without ACK: its payload would exceed the arena's receive budget (`KcpArena`). */
   | 'pushOverBudget'
+  /** `send` -2: more than 127 fragments. */
   | 'sendTooLarge'
+  /** `send` -4: `maxSendQueueSegments` reached. */
   | 'sendQueueFull'
+  /** `send` -4: `maxSendBytes` or the arena's send budget (`KcpArena.maxSendBytes`) reached. */
   | 'sendOverBudget'
+  /** Segments resent after their RTO expired. */
   | 'retransmitTimeout'
+  /** Segments resent by fast retransmit. */
   | 'retransmitFast'
+  /** Datagrams handed to `output`. */
   | 'outputDatagrams'
+  /** Bytes handed to `output`. */
   | 'outputBytes';
 
 const COUNTER_NAMES: readonly KcpCounterName[] = [
@@ -90,64 +111,6 @@ const COUNTER_NAMES: readonly KcpCounterName[] = [
   'inputTrailingBytes', 'pushOutsideWindow', 'pushDuplicate', 'ackListFull', 'pushOverBudget', 'sendTooLarge', 'sendQueueFull',
   'sendOverBudget', 'retransmitTimeout', 'retransmitFast', 'outputDatagrams', 'outputBytes',
 ];
-
-/**
- * A `Kcp`'s counters: one plain numeric field per counter, so bumping one on the hot path is a field
- * increment rather than a keyed lookup. Users read a copy with `Kcp.counters()`.
- */
-export class KcpCounters {
-  /** Datagrams passed to `input`. */
-  inputDatagrams = 0;
-  /** `input` -1: shorter than one header. */
-  inputRejectedShort = 0;
-  /** `input` -1: a segment with another conv. */
-  inputRejectedConv = 0;
-  /** `input` -2: a `len` past the end of the datagram. */
-  inputRejectedLength = 0;
-  /** `input` -3: an unknown cmd. */
-  inputRejectedCommand = 0;
-  /** Datagrams ending in a tail shorter than a header (ignored, as in C). */
-  inputTrailingBytes = 0;
-  /** PUSH beyond the receive window (dropped without ACK). */
-  pushOutsideWindow = 0;
-  /** PUSH already received (ACKed again, data dropped). */
-  pushDuplicate = 0;
-  /** ACKs dropped at `maxPendingAcks`. */
-  ackListFull = 0;
-  /** PUSH dropped without ACK: its payload would exceed the arena's receive budget (`KcpArena`). */
-  pushOverBudget = 0;
-  /** `send` -2: more than 127 fragments. */
-  sendTooLarge = 0;
-  /** `send` -4: `maxSendQueueSegments` reached. */
-  sendQueueFull = 0;
-  /** `send` -4: `maxSendBytes` or the arena's send budget (`KcpArena.maxSendBytes`) reached. */
-  sendOverBudget = 0;
-  /** Segments resent after their RTO expired. */
-  retransmitTimeout = 0;
-  /** Segments resent by fast retransmit. */
-  retransmitFast = 0;
-  /** Datagrams handed to `output`. */
-  outputDatagrams = 0;
-  /** Bytes handed to `output`. */
-  outputBytes = 0;
-
-  /** Add `by` (default 1) to counter `name`. */
-  add(name: KcpCounterName, by = 1): void {
-    this[name] += by;
-  }
-
-  /** Current value of `name`. */
-  get(name: KcpCounterName): number {
-    return this[name];
-  }
-
-  /** A copy of every counter. */
-  snapshot(): Readonly<Record<KcpCounterName, number>> {
-    const out = {} as Record<KcpCounterName, number>;
-    for (const n of COUNTER_NAMES) out[n] = this[n];
-    return out;
-  }
-}
 
 /**
  * Receives each datagram KCP wants sent (C's `output` callback). `datagram` is a view of a shared
@@ -253,7 +216,7 @@ export class Kcp {
   /** Conversation id (u32); datagrams with another conv are refused by `input`. */
   readonly conv: number;
   /** @internal Named event counts, bumped in place on the hot path; read them with `counters()`. */
-  readonly stats = new KcpCounters();
+  readonly stats = newCounters<KcpCounterName>(COUNTER_NAMES);
   /** Upstream 2024-04 conservative fast-ack (see `KcpOptions.fastAckConserve`). */
   readonly fastAckConserve: boolean;
   /** Upstream 2023-05 byte-count `send` (see `KcpOptions.sendReturnsBytes`). */
@@ -565,7 +528,7 @@ export class Kcp {
 
   /** A copy of every counter (bad input, drops at limits, retransmissions, output; see `KcpCounterName`). */
   counters(): Readonly<Record<KcpCounterName, number>> {
-    return this.stats.snapshot();
+    return { ...this.stats };
   }
 
   /** Segments queued by `send` and not yet moved into the send window (`nsnd_que`). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { GamewireError } from '../core/errors.js';
+import { DecodeFail } from '../core/result.js';
 import {
   decodeKcpHeader, encodeKcpHeader, isKcpCommand, KCP_OVERHEAD, KcpCommand, readKcpConv, type KcpSegmentHeader,
 } from './segment.js';
@@ -61,6 +62,6 @@ describe('KCP segment header codec', () => {
     const d = new Uint8Array(24);
     d.set([0x44, 0x33, 0x22, 0x11]);
     expect(readKcpConv(d)).toBe(0x11223344);
-    expect(readKcpConv(d.subarray(0, 23))).toBeUndefined();
+    expect(readKcpConv(d.subarray(0, 23))).toBe(DecodeFail.truncated);
   });
 });

@@ -1,6 +1,6 @@
 import { readU32LE, writeU32LE } from '../core/bytes.js';
 import { GamewireError } from '../core/errors.js';
-import { decoded, rejected, type DecodeResult } from '../core/result.js';
+import { decoded, DecodeFail, rejected, type DecodeResult } from '../core/result.js';
 
 /** Bytes of one KCP segment header (`IKCP_OVERHEAD`). */
 export const KCP_OVERHEAD = 24;
@@ -102,9 +102,10 @@ export function decodeKcpHeader(bytes: Uint8Array, offset = 0): DecodeResult<Kcp
 }
 
 /**
- * The conversation id of a datagram (`ikcp_getconv`): its first 4 bytes, little-endian, or
- * `undefined` when it is shorter than a KCP header (such a datagram is never valid KCP).
+ * The conversation id of a datagram (`ikcp_getconv`): its first 4 bytes, little-endian (a u32), or
+ * `DecodeFail.truncated` (negative) when it is shorter than a KCP header (such a datagram is never
+ * valid KCP). A hot-path decoder (core/result.ts).
  */
-export function readKcpConv(datagram: Uint8Array): number | undefined {
-  return datagram.length < KCP_OVERHEAD ? undefined : readU32LE(datagram, 0);
+export function readKcpConv(datagram: Uint8Array): number {
+  return datagram.length < KCP_OVERHEAD ? DecodeFail.truncated : readU32LE(datagram, 0);
 }

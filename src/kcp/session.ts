@@ -1,7 +1,8 @@
 import { addressGroup } from '../core/address-group.js';
-import { Counters } from '../core/counters.js';
+import { newCounters, type CounterSet } from '../core/counters.js';
 import type { Endpoint, Transmit } from '../core/endpoint.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isInt, isNum, isObject, isOneOf, isOptionalFn } from '../core/config.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { Host, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { timeDiff32, u32 } from '../core/wrap.js';
@@ -167,30 +168,30 @@ export const KCP_SESSION_MAX_SEND_BYTES_DEFAULT = 384 * 1024;
 
 function ms(v: number | undefined, def: number, name: string): number {
   const x = v ?? def;
-  checkConfig(typeof x === 'number' && Number.isFinite(x) && x >= 0, `${name} must be a finite number of ms ≥ 0`);
+  checkConfig(isNum(x, 0), `${name} must be a finite number of ms ≥ 0`);
   return x;
 }
 
 function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
-  checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+  checkConfig(isObject(o), 'options must be an object');
   const mode = o.mode ?? 'raw';
-  checkConfig(mode === 'raw' || mode === 'cookie', "mode must be 'raw' or 'cookie'");
+  checkConfig(isOneOf(mode, ['raw', 'cookie'] as const), "mode must be 'raw' or 'cookie'");
   const mtu = o.mtu ?? KCP_MTU_DEFAULT;
   const prefix = mode === 'cookie' ? KCP_COOKIE_PREFIX : 0;
-  checkConfig(Number.isInteger(mtu) && mtu - prefix >= KCP_MTU_MIN && mtu - prefix <= KCP_MTU_MAX,
+  checkConfig(isInt(mtu, KCP_MTU_MIN + prefix, KCP_MTU_MAX + prefix),
     `mtu must be an integer in [${KCP_MTU_MIN + prefix}, ${KCP_MTU_MAX + prefix}]`);
   const policy = o.deadLinkPolicy ?? 'close';
-  checkConfig(policy === 'close' || policy === 'notify', "deadLinkPolicy must be 'close' or 'notify'");
+  checkConfig(isOneOf(policy, ['close', 'notify'] as const), "deadLinkPolicy must be 'close' or 'notify'");
   const maxOut = o.maxOutboxDatagrams ?? 8192;
-  checkConfig(Number.isInteger(maxOut) && maxOut >= 1, 'maxOutboxDatagrams must be an integer ≥ 1');
-  checkConfig(o.random === undefined || typeof o.random === 'function', 'random must be a function');
+  checkConfig(isInt(maxOut, 1), 'maxOutboxDatagrams must be an integer ≥ 1');
+  checkConfig(isOptionalFn(o.random), 'random must be a function');
   const kcp = { ...(o.kcp ?? {}) };
   if ('mtu' in kcp) throw new GamewireError('invalid-config', 'set mtu on the session options, not in kcp');
   const mrb = o.maxReceiveBytes;
-  checkConfig(mrb === undefined || mrb === Infinity || (Number.isInteger(mrb) && mrb >= 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(mrb === undefined || mrb === Infinity || isInt(mrb, 0), 'maxReceiveBytes must be an integer ≥ 0 or Infinity');
   checkConfig(mrb === undefined || kcp.arena === undefined, 'give maxReceiveBytes or kcp.arena, not both');
   const msb = o.maxSendBytes;
-  checkConfig(msb === undefined || msb === Infinity || (Number.isInteger(msb) && msb >= 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
+  checkConfig(msb === undefined || msb === Infinity || isInt(msb, 0), 'maxSendBytes must be an integer ≥ 0 or Infinity');
   checkConfig(msb === undefined || kcp.arena === undefined, 'give maxSendBytes or kcp.arena, not both');
   return {
     mode, mtu, kcp, immediateAck: o.immediateAck ?? false,
@@ -203,6 +204,37 @@ function resolveOptions(o: KcpSessionOptions): ResolvedOptions {
     maxSendBytes: msb ?? KCP_HOST_MAX_SEND_BYTES_DEFAULT,
     random: o.random ?? cryptoRandom,
   };
+}
+
+/**
+ * What the sessions of one `KcpServer` or `KcpClient` share, made once by it and handed to each
+ * session: the options, the arena, the counters, the outbox budget and the latest clock. Sessions
+ * read and bump this, never their host's fields.
+ */
+class SessionShared {
+  /** The latest clock seen (ms): the reference for session deadlines after a command. */
+  lastNow = -Infinity;
+  /** Datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
+  queued = 0;
+  /** Of those, datagrams for addresses not yet validated (raw server). */
+  unvalidatedQueued = 0;
+  /** Bound on `unvalidatedQueued`: a quarter of the outbox. */
+  readonly maxUnvalidatedQueued: number;
+  /** Raw server: bytes sent to an unvalidated address ≤ this × bytes received from it. */
+  amplificationLimit = Infinity;
+
+  constructor(
+    readonly opts: ResolvedOptions,
+    readonly arena: KcpArena,
+    /** The host's live counters: sessions bump theirs here. */
+    readonly ctr: CounterSet<KcpHostCounter>,
+    /** A command left work in a session. */
+    readonly touch: (s: KcpSession) => void,
+    /** A session closed: its host retires it. */
+    readonly closeSession: (s: KcpSession) => void,
+  ) {
+    this.maxUnvalidatedQueued = Math.max(1, opts.maxOutboxDatagrams >>> 2);
+  }
 }
 
 /**
@@ -227,7 +259,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   private address_: string;
   private state_: KcpSessionState = 'open';
-  private readonly owner: SessionHost;
+  private readonly shared: SessionShared;
   private readonly opts: ResolvedOptions;
   private parked = false;
   private deadSeen = false;
@@ -235,7 +267,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private lastProbeAt = -Infinity;
   private lingerDeadline: number | undefined;
   private lingering = false;
-  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the owner's budget),
+  // Datagrams KCP has output, waiting for the host's pollTransmit (bounded by the shared budget),
   // and events; both dropped when empty, as an idle session has neither (thousands of idle sessions).
   private out: Uint8Array[] | undefined;
   private outHead = 0;
@@ -250,14 +282,14 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   private readonly firstClock: number;
   private readonly firstSn: number;
   // The last `unvalidated` datagrams of `out` did not fit the address's allowance when queued: they
-  // wait (counted in the owner's `unvalidatedQueued`). `headHeld`: the first of them has been counted.
+  // wait (counted in the shared `unvalidatedQueued`). `headHeld`: the first of them has been counted.
   private unvalidated = 0;
   private headHeld = false;
 
   /** @internal created by a host. */
-  constructor(owner: SessionHost, conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress) {
-    this.owner = owner;
-    this.opts = owner.opts;
+  constructor(shared: SessionShared, conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress) {
+    this.shared = shared;
+    this.opts = shared.opts;
     this.conv = conv;
     this.cookie = cookie;
     this.address_ = address;
@@ -265,7 +297,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.gate = gate;
     this.clock = gate === undefined ? 0 : randomU32(this.opts.random);
     const prefix = cookie === undefined ? 0 : KCP_COOKIE_PREFIX;
-    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: owner.arena, mtu: this.opts.mtu - prefix });
+    this.kcp = new Kcp(conv, (d) => this.output(d), { ...this.opts.kcp, arena: shared.arena, mtu: this.opts.mtu - prefix });
     this.kcp.update(now + this.clock);
     this.firstClock = this.kcp.current;
     this.firstSn = this.kcp.sndNxt;
@@ -297,7 +329,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
    */
   send(data: Uint8Array): boolean {
     if (this.state_ !== 'open') {
-      this.owner.ctr.add('sendsAfterClose');
+      this.shared.ctr.sendsAfterClose++;
       return false;
     }
     const k = this.kcp;
@@ -305,10 +337,10 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (r === -2) throw new GamewireError('message-too-large', `message of ${data.length} bytes exceeds ${k.maxMessageSize}`);
     if (r === -4) {
       throw new GamewireError('queue-full', `send of ${data.length} bytes refused: the session holds ${k.waitSnd()} segments, ` +
-        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.owner.arena.sendBytes} of ${this.owner.arena.maxSendBytes}`);
+        `${k.sendBytes} of its ${k.maxSendBytes} bytes; the host ${this.shared.arena.sendBytes} of ${this.shared.arena.maxSendBytes}`);
     }
     this.parked = false;
-    this.owner.touch(this);
+    this.shared.touch(this);
     return true;
   }
 
@@ -323,7 +355,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     if (options.linger === true && this.kcp.waitSnd() > 0) {
       this.state_ = 'closing';
       this.lingering = true;
-      this.owner.touch(this);
+      this.shared.touch(this);
       return;
     }
     this.finish('local');
@@ -388,7 +420,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   pollTransmit(_now: number, out: Uint8Array): number | undefined {
     for (let b = this.takeDatagram(); b !== undefined; b = this.takeDatagram()) {
       if (b.length > out.length) {
-        this.owner.ctr.add('transmitTooLarge');
+        this.shared.ctr.transmitTooLarge++;
         continue;
       }
       out.set(b);
@@ -408,14 +440,14 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const g = this.gate;
     const waited = out.length - this.outHead <= this.unvalidated;
     if (g !== undefined && !g.validated) {
-      const allowance = this.owner.amplificationLimit * g.rx - g.tx - g.queued;
+      const allowance = this.shared.amplificationLimit * g.rx - g.tx - g.queued;
       if (waited && b.length > allowance) {
         if (this.state_ === 'closed') {
           this.dropOutbox();
           return undefined;
         }
         g.waiting = true;
-        if (!this.headHeld) this.owner.ctr.add('heldUnvalidated');
+        if (!this.headHeld) this.shared.ctr.heldUnvalidated++;
         this.headHeld = true;
         // Every KCP answers a window probe (WASK) with its window (WINS, 24 bytes): it earns three
         // times its size, and it is sent only again once the address has sent something since, so a
@@ -423,7 +455,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
         if (g.rx > g.probedAt && allowance >= KCP_OVERHEAD) {
           g.probedAt = g.rx;
           g.tx += KCP_OVERHEAD;
-          this.owner.ctr.add('probesUnvalidated');
+          this.shared.ctr.probesUnvalidated++;
           return this.probe();
         }
         return undefined;
@@ -436,10 +468,10 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
       this.out = undefined;
       this.outHead = 0;
     }
-    this.owner.queued--;
+    this.shared.queued--;
     if (waited && this.unvalidated > 0) {
       this.unvalidated--;
-      this.owner.unvalidatedQueued--;
+      this.shared.unvalidatedQueued--;
       this.headHeld = false;
     }
     return b;
@@ -447,7 +479,7 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
 
   /** @internal its address was validated: what it queued no longer counts as waiting for one. */
   validated(): void {
-    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.shared.unvalidatedQueued -= this.unvalidated;
     this.unvalidated = 0;
     this.headHeld = false;
   }
@@ -458,16 +490,16 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     const n = this.out === undefined ? 0 : this.out.length - this.outHead;
     this.out = undefined;
     this.outHead = 0;
-    this.owner.queued -= n;
-    this.owner.unvalidatedQueued -= this.unvalidated;
+    this.shared.queued -= n;
+    this.shared.unvalidatedQueued -= this.unvalidated;
     this.unvalidated = 0;
-    this.owner.ctr.add('droppedUnvalidated', n);
+    this.shared.ctr.droppedUnvalidated += n;
   }
 
   /** Host side: next time (ms) the host must wake this session, or undefined. */
   pollTimeout(): number | undefined {
     if (this.state_ === 'closed') return undefined;
-    const now = this.owner.lastNow;
+    const now = this.shared.lastNow;
     if (this.lingering && this.lingerDeadline === undefined) this.lingerDeadline = now + this.opts.lingerTimeoutMs;
     let t = this.parked ? Infinity : deadlineOf(this.kcp, now + this.clock) - this.clock;
     const o = this.opts;
@@ -530,12 +562,12 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
     this.pushEvent({ type: 'closed', session: this, reason });
     // Return its buffers to the host's arena (its budget is shared with the live sessions).
     this.kcp.dispose();
-    this.owner.closeSession(this);
+    this.shared.closeSession(this);
   }
 
   /** @internal a keep-alive probe (a KCP WASK-like header) for the peer. */
   sendKeepAlive(): void {
-    this.owner.ctr.add('keepAlivesSent');
+    this.shared.ctr.keepAlivesSent++;
     this.enqueue(this.probe());
   }
 
@@ -561,26 +593,26 @@ export class KcpSession implements HostedPeer<KcpSessionEvent> {
   }
 
   private enqueue(b: Uint8Array): void {
-    const owner = this.owner;
-    if (owner.queued >= this.opts.maxOutboxDatagrams) {
-      owner.ctr.add('outboxFull');
+    const shared = this.shared;
+    if (shared.queued >= this.opts.maxOutboxDatagrams) {
+      shared.ctr.outboxFull++;
       return;
     }
     const g = this.gate;
     if (g !== undefined && !g.validated) {
-      if (this.unvalidated === 0 && g.tx + g.queued + b.length <= owner.amplificationLimit * g.rx) g.queued += b.length;
+      if (this.unvalidated === 0 && g.tx + g.queued + b.length <= shared.amplificationLimit * g.rx) g.queued += b.length;
       else {
         // It must wait for the address to send more or be validated. What waits is bounded per
         // session and host-wide, so spoofed sessions cannot fill the outbox that others need.
-        if (this.unvalidated >= UNVALIDATED_QUEUE || owner.unvalidatedQueued >= owner.maxUnvalidatedQueued) {
-          owner.ctr.add('droppedUnvalidated');
+        if (this.unvalidated >= UNVALIDATED_QUEUE || shared.unvalidatedQueued >= shared.maxUnvalidatedQueued) {
+          shared.ctr.droppedUnvalidated++;
           return;
         }
         this.unvalidated++;
-        owner.unvalidatedQueued++;
+        shared.unvalidatedQueued++;
       }
     }
-    owner.queued++;
+    shared.queued++;
     if (this.out === undefined) this.out = [b];
     else this.out.push(b);
   }
@@ -609,29 +641,21 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    * @internal the live counters of what only the sessions and this owner see (sessions bump them
    * too); users read them with the host's own (datagrams in and out, dropped replies) in `counters()`.
    */
-  readonly ctr = new Counters<KcpHostCounter>(COUNTERS);
+  readonly ctr = newCounters<KcpHostCounter>(COUNTERS);
   /** @internal */
   readonly opts: ResolvedOptions;
-  /** @internal the latest clock seen (ms): the reference for session deadlines after a command. */
-  lastNow = -Infinity;
-  /** @internal datagrams waiting in every session's outbox (≤ maxOutboxDatagrams). */
-  queued = 0;
-  /** @internal of those, datagrams for addresses not yet validated (raw server). */
-  unvalidatedQueued = 0;
-  /** @internal bound on `unvalidatedQueued`: a quarter of the outbox. */
-  readonly maxUnvalidatedQueued: number;
-  /** @internal raw server: bytes sent to an unvalidated address ≤ this × bytes received from it. */
-  amplificationLimit = Infinity;
   /** The buffers of every session's `Kcp`: one arena, one receive budget (`maxReceiveBytes`). */
   readonly arena: KcpArena;
   /** Sessions by address (raw mode: several convs may share one) and, in cookie mode, by conv (their key). */
   protected readonly host: Host<KcpSession, KcpSessionEvent, number>;
+  /** What every session of this host shares (see `SessionShared`). */
+  protected readonly shared: SessionShared;
   private waker: (() => void) | undefined;
 
   constructor(options: KcpSessionOptions, maxSessions: number, group?: (address: string) => string) {
     this.opts = resolveOptions(options);
     this.arena = this.opts.kcp.arena ?? new KcpArena({ maxReceiveBytes: this.opts.maxReceiveBytes, maxSendBytes: this.opts.maxSendBytes });
-    this.maxUnvalidatedQueued = Math.max(1, this.opts.maxOutboxDatagrams >>> 2);
+    this.shared = new SessionShared(this.opts, this.arena, this.ctr, (s) => this.touch(s), (s) => this.closeSession(s));
     this.host = new Host<KcpSession, KcpSessionEvent, number>({
       maxPeers: maxSessions,
       route: (now, from, bytes) => this.route(now, from, bytes),
@@ -647,7 +671,7 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
    */
   counters(): Readonly<Record<KcpHostCounter, number>> {
     const h = this.host.counters();
-    const c = this.ctr.snapshot() as Record<KcpHostCounter, number>;
+    const c = { ...this.ctr } as Record<KcpHostCounter, number>;
     c.datagramsIn = h.datagramsIn;
     c.datagramsOut = h.datagramsOut;
     c.outboxFull += h.repliesDropped;
@@ -665,28 +689,28 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
     this.waker?.();
   }
 
-  /** @internal a command left work in `s`. */
-  touch(s: KcpSession): void {
+  /** A command left work in `s`. */
+  private touch(s: KcpSession): void {
     this.host.touch(s.id);
   }
 
-  /** @internal `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
-  closeSession(s: KcpSession): void {
+  /** `s` closed: retire it from the host, which forgets its address and conv (its last datagrams and events still drain). */
+  private closeSession(s: KcpSession): void {
     this.forget(s);
-    this.ctr.add('sessionsClosed');
+    this.ctr.sessionsClosed++;
     this.host.remove(s.id);
   }
 
   /** Process one datagram from `from` at `now` (ms). Bad or unwanted bytes are dropped and counted. */
   handleDatagram(now: number, from: string, bytes: Uint8Array): void {
-    if (now > this.lastNow) this.lastNow = now;
+    if (now > this.shared.lastNow) this.shared.lastNow = now;
     this.host.handleDatagram(now, from, bytes);
   }
 
   /** Run every session whose KCP update or timer is due at `now` (ms). */
   handleTimeout(now: number): void {
     checkArg(typeof now === 'number' && !Number.isNaN(now), 'now must be a number of ms');
-    if (now > this.lastNow) this.lastNow = now;
+    if (now > this.shared.lastNow) this.shared.lastNow = now;
     this.hostTimers(now);
     this.host.handleTimeout(now);
   }
@@ -717,9 +741,9 @@ abstract class SessionHost implements Endpoint<KcpSessionEvent> {
 
   /** A new session, in the host at `address` (and under `conv` in cookie mode, where conv routes). */
   protected newSession(conv: number, cookie: number | undefined, address: string, now: number, gate?: RawAddress): KcpSession {
-    const s = new KcpSession(this, conv, cookie, address, now, gate);
+    const s = new KcpSession(this.shared, conv, cookie, address, now, gate);
     s.id = this.host.add(address, s, cookie === undefined ? undefined : conv);
-    this.ctr.add('sessionsOpened');
+    this.ctr.sessionsOpened++;
     return s;
   }
 
@@ -776,15 +800,15 @@ export class KcpServer extends SessionHost {
 
   constructor(options: KcpServerOptions = {}) {
     const max = options.maxSessions ?? 4096;
-    checkConfig(Number.isInteger(max) && max >= 1, 'maxSessions must be an integer ≥ 1');
+    checkConfig(isInt(max, 1), 'maxSessions must be an integer ≥ 1');
     const perAddr = options.maxSessionsPerAddress ?? 64;
-    checkConfig(Number.isInteger(perAddr) && perAddr >= 1, 'maxSessionsPerAddress must be an integer ≥ 1');
+    checkConfig(isInt(perAddr, 1), 'maxSessionsPerAddress must be an integer ≥ 1');
     const amp = options.amplificationLimit ?? 3;
     checkConfig(typeof amp === 'number' && amp >= 1, 'amplificationLimit must be a number ≥ 1 (Infinity = off)');
     super(options, max, addressGroup);
     this.maxSessions = max;
     this.maxSessionsPerAddress = perAddr;
-    if (this.opts.mode === 'raw') this.amplificationLimit = amp;
+    if (this.opts.mode === 'raw') this.shared.amplificationLimit = amp;
     this.opts.kcp.maxSendBytes ??= KCP_SESSION_MAX_SEND_BYTES_DEFAULT;
     this.acceptConv = options.acceptConv;
     if (this.opts.mode === 'cookie') {
@@ -821,7 +845,7 @@ export class KcpServer extends SessionHost {
   /** `address`'s IP holds `maxSessionsPerAddress` sessions (counted as `refusedAddress`). */
   private groupFull(address: string): boolean {
     if (this.host.groupSize(address) < this.maxSessionsPerAddress) return false;
-    this.ctr.add('refusedAddress');
+    this.ctr.refusedAddress++;
     return true;
   }
 
@@ -839,7 +863,7 @@ export class KcpServer extends SessionHost {
 
   private rawRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (!isWellFormedKcp(bytes, 0)) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const conv = readU32LE(bytes, 0);
@@ -849,17 +873,17 @@ export class KcpServer extends SessionHost {
     if (id !== undefined) s = h.get(id)!;
     else {
       if (this.acceptConv !== undefined && !this.acceptConv(conv)) {
-        this.ctr.add('droppedConv');
+        this.ctr.droppedConv++;
         return undefined;
       }
       if (this.full()) {
-        this.ctr.add('refusedFull');
+        this.ctr.refusedFull++;
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
       // The address's sessions share what it has shown (one gate per address).
       const first = h.firstAt(from);
-      const gate = this.amplificationLimit === Infinity ? undefined : (first === undefined ? new RawAddress() : h.get(first)!.gate);
+      const gate = this.shared.amplificationLimit === Infinity ? undefined : (first === undefined ? new RawAddress() : h.get(first)!.gate);
       s = this.newSession(conv, undefined, from, now, gate);
     }
     const a = s.gate;
@@ -877,7 +901,7 @@ export class KcpServer extends SessionHost {
       if (p < 0) a.wrong++;
       else if (p > 0) {
         a.validated = true;
-        this.ctr.add('addressesValidated');
+        this.ctr.addressesValidated++;
         for (let id = h.firstAt(s.address); id !== undefined; id = h.nextAt(id)) h.get(id)!.validated();
       }
     }
@@ -889,7 +913,7 @@ export class KcpServer extends SessionHost {
 
   private cookieRoute(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
@@ -898,7 +922,7 @@ export class KcpServer extends SessionHost {
       return undefined;
     }
     if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX)) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const conv = readU32LE(bytes, KCP_COOKIE_PREFIX);
@@ -907,22 +931,22 @@ export class KcpServer extends SessionHost {
     if (id !== undefined) {
       s = this.host.get(id)!;
       if (s.cookie !== prefix) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (s.address !== from) {
         if (addressGroup(from) !== addressGroup(s.address) && this.groupFull(from)) return undefined;
         s.moveTo(from);
         this.host.rebind(s.id, from);
-        this.ctr.add('migrations');
+        this.ctr.migrations++;
       }
     } else {
       if (deriveCookie(this.cookieKey!, from, conv) !== prefix) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (this.full()) {
-        this.ctr.add('refusedFull');
+        this.ctr.refusedFull++;
         return undefined;
       }
       if (this.groupFull(from)) return undefined;
@@ -934,14 +958,14 @@ export class KcpServer extends SessionHost {
   private control(from: string, bytes: Uint8Array): void {
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return;
     }
     const c = r.value;
     if (c.type === 'connect') {
       const full = this.full();
       if (full || this.groupFull(from)) {
-        if (full) this.ctr.add('refusedFull');
+        if (full) this.ctr.refusedFull++;
         const b = new Uint8Array(11);
         encodeRefuse(b, c.nonce, full ? KcpRefuseReason.SERVER_FULL : KcpRefuseReason.ADDRESS_FULL);
         this.sendReply(from, b);
@@ -951,18 +975,18 @@ export class KcpServer extends SessionHost {
       while (this.host.peerWithKey(conv) !== undefined) conv = randomU32(this.opts.random);
       const b = new Uint8Array(18);
       encodeAccept(b, c.nonce, conv, deriveCookie(this.cookieKey!, from, conv));
-      this.ctr.add('handshakes');
+      this.ctr.handshakes++;
       this.sendReply(from, b);
     } else if (c.type === 'close') {
       const id = this.host.peerWithKey(c.conv);
       const s = id === undefined ? undefined : this.host.get(id)!;
       if (s === undefined || s.cookie !== c.cookie) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return;
       }
       s.finish('peer');
     } else {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
     }
   }
 
@@ -1012,7 +1036,7 @@ export class KcpClient extends SessionHost {
     checkConfig(this.retryMs > 0, 'handshakeRetryMs must be > 0');
     if (this.opts.mode === 'raw') {
       const conv = options.conv ?? randomU32(this.opts.random);
-      checkConfig(Number.isInteger(conv) && conv >= 0 && conv <= 0xffffffff, 'conv must be a u32');
+      checkConfig(isInt(conv, 0, 0xffffffff), 'conv must be a u32');
       this.conv_ = conv;
       this.state_ = 'open';
     } else {
@@ -1046,7 +1070,7 @@ export class KcpClient extends SessionHost {
     const s = this.session_;
     if (s === undefined) {
       if (this.state_ !== 'closed') throw new GamewireError('invalid-state', 'send before the session is open (wait for the open event)');
-      this.ctr.add('sendsAfterClose');
+      this.ctr.sendsAfterClose++;
       return false;
     }
     return s.send(data);
@@ -1061,41 +1085,41 @@ export class KcpClient extends SessionHost {
   protected route(now: number, from: string, bytes: Uint8Array): PeerId | undefined {
     const s = this.session_;
     if (from !== this.remote) {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
       return undefined;
     }
     if (this.opts.mode === 'raw') {
       if (s === undefined || s.state === 'closed' || !isWellFormedKcp(bytes, 0, s.conv)) {
-        this.ctr.add(s === undefined ? 'droppedUnknown' : 'droppedMalformed');
+        this.ctr[s === undefined ? 'droppedUnknown' : 'droppedMalformed']++;
         return undefined;
       }
       return s.id;
     }
     if (bytes.length < KCP_COOKIE_PREFIX) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const prefix = readU32LE(bytes, 0);
     if (prefix !== 0) {
       if (s === undefined || s.state === 'closed' || prefix !== s.cookie) {
-        this.ctr.add('droppedBadCookie');
+        this.ctr.droppedBadCookie++;
         return undefined;
       }
       if (!isWellFormedKcp(bytes, KCP_COOKIE_PREFIX, s.conv)) {
-        this.ctr.add('droppedMalformed');
+        this.ctr.droppedMalformed++;
         return undefined;
       }
       return s.id;
     }
     const r = decodeControl(bytes);
     if (!r.ok) {
-      this.ctr.add('droppedMalformed');
+      this.ctr.droppedMalformed++;
       return undefined;
     }
     const c = r.value;
     if (c.type === 'accept' && this.state_ === 'connecting' && c.nonce === this.nonce && s === undefined) {
       this.state_ = 'open';
-      this.ctr.add('handshakes');
+      this.ctr.handshakes++;
       const ns = this.newSession(c.conv, c.cookie, this.remote, now);
       this.session_ = ns;
       // Announce ourselves at once so the server creates its side even if we have nothing to send.
@@ -1106,7 +1130,7 @@ export class KcpClient extends SessionHost {
     } else if (c.type === 'close' && s !== undefined && c.conv === s.conv && c.cookie === s.cookie) {
       s.finish('peer');
     } else {
-      this.ctr.add('droppedUnknown');
+      this.ctr.droppedUnknown++;
     }
     return undefined;
   }
@@ -1134,9 +1158,9 @@ export class KcpClient extends SessionHost {
   override pollTimeout(): number | undefined {
     if (this.ended) return undefined;
     if (this.session_ === undefined) {
-      if (this.state_ === 'open') return this.lastNow; // raw: start at the first handleTimeout
+      if (this.state_ === 'open') return this.shared.lastNow; // raw: start at the first handleTimeout
       if (this.state_ === 'connecting') {
-        if (this.startedAt === undefined) return this.lastNow;
+        if (this.startedAt === undefined) return this.shared.lastNow;
         const t = Math.min(this.nextConnectAt, this.timeoutMs > 0 ? this.startedAt + this.timeoutMs : Infinity);
         const h = super.pollTimeout();
         return h !== undefined && h < t ? h : t;

@@ -2,9 +2,10 @@ import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE } from '../core/bytes.js';
-import { Counters } from '../core/counters.js';
+import { newCounters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isObject } from '../core/config.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import {
@@ -12,7 +13,7 @@ import {
   type ResolvedCarry,
 } from './options.js';
 import {
-  addressToKey, type ConnectTokenPublic, NetcodePacketType as T, readConnectToken, readPacket, ReplayProtection,
+  addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T, newNetcodePacket, readConnectToken, readPacket, ReplayProtection,
   writePacket, writeRequestPacket,
 } from './wire.js';
 
@@ -97,7 +98,7 @@ const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
 export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly carry: ResolvedCarry;
-  private readonly ctr = new Counters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
+  private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
@@ -105,6 +106,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  private readonly packet = newNetcodePacket();
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly tx: Transmit = { length: 0, to: '' };
   private sequence = 0n;
@@ -124,7 +126,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * not UDP (the WebRTC transport passes its own, for the path's overhead and the largest payload).
    */
   constructor(o: ClientOptions = {}, underlay?: CarryUnderlay) {
-    checkConfig(typeof o === 'object' && o !== null, 'options must be an object');
+    checkConfig(isObject(o), 'options must be an object');
     super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o, underlay);
@@ -155,7 +157,8 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     checkArg(typeof now === 'number' && Number.isFinite(now), 'now must be a finite number of ms');
     checkArg(token instanceof Uint8Array, 'token must be a Uint8Array');
     if (CLIENT_STATE_CODES[this.state_] > 0) throw new GamewireError('invalid-state', `client is ${this.state_}`);
-    const t = readConnectToken(token);
+    const r = readConnectToken(token);
+    const t = r.ok ? r.value : undefined;
     this.timeoutMs = t === undefined || t.timeoutSeconds < 0 ? Infinity : t.timeoutSeconds * 1000;
     this.restart(now, this.timeoutMs);
     this.token = undefined;
@@ -226,7 +229,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
 
   /** Copies of the client's drop counters and, with lanes, the session's (`session`). */
   counters(): Readonly<Record<ClientCounter, number>> & { session: SessionCounters | undefined } {
-    return { ...this.ctr.snapshot(), session: this.session?.counters() };
+    return { ...this.ctr, session: this.session?.counters() };
   }
 
   /** Disconnect: redundant DISCONNECT packets if connected, then `disconnected` (`local`). Idempotent. */
@@ -240,7 +243,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     this.tick(now);
     if (this.ended) return;
     if (from !== this.server) {
-      this.ctr.add('wrongAddress');
+      this.ctr.wrongAddress++;
       return;
     }
     const state = this.state_;
@@ -248,9 +251,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     const allowed = state === 'connected'
       ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
-    const p = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto);
-    if ('drop' in p) {
-      this.ctr.add(p.drop === 'replay' ? 'replayed' : 'dropped');
+    const p = this.packet;
+    const n = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto, p);
+    if (n < 0) {
+      this.ctr[n === NetcodeDrop.replay ? 'replayed' : 'dropped']++;
       return;
     }
     switch (p.type) {
@@ -288,7 +292,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         return;
       default:
     }
-    this.ctr.add('unexpected');
+    this.ctr.unexpected++;
   }
 
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
@@ -331,7 +335,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   }
 
   protected override sentAfterClose(): void {
-    this.ctr.add('sendsAfterClose');
+    this.ctr.sendsAfterClose++;
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {

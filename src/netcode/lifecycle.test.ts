@@ -10,8 +10,9 @@ import { Client, type ClientEvent, type ClientState } from './client.js';
 import { Server, type ServerEvent } from './server.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import {
-  generateConnectToken, NetcodePacketType, readConnectToken, readPacket, writePacket, writeRequestPacket,
+  generateConnectToken, NetcodePacketType, readConnectToken, writePacket, writeRequestPacket,
 } from './wire.js';
+import { okValue, packetOf } from '../../test/harness/decoders.js';
 
 /** The sequence of an encrypted packet (types 1..6): its 1..8 little-endian bytes after the prefix. */
 function packetSequence(b: Uint8Array): bigint {
@@ -267,7 +268,7 @@ describe('netcode: every client failure state', () => {
   it('a request with another version info is dropped, as one of the wrong size', () => {
     const r = rig(17, { latencyMs: 10 });
     const req = new Uint8Array(1078);
-    writeRequestPacket(req, readConnectToken(token())!);
+    writeRequestPacket(req, okValue(readConnectToken(token()))!);
     const v101 = req.slice();
     v101[12] = 0x31; // "NETCODE 1.01"
     r.world.inject('10.0.0.9:1', SERVER, v101);
@@ -330,7 +331,7 @@ describe('netcode: security rules', () => {
     expect(r.server.counters().requestsAlreadyConnected).toBe(1);
     // A token not yet connected, first seen from one address, is refused from any other.
     const req = new Uint8Array(1078);
-    writeRequestPacket(req, readConnectToken(token({ clientId: 77n, seed: 77 }))!);
+    writeRequestPacket(req, okValue(readConnectToken(token({ clientId: 77n, seed: 77 })))!);
     r.world.inject('10.6.6.7:1', SERVER, req);
     const challenges = r.server.counters().challengesSent;
     r.world.inject('10.6.6.8:1', SERVER, req);
@@ -374,7 +375,7 @@ describe('netcode: security rules', () => {
     }
     for (let i = 0; i < 10_000; i++) {
       const req = new Uint8Array(1078);
-      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(1000 + i), seed: i }))!);
+      writeRequestPacket(req, okValue(readConnectToken(token({ clientId: BigInt(1000 + i), seed: i })))!);
       r.world.inject(`10.8.${i & 255}.${(i >> 8) & 255}:7000`, SERVER, req);
     }
     const sizes = r.server.tableSizes();
@@ -604,12 +605,12 @@ describe('netcode: a challenge token is bound to the connect token that earned i
   it('a challenge kept from token A, answered under token B\'s mapping, does not connect as A', () => {
     const r = rig(28, { latencyMs: 10 });
     const X = '10.0.0.66:7000';
-    const a = readConnectToken(token({ clientId: 1n, seed: 101 }))!;
+    const a = okValue(readConnectToken(token({ clientId: 1n, seed: 101 })))!;
     const userDataB = new Uint8Array(256).fill(0xbb);
-    const b = readConnectToken(generateConnectToken({
+    const b = okValue(readConnectToken(generateConnectToken({
       protocolId: PROTOCOL, privateKey: KEY, clientId: 2n, serverAddresses: [SERVER], nowUnixSeconds: Math.floor(unixTime(0)),
       expireSeconds: 30, timeoutSeconds: 5, userData: userDataB, random: seeded(102),
-    }))!;
+    })))!;
     const challenges: Uint8Array[] = [];
     r.world.onTransmit = (_from, to, bytes) => {
       if (to === X && (bytes[0]! & 0x0f) === NetcodePacketType.Challenge) challenges.push(bytes.slice());
@@ -620,7 +621,7 @@ describe('netcode: a challenge token is bound to the connect token that earned i
       r.world.inject(X, SERVER, req);
     };
     const challengeBody = (packet: Uint8Array, t: typeof a): Uint8Array => {
-      const p = readPacket(packet, PROTOCOL, t.serverToClientKey, 1 << NetcodePacketType.Challenge, undefined, nobleCrypto);
+      const p = packetOf(packet, PROTOCOL, t.serverToClientKey, 1 << NetcodePacketType.Challenge, undefined, nobleCrypto);
       if ('drop' in p) throw new Error(`challenge did not open: ${p.drop}`);
       return p.body.slice();
     };
@@ -648,7 +649,7 @@ describe('netcode: the token history replaces its oldest entry when full (issue 
     const r = rig(29, { latencyMs: 10 }, { maxClients: 1 });
     for (let i = 0; i < 8; i++) {
       const req = new Uint8Array(1078);
-      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(100 + i), seed: 100 + i, timeoutSeconds: 1, expireSeconds: 60 }))!);
+      writeRequestPacket(req, okValue(readConnectToken(token({ clientId: BigInt(100 + i), seed: 100 + i, timeoutSeconds: 1, expireSeconds: 60 })))!);
       r.world.inject(`10.0.9.${i + 1}:7000`, SERVER, req);
     }
     expect(r.server.tableSizes().history).toBe(8);
@@ -665,7 +666,7 @@ describe('netcode: the token history replaces its oldest entry when full (issue 
     const reqs: Uint8Array[] = [];
     for (let i = 0; i < 40; i++) {
       const req = new Uint8Array(1078);
-      writeRequestPacket(req, readConnectToken(token({ clientId: BigInt(200 + i), seed: 200 + i, expireSeconds: 60 }))!);
+      writeRequestPacket(req, okValue(readConnectToken(token({ clientId: BigInt(200 + i), seed: 200 + i, expireSeconds: 60 })))!);
       reqs.push(req);
       r.world.inject('10.0.8.1:7000', SERVER, req);
       expect(r.server.tableSizes().history).toBeLessThanOrEqual(16);

@@ -5,7 +5,8 @@ import { resolveConnectionOptions, type ConnectionLaneConfig } from '../connecti
 import type { SessionOptions } from '../connection/session.js';
 import type { Session } from '../connection/session.js';
 import { FrameKind } from '../connection/wire.js';
-import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isInt } from '../core/config.js';
+import { checkArg, GamewireError } from '../core/errors.js';
 import { UDP_IPV4_OVERHEAD_BYTES } from '../congestion/path.js';
 
 /**
@@ -87,7 +88,7 @@ export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = U
   checkConfig(!raw || (o.lanes === undefined && o.channels === undefined && o.acks === undefined),
     'raw mode carries no lanes: give raw or lanes/channels/acks, not both');
   const maxRawQueue = o.maxRawQueue ?? 1024;
-  checkConfig(Number.isInteger(maxRawQueue) && maxRawQueue >= 1 && maxRawQueue <= 65_536, 'maxRawQueue must be an integer in 1..65536');
+  checkConfig(isInt(maxRawQueue, 1, 65_536), 'maxRawQueue must be an integer in 1..65536');
   if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
   const channels = underlay.defaultRedundancy === undefined ? o.channels : { redundancy: underlay.defaultRedundancy, ...o.channels };
   const c = resolveConnectionOptions({

@@ -1,10 +1,11 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
 import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
-import { readU32LE, writeU32LE } from '../core/bytes.js';
-import { Counters } from '../core/counters.js';
+import { readU64LE, writeU32LE, writeU64LE } from '../core/bytes.js';
+import { newCounters, type CounterSet } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
-import { checkConfig, GamewireError } from '../core/errors.js';
+import { checkConfig, isInt } from '../core/config.js';
+import { GamewireError } from '../core/errors.js';
 import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
@@ -15,7 +16,7 @@ import {
 } from './options.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
-  type NetcodeDropReason, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readRequestPacket,
+  NetcodeDrop, type NetcodeAddress, NetcodePacketType as T, newNetcodePacket, parseAddress, readConnectToken, readPacket, readRequestPacket,
   ReplayProtection, USER_DATA_BYTES, writePacket,
 } from './wire.js';
 import { TAG_BYTES } from '../crypto/provider.js';
@@ -107,6 +108,37 @@ const c2sOf = (m: Mapping): Uint8Array => m.keys.subarray(0, KEY_BYTES);
 const s2cOf = (m: Mapping): Uint8Array => m.keys.subarray(KEY_BYTES, 2 * KEY_BYTES);
 const macOf = (m: Mapping): Uint8Array => m.keys.subarray(2 * KEY_BYTES);
 
+/**
+ * What every client of one server shares, made once by the server and handed to each client at
+ * construction: the clients read this, never the server's fields.
+ */
+class ClientShared {
+  /** Every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
+  readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  /** Every packet read from a client is read into this (`readPacket`), one at a time. */
+  readonly packet = newNetcodePacket();
+  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
+
+  constructor(
+    readonly protocolId: bigint,
+    readonly crypto: CryptoProvider,
+    private readonly maxClients: number,
+    /** Raw mode: payloads queued per client at most. */
+    readonly maxRawQueue: number,
+    /** The server's counters: clients count their dropped packets and sends after close here. */
+    readonly ctr: CounterSet<ServerCounter>,
+    /** A client ended: the server frees its index and retires it from the host. */
+    readonly released: (c: ServerClient) => void,
+  ) {}
+
+  /** The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
+  keepAliveBody(index: number): Uint8Array {
+    writeU32LE(this.keepAlive, 0, index);
+    writeU32LE(this.keepAlive, 4, this.maxClients);
+    return this.keepAlive;
+  }
+}
+
 interface HistoryEntry {
   address: Address;
   /** A connection was made with it: the token is spent (one token, one session). */
@@ -133,7 +165,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private readonly underlays = new Map<string, ResolvedCarry>();
   /** Connected clients by address (packets) and by client id (their key). */
   protected readonly host: Host<ServerClient, ServerEvent, bigint>;
-  private readonly ctr = new Counters<ServerCounter>(COUNTERS);
+  private readonly ctr = newCounters<ServerCounter>(COUNTERS);
   private readonly challengeKey = new Uint8Array(KEY_BYTES);
   private challengeSequence = 0n;
   private globalSequence: bigint;
@@ -143,10 +175,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   // while its host slot is held until its DISCONNECTs are out.
   private readonly freeIndexes: number[] = [];
   private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
-  /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
-  readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
-  private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
+  private readonly shared: ClientShared;
 
   /** Throws `invalid-config` on bad options. */
   constructor(o: ServerOptions) {
@@ -159,11 +189,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const keys = new Set<string>();
     for (const a of o.addresses) {
       const p = parseAddress(a);
-      checkConfig(p !== undefined, `address '${a}' is not ip:port`);
-      keys.add(addressToKey(p!));
+      checkConfig(p.ok, `address '${a}' is not ip:port`);
+      keys.add(addressToKey((p as { value: NetcodeAddress }).value));
     }
     const max = o.maxClients ?? 256;
-    checkConfig(Number.isInteger(max) && max >= 1 && max <= 65_536, 'maxClients must be an integer in 1..65536');
+    checkConfig(isInt(max, 1, 65_536), 'maxClients must be an integer in 1..65536');
     this.protocolId = o.protocolId;
     this.privateKey = o.privateKey.slice();
     this.addressKeys = keys;
@@ -172,13 +202,14 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.crypto = o.crypto ?? nobleCrypto;
     this.carry = resolveCarry(o);
     this.carryOptions = o;
+    this.shared = new ClientShared(this.protocolId, this.crypto, max, this.carry.maxRawQueue, this.ctr, (c) => this.released(c));
     const random = o.random ?? cryptoRandom;
     random(this.challengeKey);
     // Every server of a token (and a restarted server) seals its challenges under the token's one
     // server-to-client key: a random start in 2^63..2^63 + 2^62 keeps their sequences apart.
     const start = new Uint8Array(8);
     random(start);
-    this.globalSequence = (1n << 63n) | (readU64(start, 0) & ((1n << 62n) - 1n));
+    this.globalSequence = (1n << 63n) | (readU64LE(start, 0) & ((1n << 62n) - 1n));
     for (let i = max - 1; i >= 0; i--) this.freeIndexes.push(i);
     this.host = new Host<ServerClient, ServerEvent, bigint>({
       maxPeers: max,
@@ -208,11 +239,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * WebRTC signalling). `now` is the driver's clock (ms). Never throws on bad bytes.
    */
   checkConnectToken(now: number, token: Uint8Array): TokenCheck {
-    const pub = readConnectToken(token);
-    if (pub === undefined || pub.protocolId !== this.protocolId) return 'invalid';
+    const r = readConnectToken(token);
+    if (!r.ok || r.value.protocolId !== this.protocolId) return 'invalid';
+    const pub = r.value;
     if (pub.expireTimestamp <= BigInt(Math.floor(this.unixTime(now)))) return 'expired';
-    const t = decryptPrivateToken(pub.privateData, pub.protocolId, pub.expireTimestamp, pub.nonce, this.privateKey, this.crypto);
-    if (t === undefined) return 'invalid';
+    const d = decryptPrivateToken(pub.privateData, pub.protocolId, pub.expireTimestamp, pub.nonce, this.privateKey, this.crypto);
+    if (!d.ok) return 'invalid';
+    const t = d.value;
     if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) return 'wrong-server';
     if (this.host.peerWithKey(t.clientId) !== undefined) return 'already-connected';
     if (this.history.get(macKey(pub.privateData.subarray(pub.privateData.length - TAG_BYTES)))?.consumed === true) return 'used';
@@ -229,8 +262,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.underlays.set(prefix, resolveCarry(this.carryOptions, underlay));
   }
 
-  /** @internal What a client at `address` carries. */
-  carryFor(address: Address): ResolvedCarry {
+  /** What a client at `address` carries. */
+  private carryFor(address: Address): ResolvedCarry {
     return this.underlays.size === 0 ? this.carry : this.underlays.get(transportOf(address)) ?? this.carry;
   }
 
@@ -241,14 +274,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
 
   /** Copies of the server's counters and the core host's (`host`). */
   counters(): Readonly<Record<ServerCounter, number>> & { host: ReturnType<Host<ServerClient>['counters']> } {
-    return { ...this.ctr.snapshot(), host: this.host.counters() };
-  }
-
-  /** @internal The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
-  keepAliveBody(index: number): Uint8Array {
-    writeU32LE(this.keepAlive, 0, index);
-    writeU32LE(this.keepAlive, 4, this.maxClients);
-    return this.keepAlive;
+    return { ...this.ctr, host: this.host.counters() };
   }
 
   /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
@@ -265,21 +291,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     return this.globalSequence++;
   }
 
-  /** @internal a client that had closed was sent to. */
-  sentAfterClose(): void {
-    this.ctr.add('sendsAfterClose');
-  }
-
-  /** @internal a connected client's packet was dropped for `reason`. */
-  packetDropped(reason: NetcodeDropReason): void {
-    this.ctr.add(reason === 'replay' ? 'replayed' : 'packetsDropped');
-  }
-
   /**
-   * @internal a client ended: free its index, and retire it from the host (its id and address are
-   * free at once; its redundant DISCONNECTs and last events still drain before its slot is).
+   * A client ended: free its index, and retire it from the host (its id and address are free at
+   * once; its redundant DISCONNECTs and last events still drain before its slot is).
    */
-  released(c: ServerClient): void {
+  private released(c: ServerClient): void {
     const id = this.host.peerWithKey(c.clientId);
     if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
     this.freeIndexes.push(c.clientIndex);
@@ -289,89 +305,91 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const id = this.host.firstAt(from);
     if (id !== undefined) return id;
     if (b.length === 0) {
-      this.ctr.add('malformed');
+      this.ctr.malformed++;
       return undefined;
     }
     const type = b[0]! & 0x0f;
     if (type === T.Request && b[0] === 0) this.onRequest(now, from, b);
     else if (type === T.Response) this.onResponse(now, from, b);
-    else this.ctr.add('unknownAddress');
+    else this.ctr.unknownAddress++;
     return undefined;
   }
 
   private onRequest(now: number, from: Address, b: Uint8Array): void {
     const unix = this.unixTime(now);
-    const r = readRequestPacket(b, this.protocolId, unix, this.privateKey, this.crypto);
-    if ('drop' in r) {
-      this.ctr.add('requestsDropped');
+    const q = readRequestPacket(b, this.protocolId, unix, this.privateKey, this.crypto);
+    if (!q.ok) {
+      this.ctr.requestsDropped++;
       return;
     }
+    const r = q.value;
     const t = r.token;
     if (!t.serverAddresses.some((a) => this.addressKeys.has(addressToKey(a)))) {
-      this.ctr.add('requestsWrongAddress');
+      this.ctr.requestsWrongAddress++;
       return;
     }
     if (this.host.peerWithKey(t.clientId) !== undefined) {
-      this.ctr.add('requestsAlreadyConnected');
+      this.ctr.requestsAlreadyConnected++;
       return;
     }
     const tokenKey = macKey(r.tokenMac);
     if (!this.recordToken(tokenKey, from)) {
-      this.ctr.add('requestsTokenReused');
+      this.ctr.requestsTokenReused++;
       return;
     }
     if (this.host.liveCount >= this.maxClients) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), t.serverToClientKey);
-      this.ctr.add('deniedSent');
+      this.ctr.deniedSent++;
       return;
     }
     if (!this.addMapping(now, from, t.clientToServerKey, t.serverToClientKey, t.timeoutSeconds, r.tokenMac)) {
-      this.ctr.add('requestsMappingFull');
+      this.ctr.requestsMappingFull++;
       return;
     }
     const seq = this.challengeSequence++;
     const body = this.body;
-    writeU64(body, 0, seq);
+    writeU64LE(body, 0, seq);
     body.set(encryptChallengeToken(t.clientId, t.userData, seq, this.challengeKey, this.crypto, r.tokenMac), 8);
     this.sendGlobal(from, T.Challenge, body, t.serverToClientKey);
-    this.ctr.add('challengesSent');
+    this.ctr.challengesSent++;
   }
 
   private onResponse(now: number, from: Address, b: Uint8Array): void {
     const m = this.mappings.get(from);
     if (m === undefined || now > m.expiresAt) {
       if (m !== undefined) this.mappings.delete(from);
-      this.ctr.add('responsesDropped');
+      this.ctr.responsesDropped++;
       return;
     }
-    const p = readPacket(b, this.protocolId, c2sOf(m), 1 << T.Response, undefined, this.crypto);
-    if ('drop' in p || p.body.length !== CHALLENGE_BODY_BYTES) {
-      this.ctr.add('responsesDropped');
+    const p = this.shared.packet;
+    if (readPacket(b, this.protocolId, c2sOf(m), 1 << T.Response, undefined, this.crypto, p) < 0 || p.body.length !== CHALLENGE_BODY_BYTES) {
+      this.ctr.responsesDropped++;
       return;
     }
-    const seq = readU64(p.body, 0);
-    const token = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, macOf(m));
-    if (token === undefined) {
-      this.ctr.add('responsesDropped');
+    const seq = readU64LE(p.body, 0);
+    const d = decryptChallengeToken(p.body.subarray(8), seq, this.challengeKey, this.crypto, macOf(m));
+    if (!d.ok) {
+      this.ctr.responsesDropped++;
       return;
     }
+    const token = d.value;
     if (this.host.peerWithKey(token.clientId) !== undefined) {
-      this.ctr.add('requestsAlreadyConnected');
+      this.ctr.requestsAlreadyConnected++;
       return;
     }
     // A slot still sending its DISCONNECTs counts against the host until it is done.
     if (this.host.liveCount >= this.maxClients || this.freeIndexes.length === 0 || this.host.full) {
       this.sendGlobal(from, T.Denied, new Uint8Array(0), s2cOf(m));
-      this.ctr.add('deniedSent');
+      this.ctr.deniedSent++;
       return;
     }
     const index = this.freeIndexes.pop()!;
-    const c = new ServerClient(this, now, from, index, token.clientId, token.userData, m);
+    const c = new ServerClient(this.shared, this.carryFor(from), now, from, index, token.clientId, token.userData, m);
     this.mappings.delete(from);
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
     this.host.add(from, c, c.clientId);
-    this.ctr.add('clientsConnected');
+    this.ctr.clientsConnected++;
   }
 
   private sendGlobal(to: Address, type: number, body: Uint8Array, key: Uint8Array): void {
@@ -437,7 +455,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   readonly userData: Uint8Array;
   /** Its address. */
   readonly address: Address;
-  private readonly server: Server;
+  private readonly shared: ClientShared;
   private readonly c2s: Uint8Array;
   private readonly s2c: Uint8Array;
   private readonly rawQueue: Uint8Array[] = [];
@@ -448,9 +466,9 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private keepAliveOwed = true;
 
   /** @internal */
-  constructor(server: Server, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
+  constructor(shared: ClientShared, carry: ResolvedCarry, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
     super(DISCONNECT_COPIES, m.timeoutMs, now, Phase.Handshake);
-    this.server = server;
+    this.shared = shared;
     this.address = address;
     this.clientIndex = index;
     this.clientId = clientId;
@@ -462,7 +480,6 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.c2s = b.subarray(0, KEY_BYTES);
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
     this.userData = b.subarray(2 * KEY_BYTES);
-    const carry = server.carryFor(address);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
     if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
     this.open();
@@ -494,7 +511,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   sendRaw(bytes: Uint8Array): boolean {
     if (this.session !== undefined) throw new GamewireError('invalid-state', 'not raw mode: use send(lane, bytes)');
     if (this.sendRefused()) return false;
-    queueRaw(this.rawQueue, bytes, this.server.carry.maxRawQueue);
+    queueRaw(this.rawQueue, bytes, this.shared.maxRawQueue);
     this.wake();
     return true;
   }
@@ -536,9 +553,10 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.tick(now);
     if (this.ended) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
-    const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
-    if ('drop' in p) {
-      this.server.packetDropped(p.drop);
+    const p = this.shared.packet;
+    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto, p);
+    if (n < 0) {
+      this.shared.ctr[n === NetcodeDrop.replay ? 'replayed' : 'packetsDropped']++;
       return;
     }
     this.heard(now);
@@ -562,28 +580,28 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   protected override write(now: number, out: Uint8Array): number | undefined {
     if (this.keepAliveOwed && !this.confirmed) {
       this.keepAliveOwed = false;
-      return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
+      return this.seal(out, T.KeepAlive, this.shared.keepAliveBody(this.clientIndex));
     }
-    const plain = this.server.plain;
+    const plain = this.shared.plain;
     const n = nextPayload(now, this.session, this.rawQueue, plain);
     if (n !== undefined) {
       this.keepAliveOwed = !this.confirmed;
       return this.seal(out, T.Payload, plain.subarray(0, n));
     }
-    if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.server.keepAliveBody(this.clientIndex));
+    if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.shared.keepAliveBody(this.clientIndex));
     return undefined;
   }
 
   protected override writeDisconnect(out: Uint8Array): number {
-    return this.seal(out, T.Disconnect, this.server.plain.subarray(0, 0));
+    return this.seal(out, T.Disconnect, this.shared.plain.subarray(0, 0));
   }
 
   protected override sentAfterClose(): void {
-    this.server.sentAfterClose();
+    this.shared.ctr.sendsAfterClose++;
   }
 
   private seal(out: Uint8Array, type: number, body: Uint8Array): number {
-    const n = writePacket(out, type, this.sequence++, body, this.server.protocolId, this.s2c, this.server.crypto);
+    const n = writePacket(out, type, this.sequence++, body, this.shared.protocolId, this.s2c, this.shared.crypto);
     this.timers.set(Timer.KeepAlive, this.now + KEEP_ALIVE_MS);
     return n;
   }
@@ -591,17 +609,8 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private finish(reason: ServerDisconnectReason, tellPeer: boolean): void {
     this.rawQueue.length = 0;
     this.end(tellPeer, { type: 'disconnected', client: this, reason });
-    this.server.released(this);
+    this.shared.released(this);
   }
-}
-
-function writeU64(b: Uint8Array, o: number, v: bigint): void {
-  writeU32LE(b, o, Number(v & 0xffffffffn));
-  writeU32LE(b, o + 4, Number(v >> 32n));
-}
-
-function readU64(b: Uint8Array, o: number): bigint {
-  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
 }
 
 /** A token's MAC as a map key: one flat 16-character string (a hex string built by `+=` is a tree of a dozen pieces). */

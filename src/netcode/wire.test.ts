@@ -9,9 +9,10 @@ import { nullCryptoForBenchmarks } from '../crypto/null.js';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import {
   addressToKey, CONNECT_TOKEN_BYTES, decryptChallengeToken, decryptPrivateToken, encryptChallengeToken, encryptPrivateToken,
-  generateConnectToken, NetcodePacketType as T, parseAddress, readConnectToken, readPacket, readPrivateToken, readRequestPacket,
+  generateConnectToken, NetcodePacketType as T, parseAddress, readConnectToken, readPrivateToken, readRequestPacket,
   ReplayProtection, sequenceBytes, writeConnectToken, writePacket, writePrivateToken, writeRequestPacket,
 } from './wire.js';
+import { okValue, packetOf, requestOf } from '../../test/harness/decoders.js';
 
 interface Vectors {
   protocolId: string;
@@ -38,7 +39,7 @@ describe('netcode vectors (reference C implementation), both ways', () => {
     it(`connect token: ours reads, decrypts and writes the same bytes (${crypto.name})`, () => {
       const bytes = unhex(CT.bytes);
       expect(bytes.length).toBe(CONNECT_TOKEN_BYTES);
-      const pub = readConnectToken(bytes)!;
+      const pub = okValue(readConnectToken(bytes))!;
       expect(pub).toBeDefined();
       expect(pub.protocolId).toBe(PROTOCOL);
       expect(pub.createTimestamp).toBe(BigInt(CT.createTimestamp));
@@ -48,14 +49,14 @@ describe('netcode vectors (reference C implementation), both ways', () => {
       expect(hex(pub.nonce)).toBe(CT.nonce);
       expect(hex(pub.clientToServerKey)).toBe(CT.clientToServerKey);
       expect(hex(pub.serverToClientKey)).toBe(CT.serverToClientKey);
-      const priv = decryptPrivateToken(pub.privateData, PROTOCOL, pub.expireTimestamp, pub.nonce, unhex(V.privateKey), crypto)!;
+      const priv = okValue(decryptPrivateToken(pub.privateData, PROTOCOL, pub.expireTimestamp, pub.nonce, unhex(V.privateKey), crypto))!;
       expect(priv).toBeDefined();
       expect(priv.clientId).toBe(BigInt(`0x${CT.clientId}`));
       expect(priv.timeoutSeconds).toBe(CT.timeoutSeconds);
       expect(priv.serverAddresses.map(addressToKey)).toEqual(CT.serverAddresses);
       expect(hex(priv.userData)).toBe(CT.userData);
       expect(hex(writePrivateToken(priv))).toBe(CT.privatePlaintext.slice(0, 2 * 1008));
-      expect(readPrivateToken(unhex(CT.privatePlaintext).subarray(0, 1008))).toEqual(priv);
+      expect(okValue(readPrivateToken(unhex(CT.privatePlaintext).subarray(0, 1008)))).toEqual(priv);
       const again = encryptPrivateToken(priv, PROTOCOL, pub.expireTimestamp, pub.nonce, unhex(V.privateKey), crypto);
       expect(hex(again)).toBe(hex(pub.privateData));
       expect(hex(writeConnectToken(pub))).toBe(CT.bytes);
@@ -65,7 +66,7 @@ describe('netcode vectors (reference C implementation), both ways', () => {
       const c = V.challengeToken;
       const enc = encryptChallengeToken(BigInt(`0x${c.clientId}`), unhex(c.userData), BigInt(c.sequence), unhex(c.key), crypto);
       expect(hex(enc)).toBe(c.encrypted);
-      const dec = decryptChallengeToken(unhex(c.encrypted), BigInt(c.sequence), unhex(c.key), crypto)!;
+      const dec = okValue(decryptChallengeToken(unhex(c.encrypted), BigInt(c.sequence), unhex(c.key), crypto))!;
       expect(dec.clientId).toBe(BigInt(`0x${c.clientId}`));
       expect(hex(dec.userData)).toBe(c.userData);
     });
@@ -76,13 +77,13 @@ describe('netcode vectors (reference C implementation), both ways', () => {
         const seq = BigInt(p.sequence);
         if (p.packet.startsWith('request')) {
           const out = new Uint8Array(1078);
-          expect(writeRequestPacket(out, readConnectToken(unhex(CT.bytes))!)).toBe(1078);
+          expect(writeRequestPacket(out, okValue(readConnectToken(unhex(CT.bytes)))!)).toBe(1078);
           expect(hex(out)).toBe(p.bytes);
-          const r = readRequestPacket(bytes, PROTOCOL, CT.createTimestamp, unhex(V.privateKey), crypto);
+          const r = requestOf(readRequestPacket(bytes, PROTOCOL, CT.createTimestamp, unhex(V.privateKey), crypto));
           expect('drop' in r).toBe(false);
           continue;
         }
-        const r = readPacket(bytes, PROTOCOL, PACKET_KEY, 0x7e, new ReplayProtection(), crypto);
+        const r = packetOf(bytes, PROTOCOL, PACKET_KEY, 0x7e, new ReplayProtection(), crypto);
         if ('drop' in r) throw new Error(`${p.packet} seq ${p.sequence}: ${r.drop}`);
         expect(r.sequence, p.packet).toBe(seq);
         expect(sequenceBytes(seq)).toBe(bytes[0]! >> 4);
@@ -113,7 +114,7 @@ describe('docs/netcode.md vectors', () => {
       const out = new Uint8Array(64);
       const n = writePacket(out, types[v.packet]!, BigInt(v.sequence), unhex(v.body), PROTOCOL, PACKET_KEY, nobleCrypto);
       expect(hex(out.subarray(0, n))).toBe(v.hex);
-      const r = readPacket(unhex(v.hex), PROTOCOL, PACKET_KEY, 0x7e, undefined, nobleCrypto);
+      const r = packetOf(unhex(v.hex), PROTOCOL, PACKET_KEY, 0x7e, undefined, nobleCrypto);
       expect('drop' in r ? r.drop : hex(r.body)).toBe(v.body);
     }
   });
@@ -129,12 +130,12 @@ describe('netcode codecs: properties', () => {
         const out = new Uint8Array(1300);
         const n = writePacket(out, T.Payload, seq, body, PROTOCOL, key, nobleCrypto);
         const pkt = out.slice(0, n);
-        const r = readPacket(pkt, PROTOCOL, key, 1 << T.Payload, undefined, nobleCrypto);
+        const r = packetOf(pkt, PROTOCOL, key, 1 << T.Payload, undefined, nobleCrypto);
         expect('drop' in r ? r.drop : [r.sequence, Array.from(r.body)]).toEqual([seq, Array.from(body)]);
         const bit = pick % (n * 8);
         const bad = pkt.slice();
         bad[bit >> 3]! ^= 1 << (bit & 7);
-        expect('drop' in readPacket(bad, PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toBe(true);
+        expect('drop' in packetOf(bad, PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toBe(true);
       }));
   });
 
@@ -142,13 +143,13 @@ describe('netcode codecs: properties', () => {
     const out = new Uint8Array(64);
     const n = writePacket(out, T.KeepAlive, 9n, new Uint8Array(8), PROTOCOL, key, nobleCrypto);
     const pkt = out.slice(0, n);
-    expect(readPacket(pkt, PROTOCOL + 1n, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'decrypt' });
-    expect(readPacket(pkt, PROTOCOL, new Uint8Array(32), 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'decrypt' });
-    expect(readPacket(pkt, PROTOCOL, key, 1 << T.Payload, undefined, nobleCrypto)).toEqual({ drop: 'type' });
-    expect(readPacket(pkt.subarray(0, 17), PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'size' });
+    expect(packetOf(pkt, PROTOCOL + 1n, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'decrypt' });
+    expect(packetOf(pkt, PROTOCOL, new Uint8Array(32), 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'decrypt' });
+    expect(packetOf(pkt, PROTOCOL, key, 1 << T.Payload, undefined, nobleCrypto)).toEqual({ drop: 'type' });
+    expect(packetOf(pkt.subarray(0, 17), PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'size' });
     const wrongLen = new Uint8Array(64);
     const m = writePacket(wrongLen, T.KeepAlive, 9n, new Uint8Array(9), PROTOCOL, key, nobleCrypto);
-    expect(readPacket(wrongLen.subarray(0, m), PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'body-size' });
+    expect(packetOf(wrongLen.subarray(0, m), PROTOCOL, key, 0x7e, undefined, nobleCrypto)).toEqual({ drop: 'body-size' });
   });
 
   it('replay window: duplicates and sequences 256 behind the newest are refused; new ones pass', () => {
@@ -197,36 +198,36 @@ describe('netcode codecs: properties', () => {
         const t = generateConnectToken({
           protocolId: PROTOCOL, privateKey: key, clientId, serverAddresses: servers, nowUnixSeconds: 1000, expireSeconds: 30, timeoutSeconds: timeout,
         });
-        const pub = readConnectToken(t)!;
+        const pub = okValue(readConnectToken(t))!;
         expect(pub.serverAddresses.map(addressToKey)).toEqual(servers);
         expect(pub.timeoutSeconds).toBe(timeout);
         const req = new Uint8Array(1078);
         writeRequestPacket(req, pub);
-        const r = readRequestPacket(req, PROTOCOL, 1000, key, nobleCrypto);
+        const r = requestOf(readRequestPacket(req, PROTOCOL, 1000, key, nobleCrypto));
         if ('drop' in r) throw new Error(r.drop);
         expect(r.token.clientId).toBe(clientId);
         expect(r.token.clientToServerKey).toEqual(pub.clientToServerKey);
-        expect(readRequestPacket(req, PROTOCOL, 1030, key, nobleCrypto)).toEqual({ drop: 'expired' });
-        expect(readRequestPacket(req, PROTOCOL + 1n, 1000, key, nobleCrypto)).toEqual({ drop: 'protocol' });
-        expect(readRequestPacket(req, PROTOCOL, 1000, new Uint8Array(32), nobleCrypto)).toEqual({ drop: 'token' });
-        expect(readRequestPacket(req.subarray(0, 1077), PROTOCOL, 1000, key, nobleCrypto)).toEqual({ drop: 'size' });
+        expect(requestOf(readRequestPacket(req, PROTOCOL, 1030, key, nobleCrypto))).toEqual({ drop: 'expired' });
+        expect(requestOf(readRequestPacket(req, PROTOCOL + 1n, 1000, key, nobleCrypto))).toEqual({ drop: 'protocol' });
+        expect(requestOf(readRequestPacket(req, PROTOCOL, 1000, new Uint8Array(32), nobleCrypto))).toEqual({ drop: 'token' });
+        expect(requestOf(readRequestPacket(req.subarray(0, 1077), PROTOCOL, 1000, key, nobleCrypto))).toEqual({ drop: 'size' });
       }), { numRuns: 50 });
-    expect(readConnectToken(new Uint8Array(2048))).toBeUndefined();
-    expect(readConnectToken(new Uint8Array(2047))).toBeUndefined();
+    expect(okValue(readConnectToken(new Uint8Array(2048)))).toBeUndefined();
+    expect(okValue(readConnectToken(new Uint8Array(2047)))).toBeUndefined();
     const t = generateConnectToken({ protocolId: PROTOCOL, privateKey: key, clientId: 1n, serverAddresses: ['1.2.3.4:5'], nowUnixSeconds: 10, expireSeconds: 5 });
     const noServers = t.slice();
     noServers[61 + 1024 + 4] = 0;
-    expect(readConnectToken(noServers)).toBeUndefined();
+    expect(okValue(readConnectToken(noServers))).toBeUndefined();
     const badType = t.slice();
     badType[61 + 1024 + 8] = 3;
-    expect(readConnectToken(badType)).toBeUndefined();
+    expect(okValue(readConnectToken(badType))).toBeUndefined();
   });
 
   it('addresses parse to the driver\'s keys; junk does not parse', () => {
-    expect(addressToKey(parseAddress('127.0.0.1:40000')!)).toBe('127.0.0.1:40000');
-    expect(addressToKey(parseAddress('[::1]:40001')!)).toBe('[::1]:40001');
-    expect(addressToKey(parseAddress('[2001:DB8:0:0:0:0:0:5]:9')!)).toBe('[2001:db8::5]:9');
-    for (const bad of ['localhost:1', '1.2.3:4', '1.2.3.256:4', '[::1::2]:3', '1.2.3.4:70000', '1.2.3.4']) expect(parseAddress(bad), bad).toBeUndefined();
+    expect(addressToKey(okValue(parseAddress('127.0.0.1:40000'))!)).toBe('127.0.0.1:40000');
+    expect(addressToKey(okValue(parseAddress('[::1]:40001'))!)).toBe('[::1]:40001');
+    expect(addressToKey(okValue(parseAddress('[2001:DB8:0:0:0:0:0:5]:9'))!)).toBe('[2001:db8::5]:9');
+    for (const bad of ['localhost:1', '1.2.3:4', '1.2.3.256:4', '[::1::2]:3', '1.2.3.4:70000', '1.2.3.4']) expect(okValue(parseAddress(bad)), bad).toBeUndefined();
   });
 
   it('the null cipher needs its acknowledgement, and node and noble agree byte for byte', () => {

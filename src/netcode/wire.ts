@@ -1,5 +1,6 @@
-import { readU16LE, readU32LE, writeU16LE, writeU32LE } from '../core/bytes.js';
+import { readU16LE, readU32LE, readU64LE, writeU16LE, writeU32LE, writeU64LE } from '../core/bytes.js';
 import { checkArg } from '../core/errors.js';
+import { decoded, type DecodeResult, rejected } from '../core/result.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import { type CryptoProvider, TAG_BYTES } from '../crypto/provider.js';
@@ -57,9 +58,30 @@ export type NetcodeDropReason =
   | 'expired' // request: token expired
   | 'token'; // request: the private token did not decrypt or parse
 
-/** A dropped packet. */
-export interface NetcodeDrop {
-  drop: NetcodeDropReason;
+/**
+ * The negative code `readPacket` returns for each drop reason (a hot-path decoder, core/result.ts);
+ * `netcodeDropReason` names it.
+ */
+export const NetcodeDrop = {
+  size: -1,
+  type: -2,
+  sequenceBytes: -3,
+  replay: -4,
+  decrypt: -5,
+  bodySize: -6,
+  version: -7,
+  protocol: -8,
+  expired: -9,
+  token: -10,
+} as const;
+
+const DROP_REASONS: readonly NetcodeDropReason[] = [
+  'size', 'type', 'sequence-bytes', 'replay', 'decrypt', 'body-size', 'version', 'protocol', 'expired', 'token',
+];
+
+/** The name of `readPacket`'s negative code `n` (one of `NetcodeDrop`). */
+export function netcodeDropReason(n: number): NetcodeDropReason {
+  return DROP_REASONS[-n - 1]!;
 }
 
 /** An address in a connect token. */
@@ -71,16 +93,7 @@ export interface NetcodeAddress {
 }
 
 // ---------------------------------------------------------------------------------------------
-// u64 and addresses
-
-function writeU64(b: Uint8Array, o: number, v: bigint): void {
-  writeU32LE(b, o, Number(v & 0xffffffffn));
-  writeU32LE(b, o + 4, Number((v >> 32n) & 0xffffffffn));
-}
-
-function readU64(b: Uint8Array, o: number): bigint {
-  return BigInt(readU32LE(b, o)) | (BigInt(readU32LE(b, o + 4)) << 32n);
-}
+// addresses
 
 /** The address string gamewire's drivers use for `a`: `"1.2.3.4:5"`, `"[::1]:5"` (as `addressKey`). */
 export function addressToKey(a: NetcodeAddress): string {
@@ -91,14 +104,14 @@ export function addressToKey(a: NetcodeAddress): string {
  * Parse `"ip:port"` or `"[v6]:port"` (IP literals only; IPv4 parts without leading zeros, as inet_pton
  * reads them), or `undefined`.
  */
-export function parseAddress(text: string): NetcodeAddress | undefined {
+export function parseAddress(text: string): DecodeResult<NetcodeAddress> {
   const m = /^\[([0-9a-fA-F:.]+)\]:(\d{1,5})$/.exec(text) ?? /^((?:0|[1-9]\d{0,2})(?:\.(?:0|[1-9]\d{0,2})){3}):(\d{1,5})$/.exec(text);
-  if (m === null) return undefined;
+  if (m === null) return rejected('bad-field');
   const port = Number(m[2]);
-  if (port > 65535) return undefined;
+  if (port > 65535) return rejected('out-of-range');
   const v6 = text.startsWith('[');
-  if (v6 ? ipv6Groups(m[1]!) === undefined : ipv4Bytes(m[1]!) === undefined) return undefined;
-  return { family: v6 ? 6 : 4, host: v6 ? formatIpv6(ipv6Groups(m[1]!)!) : m[1]!, port };
+  if (v6 ? ipv6Groups(m[1]!) === undefined : ipv4Bytes(m[1]!) === undefined) return rejected('bad-field');
+  return decoded({ family: v6 ? 6 : 4, host: v6 ? formatIpv6(ipv6Groups(m[1]!)!) : m[1]!, port }, text.length);
 }
 
 function ipv4Bytes(host: string): number[] | undefined {
@@ -186,12 +199,12 @@ function readAddresses(b: Uint8Array, o: number, end: number, count: number, out
 function toAddress(a: string | NetcodeAddress): NetcodeAddress {
   if (typeof a !== 'string') {
     const p = parseAddress(addressToKey(a));
-    checkArg(p !== undefined, `bad address ${JSON.stringify(a)}`);
-    return p!;
+    checkArg(p.ok, `bad address ${JSON.stringify(a)}`);
+    return (p as { value: NetcodeAddress }).value;
   }
   const p = parseAddress(a);
-  checkArg(p !== undefined, `address '${a}' is not ip:port or [ipv6]:port`);
-  return p!;
+  checkArg(p.ok, `address '${a}' is not ip:port or [ipv6]:port`);
+  return (p as { value: NetcodeAddress }).value;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -228,15 +241,15 @@ export interface ConnectTokenPublic {
 function tokenAd(protocolId: bigint, expire: bigint): Uint8Array {
   const ad = new Uint8Array(VERSION_INFO_BYTES + 16);
   ad.set(NETCODE_VERSION_INFO);
-  writeU64(ad, 13, protocolId);
-  writeU64(ad, 21, expire);
+  writeU64LE(ad, 13, protocolId);
+  writeU64LE(ad, 21, expire);
   return ad;
 }
 
 /** The private token's plaintext, zero-padded to 1008 bytes. */
 export function writePrivateToken(t: ConnectTokenPrivate): Uint8Array {
   const b = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES);
-  writeU64(b, 0, t.clientId);
+  writeU64LE(b, 0, t.clientId);
   writeU32LE(b, 8, t.timeoutSeconds >>> 0);
   writeU32LE(b, 12, t.serverAddresses.length);
   let o = 16;
@@ -247,20 +260,21 @@ export function writePrivateToken(t: ConnectTokenPrivate): Uint8Array {
   return b;
 }
 
-/** Parse a private token's plaintext (1008 bytes), or `undefined`. */
-export function readPrivateToken(b: Uint8Array): ConnectTokenPrivate | undefined {
-  if (b.length < 16) return undefined;
+/** Parse a private token's plaintext (1008 bytes): an edge decoder (`truncated`, `bad-field` for its addresses). */
+export function readPrivateToken(b: Uint8Array): DecodeResult<ConnectTokenPrivate> {
+  if (b.length < 16) return rejected('truncated');
   const serverAddresses: NetcodeAddress[] = [];
   const o = readAddresses(b, 16, b.length, readU32LE(b, 12), serverAddresses);
-  if (o < 0 || o + 2 * KEY_BYTES + USER_DATA_BYTES > b.length) return undefined;
-  return {
-    clientId: readU64(b, 0),
+  if (o < 0) return rejected('bad-field');
+  if (o + 2 * KEY_BYTES + USER_DATA_BYTES > b.length) return rejected('truncated');
+  return decoded({
+    clientId: readU64LE(b, 0),
     timeoutSeconds: readU32LE(b, 8) | 0,
     serverAddresses,
     clientToServerKey: b.slice(o, o + KEY_BYTES),
     serverToClientKey: b.slice(o + KEY_BYTES, o + 2 * KEY_BYTES),
     userData: b.slice(o + 2 * KEY_BYTES, o + 2 * KEY_BYTES + USER_DATA_BYTES),
-  };
+  }, o + 2 * KEY_BYTES + USER_DATA_BYTES);
 }
 
 /** Encrypt a private token with XChaCha20-Poly1305 (AD: version info, protocol id, expire); 1024 bytes. */
@@ -272,13 +286,16 @@ export function encryptPrivateToken(
   return out;
 }
 
-/** Decrypt and parse an encrypted private token, or `undefined` (wrong key, AD, nonce, or bad contents). */
+/**
+ * Decrypt and parse an encrypted private token: an edge decoder (`bad-length`; `bad-checksum` when
+ * the tag does not verify: wrong key, AD or nonce; then `readPrivateToken`'s codes).
+ */
 export function decryptPrivateToken(
   encrypted: Uint8Array, protocolId: bigint, expireTimestamp: bigint, nonce: Uint8Array, key: Uint8Array, crypto: CryptoProvider = nobleCrypto,
-): ConnectTokenPrivate | undefined {
-  if (encrypted.length !== CONNECT_TOKEN_PRIVATE_BYTES) return undefined;
+): DecodeResult<ConnectTokenPrivate> {
+  if (encrypted.length !== CONNECT_TOKEN_PRIVATE_BYTES) return rejected('bad-length');
   const plain = new Uint8Array(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES);
-  if (crypto.xopen(key, nonce, tokenAd(protocolId, expireTimestamp), encrypted, plain, 0) < 0) return undefined;
+  if (crypto.xopen(key, nonce, tokenAd(protocolId, expireTimestamp), encrypted, plain, 0) < 0) return rejected('bad-checksum');
   return readPrivateToken(plain);
 }
 
@@ -286,9 +303,9 @@ export function decryptPrivateToken(
 export function writeConnectToken(t: ConnectTokenPublic): Uint8Array {
   const b = new Uint8Array(CONNECT_TOKEN_BYTES);
   b.set(NETCODE_VERSION_INFO);
-  writeU64(b, 13, t.protocolId);
-  writeU64(b, 21, t.createTimestamp);
-  writeU64(b, 29, t.expireTimestamp);
+  writeU64LE(b, 13, t.protocolId);
+  writeU64LE(b, 21, t.createTimestamp);
+  writeU64LE(b, 29, t.expireTimestamp);
   b.set(t.nonce, 37);
   b.set(t.privateData, 61);
   let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
@@ -302,25 +319,26 @@ export function writeConnectToken(t: ConnectTokenPublic): Uint8Array {
 }
 
 /**
- * Read a public connect token as a client does: exactly 2048 bytes, the version info, 1..32
- * addresses of type 1 or 2, create ≤ expire; else `undefined` (the client's `invalid-token`).
+ * Read a public connect token as a client does: exactly 2048 bytes (`bad-length`), the version info
+ * (`bad-version`), 1..32 addresses of type 1 or 2 and create ≤ expire (`bad-field`). An edge
+ * decoder; a rejection is the client's `invalid-token`.
  */
-export function readConnectToken(b: Uint8Array): ConnectTokenPublic | undefined {
-  if (!(b instanceof Uint8Array) || b.length !== CONNECT_TOKEN_BYTES) return undefined;
-  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[i] !== NETCODE_VERSION_INFO[i]) return undefined;
-  const createTimestamp = readU64(b, 21);
-  const expireTimestamp = readU64(b, 29);
-  if (createTimestamp > expireTimestamp) return undefined;
+export function readConnectToken(b: Uint8Array): DecodeResult<ConnectTokenPublic> {
+  if (!(b instanceof Uint8Array) || b.length !== CONNECT_TOKEN_BYTES) return rejected('bad-length');
+  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[i] !== NETCODE_VERSION_INFO[i]) return rejected('bad-version');
+  const createTimestamp = readU64LE(b, 21);
+  const expireTimestamp = readU64LE(b, 29);
+  if (createTimestamp > expireTimestamp) return rejected('bad-field');
   let o = 61 + CONNECT_TOKEN_PRIVATE_BYTES;
   const timeoutSeconds = readU32LE(b, o) | 0;
   const serverAddresses: NetcodeAddress[] = [];
   o = readAddresses(b, o + 8, b.length, readU32LE(b, o + 4), serverAddresses);
-  if (o < 0 || o + 2 * KEY_BYTES > b.length) return undefined;
-  return {
-    protocolId: readU64(b, 13), createTimestamp, expireTimestamp, nonce: b.slice(37, 61),
+  if (o < 0 || o + 2 * KEY_BYTES > b.length) return rejected('bad-field');
+  return decoded({
+    protocolId: readU64LE(b, 13), createTimestamp, expireTimestamp, nonce: b.slice(37, 61),
     privateData: b.slice(61, 61 + CONNECT_TOKEN_PRIVATE_BYTES), timeoutSeconds, serverAddresses,
     clientToServerKey: b.slice(o, o + KEY_BYTES), serverToClientKey: b.slice(o + KEY_BYTES, o + 2 * KEY_BYTES),
-  };
+  }, CONNECT_TOKEN_BYTES);
 }
 
 /** Options of `generateConnectToken`. Times in seconds. */
@@ -395,7 +413,7 @@ export function generateConnectToken(o: ConnectTokenOptions): Uint8Array {
 
 function sequenceNonce(seq: bigint): Uint8Array {
   const n = new Uint8Array(12);
-  writeU64(n, 4, seq);
+  writeU64LE(n, 4, seq);
   return n;
 }
 
@@ -410,21 +428,24 @@ export function encryptChallengeToken(
   clientId: bigint, userData: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto, ad: Uint8Array = NO_AD,
 ): Uint8Array {
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
-  writeU64(plain, 0, clientId);
+  writeU64LE(plain, 0, clientId);
   plain.set(userData.subarray(0, USER_DATA_BYTES), 8);
   const out = new Uint8Array(CHALLENGE_TOKEN_BYTES);
   crypto.seal(key, sequenceNonce(sequence), ad, plain, out, 0);
   return out;
 }
 
-/** Decrypt a challenge token sealed with associated data `ad` (default none), or `undefined`. */
+/**
+ * Decrypt a challenge token sealed with associated data `ad` (default none): an edge decoder
+ * (`bad-length`; `bad-checksum` when the tag does not verify).
+ */
 export function decryptChallengeToken(
   b: Uint8Array, sequence: bigint, key: Uint8Array, crypto: CryptoProvider = nobleCrypto, ad: Uint8Array = NO_AD,
-): { clientId: bigint; userData: Uint8Array } | undefined {
-  if (b.length !== CHALLENGE_TOKEN_BYTES) return undefined;
+): DecodeResult<{ clientId: bigint; userData: Uint8Array }> {
+  if (b.length !== CHALLENGE_TOKEN_BYTES) return rejected('bad-length');
   const plain = new Uint8Array(CHALLENGE_TOKEN_BYTES - TAG_BYTES);
-  if (crypto.open(key, sequenceNonce(sequence), ad, b, plain, 0) < 0) return undefined;
-  return { clientId: readU64(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) };
+  if (crypto.open(key, sequenceNonce(sequence), ad, b, plain, 0) < 0) return rejected('bad-checksum');
+  return decoded({ clientId: readU64LE(plain, 0), userData: plain.slice(8, 8 + USER_DATA_BYTES) }, CHALLENGE_TOKEN_BYTES);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -445,7 +466,7 @@ const nonceScratch = new Uint8Array(12);
 function packetAd(protocolId: bigint, prefix: number): Uint8Array {
   if (protocolId !== adProtocol) {
     adScratch.set(NETCODE_VERSION_INFO);
-    writeU64(adScratch, 13, protocolId);
+    writeU64LE(adScratch, 13, protocolId);
     adProtocol = protocolId;
   }
   adScratch[21] = prefix;
@@ -482,18 +503,26 @@ export function writePacket(
 export function writeRequestPacket(out: Uint8Array, token: ConnectTokenPublic): number {
   out[0] = NetcodePacketType.Request;
   out.set(NETCODE_VERSION_INFO, 1);
-  writeU64(out, 14, token.protocolId);
-  writeU64(out, 22, token.expireTimestamp);
+  writeU64LE(out, 14, token.protocolId);
+  writeU64LE(out, 22, token.expireTimestamp);
   out.set(token.nonce, 30);
   out.set(token.privateData, 54);
   return REQUEST_BYTES;
 }
 
-/** A decrypted packet: its type, sequence and body (a view of the `out` buffer given to `readPacket`). */
+/**
+ * A decrypted packet as `readPacket` leaves it in the caller's struct: its type, sequence and body
+ * (a view of the `out` buffer given to `readPacket`). Overwritten by the next read into it.
+ */
 export interface NetcodePacket {
   type: number;
   sequence: bigint;
   body: Uint8Array;
+}
+
+/** A fresh struct for `readPacket` to read into (reuse it for every packet). */
+export function newNetcodePacket(): NetcodePacket {
+  return { type: 0, sequence: 0n, body: new Uint8Array(0) };
 }
 
 /**
@@ -543,19 +572,21 @@ export class ReplayProtection {
 /**
  * Read an encrypted packet in the standard's order: size ≥ 18, type < 7 and in `allowed` (a bit per
  * type), sequence bytes 1..8, size for them, replay check (types 4..6, when `replay` is given),
- * decryption, replay advance, body size. Returns the packet (its body decrypted into `out`, default
- * a new buffer) or why it was dropped. Never throws.
+ * decryption, replay advance, body size. A hot-path decoder (core/result.ts): the packet is read
+ * into `into` (its body decrypted into `out`, default a new buffer) and the body's length returned,
+ * or a negative `NetcodeDrop` code saying why it was dropped (`netcodeDropReason` names it). Never
+ * throws.
  */
 export function readPacket(
   b: Uint8Array, protocolId: bigint, key: Uint8Array, allowed: number, replay: ReplayProtection | undefined,
-  crypto: CryptoProvider, out?: Uint8Array,
-): NetcodePacket | NetcodeDrop {
-  if (b.length < MIN_PACKET_BYTES) return { drop: 'size' };
+  crypto: CryptoProvider, into: NetcodePacket, out?: Uint8Array,
+): number {
+  if (b.length < MIN_PACKET_BYTES) return NetcodeDrop.size;
   const prefix = b[0]!;
   const type = prefix & 0x0f;
-  if (type >= 7 || type === NetcodePacketType.Request || (allowed & (1 << type)) === 0) return { drop: 'type' };
+  if (type >= 7 || type === NetcodePacketType.Request || (allowed & (1 << type)) === 0) return NetcodeDrop.type;
   const n = prefix >> 4;
-  if (n < 1 || n > 8 || b.length < 1 + n + TAG_BYTES) return { drop: 'sequence-bytes' };
+  if (n < 1 || n > 8 || b.length < 1 + n + TAG_BYTES) return NetcodeDrop.sequenceBytes;
   let lo = 0;
   let hi = 0;
   for (let i = n - 1; i >= 0; i--) {
@@ -564,15 +595,18 @@ export function readPacket(
   }
   const seq = hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
   const guarded = replay !== undefined && type >= NetcodePacketType.KeepAlive;
-  if (guarded && replay.alreadyReceived(seq)) return { drop: 'replay' };
+  if (guarded && replay.alreadyReceived(seq)) return NetcodeDrop.replay;
   const sealed = b.subarray(1 + n);
   const plain = out !== undefined && out.length >= sealed.length - TAG_BYTES ? out : new Uint8Array(sealed.length - TAG_BYTES);
   const len = crypto.open(key, packetNonce(lo, hi), packetAd(protocolId, prefix), sealed, plain, 0);
-  if (len < 0) return { drop: 'decrypt' };
+  if (len < 0) return NetcodeDrop.decrypt;
   if (guarded) replay.advance(seq);
   const want = BODY_BYTES[type]!;
-  if (want >= 0 ? len !== want : len < 1 || len > MAX_PAYLOAD_BYTES) return { drop: 'body-size' };
-  return { type, sequence: seq, body: plain.subarray(0, len) };
+  if (want >= 0 ? len !== want : len < 1 || len > MAX_PAYLOAD_BYTES) return NetcodeDrop.bodySize;
+  into.type = type;
+  into.sequence = seq;
+  into.body = plain.subarray(0, len);
+  return len;
 }
 
 /** A connection request that passed every check: the decrypted private token, and its tag (for the token history). */
@@ -586,17 +620,18 @@ export interface NetcodeRequest {
 /**
  * Read a connection request as the server does: exactly 1078 bytes, version info, protocol id,
  * expire timestamp after `nowUnixSeconds`, the private token decrypted with `privateKey` and parsed.
+ * An edge decoder: a `DecodeResult` whose rejection codes are the drop reasons.
  */
 export function readRequestPacket(
   b: Uint8Array, protocolId: bigint, nowUnixSeconds: number, privateKey: Uint8Array, crypto: CryptoProvider,
-): NetcodeRequest | NetcodeDrop {
-  if (b.length !== REQUEST_BYTES || b[0] !== NetcodePacketType.Request) return { drop: 'size' };
-  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[1 + i] !== NETCODE_VERSION_INFO[i]) return { drop: 'version' };
-  if (readU64(b, 14) !== protocolId) return { drop: 'protocol' };
-  const expire = readU64(b, 22);
-  if (expire <= BigInt(Math.floor(nowUnixSeconds))) return { drop: 'expired' };
+): DecodeResult<NetcodeRequest, NetcodeDropReason> {
+  if (b.length !== REQUEST_BYTES || b[0] !== NetcodePacketType.Request) return rejected('size');
+  for (let i = 0; i < VERSION_INFO_BYTES; i++) if (b[1 + i] !== NETCODE_VERSION_INFO[i]) return rejected('version');
+  if (readU64LE(b, 14) !== protocolId) return rejected('protocol');
+  const expire = readU64LE(b, 22);
+  if (expire <= BigInt(Math.floor(nowUnixSeconds))) return rejected('expired');
   const encrypted = b.subarray(54, 54 + CONNECT_TOKEN_PRIVATE_BYTES);
   const token = decryptPrivateToken(encrypted, protocolId, expire, b.subarray(30, 54), privateKey, crypto);
-  if (token === undefined) return { drop: 'token' };
-  return { token, expireTimestamp: expire, tokenMac: encrypted.slice(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES) };
+  if (!token.ok) return rejected('token');
+  return decoded({ token: token.value, expireTimestamp: expire, tokenMac: encrypted.slice(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES) }, REQUEST_BYTES);
 }

@@ -1,4 +1,4 @@
-import { checkConfig } from '../core/errors.js';
+import { checkConfig, checkKnownKeys, isInt, isNum, isObject, isProb } from '../core/config.js';
 
 /** Two-state Markov (Gilbert-Elliott) bursty loss; the chain steps once per datagram sent. */
 export interface GilbertElliottConfig {
@@ -93,41 +93,32 @@ const KNOWN_KEYS: ReadonlySet<string> = new Set([
   'maxInFlight', 'maxInFlightBytes',
 ]);
 
-function isNum(v: unknown): v is number {
-  return typeof v === 'number' && Number.isFinite(v);
-}
-function isProb(v: unknown): boolean {
-  return isNum(v) && v >= 0 && v <= 1;
-}
-function isPosInt(v: unknown): boolean {
-  return isNum(v) && Number.isInteger(v) && v >= 1;
-}
 
 /**
  * Validate `partial` and fill in defaults. Throws `GamewireError('invalid-config')` on unknown keys,
  * out-of-range values, or a queue limit without a rate. The result is a fresh, frozen object.
  */
 export function resolveLinkConfig(partial: Partial<LinkConfig> = {}): Readonly<LinkConfig> {
-  checkConfig(typeof partial === 'object' && partial !== null, 'link config must be an object');
-  for (const k of Object.keys(partial)) checkConfig(KNOWN_KEYS.has(k), `unknown link config key '${k}'`);
+  checkConfig(isObject(partial), 'link config must be an object');
+  checkKnownKeys(partial, KNOWN_KEYS, (k) => `unknown link config key '${k}'`);
   const p: Partial<LinkConfig> = {};
   for (const [k, v] of Object.entries(partial)) if (v !== undefined) (p as Record<string, unknown>)[k] = v;
   const c: LinkConfig = { ...LINK_DEFAULTS, ...p };
 
-  checkConfig(isNum(c.latencyMs) && c.latencyMs >= 0, 'latencyMs must be a finite number ≥ 0');
-  checkConfig(isNum(c.jitterMs) && c.jitterMs >= 0, 'jitterMs must be a finite number ≥ 0');
+  checkConfig(isNum(c.latencyMs, 0), 'latencyMs must be a finite number ≥ 0');
+  checkConfig(isNum(c.jitterMs, 0), 'jitterMs must be a finite number ≥ 0');
   checkConfig(typeof c.jitterIntegerMs === 'boolean', 'jitterIntegerMs must be a boolean');
   checkConfig(typeof c.reorder === 'boolean', 'reorder must be a boolean');
   checkConfig(isProb(c.loss), 'loss must be a probability in 0..1');
   checkConfig(isProb(c.duplicate), 'duplicate must be a probability in 0..1');
-  checkConfig(isNum(c.overheadBytes) && Number.isInteger(c.overheadBytes) && c.overheadBytes >= 0,
+  checkConfig(isInt(c.overheadBytes, 0),
     'overheadBytes must be an integer ≥ 0');
-  checkConfig(isPosInt(c.maxInFlight), 'maxInFlight must be an integer ≥ 1');
-  checkConfig(isPosInt(c.maxInFlightBytes), 'maxInFlightBytes must be an integer ≥ 1');
+  checkConfig(isInt(c.maxInFlight, 1), 'maxInFlight must be an integer ≥ 1');
+  checkConfig(isInt(c.maxInFlightBytes, 1), 'maxInFlightBytes must be an integer ≥ 1');
 
   if (c.gilbertElliott !== undefined) {
     const g = c.gilbertElliott;
-    checkConfig(typeof g === 'object' && g !== null, 'gilbertElliott must be an object');
+    checkConfig(isObject(g), 'gilbertElliott must be an object');
     for (const k of ['pGoodToBad', 'pBadToGood', 'lossGood', 'lossBad'] as const) {
       checkConfig(isProb(g[k]), `gilbertElliott.${k} must be a probability in 0..1`);
     }
@@ -136,28 +127,28 @@ export function resolveLinkConfig(partial: Partial<LinkConfig> = {}): Readonly<L
   }
   if (c.shuffleBagLoss !== undefined) {
     const s = c.shuffleBagLoss;
-    checkConfig(typeof s === 'object' && s !== null, 'shuffleBagLoss must be an object');
+    checkConfig(isObject(s), 'shuffleBagLoss must be an object');
     const bagSize = s.bagSize ?? 100;
-    checkConfig(isPosInt(bagSize) && bagSize <= 1_000_000, 'shuffleBagLoss.bagSize must be an integer in 1..1000000');
-    checkConfig(isNum(s.lost) && Number.isInteger(s.lost) && s.lost >= 0 && s.lost <= bagSize,
+    checkConfig(isInt(bagSize, 1, 1_000_000), 'shuffleBagLoss.bagSize must be an integer in 1..1000000');
+    checkConfig(isInt(s.lost, 0, bagSize),
       'shuffleBagLoss.lost must be an integer in 0..bagSize');
     c.shuffleBagLoss = Object.freeze({ lost: s.lost, bagSize });
   }
   if (c.rateBitsPerSec !== undefined) {
     checkConfig(isNum(c.rateBitsPerSec) && c.rateBitsPerSec > 0, 'rateBitsPerSec must be a finite number > 0');
   }
-  if (c.queueDatagrams !== undefined) checkConfig(isPosInt(c.queueDatagrams), 'queueDatagrams must be an integer ≥ 1');
-  if (c.queueBytes !== undefined) checkConfig(isPosInt(c.queueBytes), 'queueBytes must be an integer ≥ 1');
+  if (c.queueDatagrams !== undefined) checkConfig(isInt(c.queueDatagrams, 1), 'queueDatagrams must be an integer ≥ 1');
+  if (c.queueBytes !== undefined) checkConfig(isInt(c.queueBytes, 1), 'queueBytes must be an integer ≥ 1');
   checkConfig(c.rateBitsPerSec !== undefined || (c.queueDatagrams === undefined && c.queueBytes === undefined),
     'queueDatagrams/queueBytes need rateBitsPerSec (without a rate nothing ever queues)');
   if (c.rateBitsPerSec !== undefined && c.queueDatagrams === undefined && c.queueBytes === undefined) {
     c.queueDatagrams = DEFAULT_QUEUE_DATAGRAMS;
   }
-  if (c.mtu !== undefined) checkConfig(isPosInt(c.mtu), 'mtu must be an integer ≥ 1');
+  if (c.mtu !== undefined) checkConfig(isInt(c.mtu, 1), 'mtu must be an integer ≥ 1');
   if (c.outage !== undefined) {
     checkConfig(Array.isArray(c.outage), 'outage must be an array of { startMs, endMs }');
     const windows = c.outage.map((w, i) => {
-      checkConfig(typeof w === 'object' && w !== null && isNum(w.startMs) && isNum(w.endMs) && w.endMs > w.startMs,
+      checkConfig(isObject(w) && isNum(w.startMs) && isNum(w.endMs) && w.endMs > w.startMs,
         `outage[${i}] must have finite startMs < endMs`);
       return Object.freeze({ startMs: w.startMs, endMs: w.endMs });
     });

@@ -22,9 +22,10 @@ import {
   addressToKey, CHALLENGE_TOKEN_BYTES, CONNECT_TOKEN_BYTES, CONNECT_TOKEN_PRIVATE_BYTES, type ConnectTokenPrivate,
   type ConnectTokenPublic, decryptChallengeToken, decryptPrivateToken, encryptChallengeToken, generateConnectToken, KEY_BYTES,
   MAX_PAYLOAD_BYTES, MAX_SERVERS_PER_CONNECT, NETCODE_VERSION_INFO, type NetcodeAddress, NetcodePacketType as T, parseAddress,
-  readConnectToken, readPacket, readPrivateToken, readRequestPacket, REPLAY_WINDOW, ReplayProtection, REQUEST_BYTES,
+  readConnectToken, readPrivateToken, readRequestPacket, REPLAY_WINDOW, ReplayProtection, REQUEST_BYTES,
   TOKEN_NONCE_BYTES, USER_DATA_BYTES, writeConnectToken, writePacket, writePrivateToken, writeRequestPacket,
 } from '../../src/netcode/wire.js';
+import { okValue, packetOf, requestOf } from '../harness/decoders.js';
 
 /** The fuzz targets, in the order inputs are spread over them. */
 export const NETCODE_FUZZ_TARGETS = ['connect-token', 'private-token', 'packet', 'request', 'challenge-token', 'address'] as const;
@@ -248,7 +249,7 @@ function randomAddress(rng: NonCryptoRng): NetcodeAddress {
   if (rng.chance(0.5)) return { family: 4, host: Array.from(bytes(rng, 4)).join('.'), port };
   const g = Array.from({ length: 8 }, () => (rng.chance(0.4) ? 0 : rng.chance(0.2) ? 0xffff : rng.nextInt(65536)));
   // Not canonical on purpose: the token writer and the reader must bring it to one text.
-  const p = parseAddress(`[${g.map((x) => x.toString(16).padStart(rng.nextInt(5), '0')).join(':')}]:${port}`);
+  const p = okValue(parseAddress(`[${g.map((x) => x.toString(16).padStart(rng.nextInt(5), '0')).join(':')}]:${port}`));
   return p!;
 }
 
@@ -298,7 +299,7 @@ function makeToken(rng: NonCryptoRng, crypto: CryptoProvider): FreshToken {
     protocolId, privateKey: PRIVATE_KEY, clientId, serverAddresses: servers, internalAddresses: internal, nowUnixSeconds: nowUnix,
     expireSeconds, timeoutSeconds, userData, random: seededRandom(rng), crypto,
   });
-  const pub = readConnectToken(token)!;
+  const pub = okValue(readConnectToken(token))!;
   check(pub !== undefined, () => 'a token from generateConnectToken was refused by readConnectToken');
   const padded = new Uint8Array(USER_DATA_BYTES);
   padded.set(userData);
@@ -334,11 +335,11 @@ function privateEnd(t: ConnectTokenPrivate): number {
 function checkAddress(a: NetcodeAddress, where: string): void {
   const key = addressToKey(a);
   check((a.family === 4 || a.family === 6) && Number.isInteger(a.port) && a.port >= 0 && a.port <= 65535, () => `${where}: ${show(a)} out of range`);
-  check(sameValue(parseAddress(key), a), () => `${where}: ${key} does not parse back to ${show(a)} (got ${show(parseAddress(key))})`);
-  const t = readPrivateToken(writePrivateToken({
+  check(sameValue(okValue(parseAddress(key)), a), () => `${where}: ${key} does not parse back to ${show(a)} (got ${show(okValue(parseAddress(key)))})`);
+  const t = okValue(readPrivateToken(writePrivateToken({
     clientId: 0n, timeoutSeconds: 0, serverAddresses: [a], clientToServerKey: new Uint8Array(32), serverToClientKey: new Uint8Array(32),
     userData: new Uint8Array(USER_DATA_BYTES),
-  }));
+  })));
   check(t !== undefined && addressToKey(t.serverAddresses[0]!) === key,
     () => `${where}: ${key} written into a token reads back as ${t === undefined ? 'nothing' : addressToKey(t.serverAddresses[0]!)}`);
   if (a.family === 6) {
@@ -412,11 +413,11 @@ function fuzzConnectToken(c: Case): void {
     c.mode = 'valid';
     const f = freshToken(rng, c.crypto);
     c.input = f.bytes;
-    const r = call(c, () => readConnectToken(f.bytes));
+    const r = call(c, () => okValue(readConnectToken(f.bytes)));
     check(r !== undefined, () => 'a valid token was refused');
     check(sameValue(keys(r!.serverAddresses), keys(f.servers)) && r!.timeoutSeconds === f.priv.timeoutSeconds && r!.protocolId === f.protocolId
       && r!.createTimestamp === BigInt(f.nowUnix) && r!.expireTimestamp === f.expire, () => `a valid token read back different values: ${show(r)}`);
-    const priv = call(c, () => decryptPrivateToken(r!.privateData, r!.protocolId, r!.expireTimestamp, r!.nonce, PRIVATE_KEY, c.crypto));
+    const priv = call(c, () => okValue(decryptPrivateToken(r!.privateData, r!.protocolId, r!.expireTimestamp, r!.nonce, PRIVATE_KEY, c.crypto)));
     check(priv !== undefined && sameValue(priv, f.priv), () => `its private part decrypted to ${show(priv)}, not ${show(f.priv)}`);
   } else if (m < 4) {
     c.mode = 'random';
@@ -433,7 +434,7 @@ function fuzzConnectToken(c: Case): void {
     c.input = mutate(rng, base, rng.chance(0.7), [13, 21, 29, ADDRESS_BYTES_OFFSET - 8, ADDRESS_BYTES_OFFSET - 4, ADDRESS_BYTES_OFFSET, ADDRESS_BYTES_OFFSET + 7]);
   }
   const b = c.input;
-  const r = call(c, () => readConnectToken(b));
+  const r = call(c, () => okValue(readConnectToken(b)));
   c.outcome = verdict(r);
   if (r === undefined) return;
   check(b.length === CONNECT_TOKEN_BYTES && equal(b.subarray(0, 13), NETCODE_VERSION_INFO), () => 'accepted a token of the wrong size or version');
@@ -466,7 +467,7 @@ function fuzzPrivateToken(c: Case): void {
       else key = mutate(rng, key, true);
     }
     c.input = data;
-    const r = callAll(c, (p) => decryptPrivateToken(data, protocolId, expire, nonce, key, p));
+    const r = callAll(c, (p) => okValue(decryptPrivateToken(data, protocolId, expire, nonce, key, p)));
     c.outcome = verdict(r);
     if (m === 0) check(r !== undefined && sameValue(r, f.priv), () => `a valid private token decrypted to ${show(r)}, not ${show(f.priv)}`);
     else check(r === undefined, () => 'accepted a mutated sealed private token');
@@ -482,7 +483,7 @@ function fuzzPrivateToken(c: Case): void {
     plain = mutate(rng, writePrivateToken(f.priv), rng.chance(0.5), [8, 12, 16, 23, 35]);
   }
   c.input = plain;
-  const r = call(c, () => readPrivateToken(plain));
+  const r = call(c, () => okValue(readPrivateToken(plain)));
   c.outcome = verdict(r);
   if (r === undefined) return;
   checkPrivateBounds(rng, r, 'private token');
@@ -523,9 +524,9 @@ function fuzzPacket(c: Case): void {
   const withReplay = rng.chance(0.5);
   const allowed = rng.chance(0.5) ? ALL_TYPES : rng.nextInt(256);
   const out = rng.chance(0.3) ? new Uint8Array(MAX_PAYLOAD_BYTES) : undefined;
-  const read = (b: Uint8Array, k: Uint8Array, pid: bigint): ReturnType<typeof readPacket> =>
+  const read = (b: Uint8Array, k: Uint8Array, pid: bigint): ReturnType<typeof packetOf> =>
     callAll(c, (p) => {
-      const r = readPacket(b, pid, k, allowed, withReplay ? new ReplayProtection() : undefined, p, out);
+      const r = packetOf(b, pid, k, allowed, withReplay ? new ReplayProtection() : undefined, p, out);
       return 'drop' in r ? r : { ...r, body: r.body.slice() };
     });
   if (m < 6) {
@@ -546,7 +547,7 @@ function fuzzPacket(c: Case): void {
     c.input = mutated ? mutate(rng, v, rng.chance(0.5), [0, 1]) : v;
     const b = c.input;
     const r = callAll(c, (p) => {
-      const x = readPacket(b, PROTOCOL, PACKET_KEY, ALL_TYPES, new ReplayProtection(), p, out);
+      const x = packetOf(b, PROTOCOL, PACKET_KEY, ALL_TYPES, new ReplayProtection(), p, out);
       return 'drop' in x ? x : { ...x, body: x.body.slice() };
     });
     c.outcome = verdict(r);
@@ -621,13 +622,13 @@ function fuzzReplayStream(c: Case): void {
     if (rng.chance(0.3)) {
       const forged = mutate(rng, packet, true, [0, 1, 2]);
       c.input = forged;
-      const r = call(c, () => readPacket(forged, PROTOCOL, PACKET_KEY, ALL_TYPES, replay, c.crypto));
+      const r = call(c, () => packetOf(forged, PROTOCOL, PACKET_KEY, ALL_TYPES, replay, c.crypto));
       check('drop' in r, () => `accepted a forged packet in a replay stream after ${history.join(' ')}`);
       history.push(`forged(${seq})`);
     }
     const want = !(seq + BigInt(REPLAY_WINDOW) <= newest) && !accepted.has(seq);
     c.input = packet;
-    const r = call(c, () => readPacket(packet, PROTOCOL, PACKET_KEY, ALL_TYPES, replay, c.crypto));
+    const r = call(c, () => packetOf(packet, PROTOCOL, PACKET_KEY, ALL_TYPES, replay, c.crypto));
     c.outcome = verdict(r);
     history.push(`${seq}${'drop' in r ? '-' : '+'}`);
     check(!('drop' in r) === want, () => `sequence ${seq} ${want ? 'refused' : 'accepted again or too old'} (${show(r)}) after ${history.join(' ')}`);
@@ -668,7 +669,7 @@ function fuzzRequest(c: Case): void {
       b[29] = 0x7f;
     }
     c.input = b;
-    const r = callAll(c, (p) => readRequestPacket(b, PROTOCOL, 1000, PRIVATE_KEY, p));
+    const r = callAll(c, (p) => requestOf(readRequestPacket(b, PROTOCOL, 1000, PRIVATE_KEY, p)));
     c.outcome = verdict(r);
     check('drop' in r, () => 'accepted random bytes as a connection request');
     return;
@@ -686,9 +687,9 @@ function fuzzRequest(c: Case): void {
     c.crypto.xseal(PRIVATE_KEY, nonce, ad, plain, sealed, 0);
     const b = requestFrom(PROTOCOL, expire, nonce, sealed);
     c.input = b;
-    const r = callAll(c, (p) => readRequestPacket(b, PROTOCOL, 1000, PRIVATE_KEY, p));
+    const r = callAll(c, (p) => requestOf(readRequestPacket(b, PROTOCOL, 1000, PRIVATE_KEY, p)));
     c.outcome = verdict(r);
-    const parsed = readPrivateToken(plain);
+    const parsed = okValue(readPrivateToken(plain));
     if (parsed === undefined) check('drop' in r && r.drop === 'token', () => `accepted a request whose plaintext does not parse: ${show(r)}`);
     else {
       check(!('drop' in r) && sameValue(r.token, parsed), () => `refused or changed a request whose plaintext parses: ${show(r)}`);
@@ -697,7 +698,7 @@ function fuzzRequest(c: Case): void {
     return;
   }
   const f = rng.chance(0.1) ? undefined : freshToken(rng, c.crypto);
-  const pub = f?.pub ?? readConnectToken(VECTOR_TOKEN)!;
+  const pub = f?.pub ?? okValue(readConnectToken(VECTOR_TOKEN))!;
   const protocolId = f?.protocolId ?? PROTOCOL;
   const req = f === undefined ? VECTOR_REQUEST : new Uint8Array(REQUEST_BYTES);
   if (f !== undefined) writeRequestPacket(req, pub);
@@ -709,7 +710,7 @@ function fuzzRequest(c: Case): void {
   if (m < 6) {
     c.mode = 'valid';
     c.input = req;
-    const r = callAll(c, (p) => readRequestPacket(req, protocolId, now, PRIVATE_KEY, p));
+    const r = callAll(c, (p) => requestOf(readRequestPacket(req, protocolId, now, PRIVATE_KEY, p)));
     c.outcome = verdict(r);
     if (expired) {
       check('drop' in r && r.drop === 'expired', () => `a request at its expire time gave ${show(r)}`);
@@ -725,7 +726,7 @@ function fuzzRequest(c: Case): void {
   c.mode = 'mutated';
   c.input = mutate(rng, req, rng.chance(0.85), [0, 1, 13, 14, 21, 22, 29, 30, 53, 54, REQUEST_BYTES - 16]);
   const b = c.input;
-  const r = callAll(c, (p) => readRequestPacket(b, protocolId, now, PRIVATE_KEY, p));
+  const r = callAll(c, (p) => requestOf(readRequestPacket(b, protocolId, now, PRIVATE_KEY, p)));
   c.outcome = verdict(r);
   check('drop' in r, () => 'accepted a mutated connection request');
 }
@@ -757,7 +758,7 @@ function fuzzChallengeToken(c: Case): void {
     else k = mutate(rng, k, true);
   }
   c.input = b;
-  const r = callAll(c, (p) => decryptChallengeToken(b, s, k, p));
+  const r = callAll(c, (p) => okValue(decryptChallengeToken(b, s, k, p)));
   c.outcome = verdict(r);
   if (m >= 2) {
     check(r === undefined, () => `accepted a ${c.mode} challenge token`);
@@ -829,7 +830,7 @@ function fuzzAddress(c: Case): void {
       o += v6 ? 19 : 7;
     }
     c.input = plain.subarray(0, o);
-    const t = call(c, () => readPrivateToken(plain));
+    const t = call(c, () => okValue(readPrivateToken(plain)));
     check(t !== undefined && t.serverAddresses.length === count, () => 'a token\'s well-formed addresses were refused');
     for (const a of t!.serverAddresses) checkAddress(a, 'token address');
     text = addressToKey(pick(rng, t!.serverAddresses));
@@ -846,11 +847,11 @@ function fuzzAddress(c: Case): void {
     text = new TextDecoder().decode(mutate(rng, base, false, [0, base.length - 1]));
   }
   c.input = new TextEncoder().encode(text);
-  const p = call(c, () => parseAddress(text));
+  const p = call(c, () => okValue(parseAddress(text)));
   c.outcome = verdict(p);
   const want = netAccepts(text);
-  check((p !== undefined) === want, () => `parseAddress(${JSON.stringify(text)}) ${p === undefined ? 'refused' : 'accepted'} what node:net ${want ? 'accepts' : 'refuses'}`);
-  if (p !== undefined) checkAddress(p, `parseAddress(${JSON.stringify(text)})`);
+  check((p !== undefined) === want, () => `okValue(parseAddress(${JSON.stringify(text)})) ${p === undefined ? 'refused' : 'accepted'} what node:net ${want ? 'accepts' : 'refuses'}`);
+  if (p !== undefined) checkAddress(p, `okValue(parseAddress(${JSON.stringify(text)}))`);
 }
 
 const FUZZERS: Record<NetcodeFuzzTarget, (c: Case) => void> = {

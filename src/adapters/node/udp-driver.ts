@@ -4,10 +4,11 @@ import { lookup as dnsLookupAsync } from 'node:dns/promises';
 import { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { performance } from 'node:perf_hooks';
-import { Counters } from '../../core/counters.js';
+import { newCounters } from '../../core/counters.js';
 import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/drive-loop.js';
 import { transportOf, type Address, type Endpoint } from '../../core/endpoint.js';
-import { checkConfig, GamewireError } from '../../core/errors.js';
+import { checkConfig, isInt, isObject } from '../../core/config.js';
+import { GamewireError } from '../../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
 /** A sans-IO peer the driver can run; `pollEvent` is drained after every input. */
@@ -211,7 +212,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private connected: boolean;
   private remoteAddr: UdpAddress | undefined;
   private readonly acceptFirst: ((bytes: Uint8Array, from: UdpAddress) => boolean) | undefined;
-  private readonly stats = new Counters<UdpDriverCounter>(COUNTER_NAMES);
+  private readonly stats = newCounters<UdpDriverCounter>(COUNTER_NAMES);
   // The four per-datagram counters are plain fields (hot path); folded into counters() on demand.
   private nIn = 0;
   private bIn = 0;
@@ -300,7 +301,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       : (m, r) => this.onMessageMulti(m, r);
     socket.on('message', this.onMessageBound);
     socket.on('error', (err: NodeJS.ErrnoException) => {
-      this.stats.add('recvErrors');
+      this.stats.recvErrors++;
       if (this.listenerCount('socket-error') > 0) this.emit('socket-error', err);
     });
   }
@@ -387,7 +388,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   /** A copy of the driver's counters (datagrams/bytes in and out, drops, socket errors, wake-ups). */
   counters(): Readonly<Record<UdpDriverCounter, number>> {
     return {
-      ...this.stats.snapshot(),
+      ...this.stats,
       datagramsIn: this.nIn,
       bytesIn: this.bIn,
       datagramsOut: this.nOut,
@@ -470,7 +471,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
       if (r === undefined) {
         const from = { host: rinfo.address, port: rinfo.port };
         if (this.acceptFirst !== undefined && !this.acceptFirst(msg, from)) {
-          this.stats.add('foreignDropped');
+          this.stats.foreignDropped++;
           return;
         }
         this.remoteAddr = from;
@@ -478,7 +479,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
         this.connectLatched(from);
         this.emit('remote', from);
       } else if (r.port !== rinfo.port || r.host !== rinfo.address) {
-        this.stats.add('foreignDropped');
+        this.stats.foreignDropped++;
         return;
       }
     }
@@ -513,7 +514,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
    */
   private connectLatched(r: UdpAddress): void {
     this.socket.connect(r.port, r.host, (err?: Error) => {
-      if (err !== undefined && err !== null) this.stats.add('sendErrors');
+      if (err !== undefined && err !== null) this.stats.sendErrors++;
       else this.connected = true;
     });
     try {
@@ -528,7 +529,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   private nextBuffer(): Uint8Array | undefined {
     const slot = this.free[this.free.length - 1];
     if (slot === undefined) {
-      this.stats.add('sendPoolExhausted');
+      this.stats.sendPoolExhausted++;
       this.starved = true; // release() wakes the loop
       return undefined;
     }
@@ -550,7 +551,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     if (!this.connected) {
       const a = this.single === undefined ? this.destination(to) : this.remoteAddr;
       if (a === undefined) {
-        this.stats.add('unsendable');
+        this.stats.unsendable++;
         return; // the buffer stays on top of the free list for the next datagram
       }
       port = a.port;
@@ -577,7 +578,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     if (this.socket.getSendQueueCount() === 0) {
       this.free.push(slot);
     } else {
-      this.stats.add('sendsQueued');
+      this.stats.sendsQueued++;
       this.held.push(slot);
       this.watchHeld();
     }
@@ -627,7 +628,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.free.push(slot);
     if (this.held.length > 0) this.releaseHeld();
     if (err !== null) {
-      this.stats.add('sendErrors');
+      this.stats.sendErrors++;
       if (this.listenerCount('socket-error') > 0) this.emit('socket-error', err as NodeJS.ErrnoException);
     }
     this.resume();
@@ -641,17 +642,17 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 }
 
 function validate(options: UdpSocketOptions): { recvBytes: number; sendBytes: number } {
-  checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
+  checkConfig(isObject(options), 'options must be an object');
   const port = options.port ?? 0;
-  checkConfig(Number.isInteger(port) && port >= 0 && port <= 65535, 'port must be 0..65535');
+  checkConfig(isInt(port, 0, 65535), 'port must be 0..65535');
   const recvBytes = options.recvBufferBytes ?? DEFAULT_BUFFER_BYTES;
   const sendBytes = options.sendBufferBytes ?? DEFAULT_BUFFER_BYTES;
-  checkConfig(Number.isInteger(recvBytes) && recvBytes > 0, 'recvBufferBytes must be a positive integer');
-  checkConfig(Number.isInteger(sendBytes) && sendBytes > 0, 'sendBufferBytes must be a positive integer');
+  checkConfig(isInt(recvBytes, 1), 'recvBufferBytes must be a positive integer');
+  checkConfig(isInt(sendBytes, 1), 'sendBufferBytes must be a positive integer');
   const maxDatagram = options.maxDatagramBytes ?? 1472;
-  checkConfig(Number.isInteger(maxDatagram) && maxDatagram >= 64 && maxDatagram <= 65507, 'maxDatagramBytes must be 64..65507');
+  checkConfig(isInt(maxDatagram, 64, 65507), 'maxDatagramBytes must be 64..65507');
   const slots = options.maxSendsPerTick ?? 256;
-  checkConfig(Number.isInteger(slots) && slots >= 1 && slots <= 65536, 'maxSendsPerTick must be 1..65536');
+  checkConfig(isInt(slots, 1, 65536), 'maxSendsPerTick must be 1..65536');
   return { recvBytes, sendBytes };
 }
 
@@ -677,7 +678,7 @@ async function resolveRemote(options: { remote?: UdpAddress; host?: string }): P
   const r = options.remote;
   if (r === undefined) return undefined;
   checkConfig(typeof r === 'object' && r !== null && typeof r.host === 'string' && r.host.length > 0, 'remote.host must be a non-empty string');
-  checkConfig(Number.isInteger(r.port) && r.port > 0 && r.port <= 65535, 'remote.port must be 1..65535');
+  checkConfig(isInt(r.port, 1, 65535), 'remote.port must be 1..65535');
   return { host: await resolveHost(r.host, options.host), port: r.port };
 }
 

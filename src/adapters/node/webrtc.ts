@@ -2,12 +2,12 @@ import { createServer, type IncomingMessage, type Server as HttpServer, type Ser
 import type { AddressInfo, Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
 import { ipGroup } from '../../core/address-group.js';
-import { Counters } from '../../core/counters.js';
+import { newCounters } from '../../core/counters.js';
 import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
-import { CONNECT_TOKEN_BYTES, readConnectToken } from '../../netcode/wire.js';
+import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import type { UdpDriver } from './udp-driver.js';
 
@@ -175,7 +175,7 @@ export class WebRtcSignalling {
   private readonly socketsBySource = new Map<string, number>();
   // Open HTTP connections, oldest first; true while their offer is being answered.
   private readonly sockets = new Map<Socket, boolean>();
-  private readonly ctr = new Counters<WebRtcCounter>(COUNTERS);
+  private readonly ctr = newCounters<WebRtcCounter>(COUNTERS);
   private readonly now: () => number;
   private next = 1;
   private pending = 0;
@@ -274,7 +274,7 @@ export class WebRtcSignalling {
 
   /** A copy of the counters. */
   counters(): Readonly<Record<WebRtcCounter, number>> {
-    return this.ctr.snapshot();
+    return { ...this.ctr };
   }
 
   /**
@@ -298,13 +298,13 @@ export class WebRtcSignalling {
     const p = this.peers.get(to);
     if (p === undefined || !p.open) return;
     if (p.dc.bufferedAmount() > MAX_BUFFERED_BYTES) {
-      this.ctr.add('sendDropped');
+      this.ctr.sendDropped++;
       return;
     }
     try {
       p.dc.sendMessageBinary(bytes);
     } catch {
-      this.ctr.add('sendDropped');
+      this.ctr.sendDropped++;
     }
   }
 
@@ -312,7 +312,7 @@ export class WebRtcSignalling {
     const key = sourceKey(socket.remoteAddress);
     if ((this.socketsBySource.get(key) ?? 0) >= this.opts.maxConnectionsPerAddress
       || (this.sockets.size >= this.opts.maxConnections && !this.evictOne())) {
-      this.ctr.add('connectionsRefused');
+      this.ctr.connectionsRefused++;
       socket.destroy();
       return;
     }
@@ -329,7 +329,7 @@ export class WebRtcSignalling {
     for (const [socket, answering] of this.sockets) {
       if (answering) continue;
       this.sockets.delete(socket);
-      this.ctr.add('connectionsEvicted');
+      this.ctr.connectionsEvicted++;
       socket.destroy();
       return true;
     }
@@ -339,8 +339,8 @@ export class WebRtcSignalling {
   /** Node's default answer to a client error (408 a timeout, 431 headers too large, 400 other bad HTTP), counted. */
   private onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     const timeout = err.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-    if (timeout) this.ctr.add('httpTimeouts');
-    else if (err.code?.startsWith('HPE_') === true) this.ctr.add('badRequests');
+    if (timeout) this.ctr.httpTimeouts++;
+    else if (err.code?.startsWith('HPE_') === true) this.ctr.badRequests++;
     if (socket.writable && socket.bytesWritten === 0 && err.code !== 'ECONNRESET') {
       const status = timeout ? '408 Request Timeout'
         : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
@@ -362,7 +362,7 @@ export class WebRtcSignalling {
   private onRequest(req: IncomingMessage, res: ServerResponse): void {
     const path = (req.url ?? '').split('?')[0];
     if (path !== this.opts.path) {
-      this.ctr.add('badRequests');
+      this.ctr.badRequests++;
       this.reply(res, 404, { error: 'not-found' });
       req.resume();
       return;
@@ -377,7 +377,7 @@ export class WebRtcSignalling {
       return;
     }
     if (req.method !== 'POST') {
-      this.ctr.add('badRequests');
+      this.ctr.badRequests++;
       this.reply(res, 405, { error: 'method' });
       req.resume();
       return;
@@ -387,7 +387,7 @@ export class WebRtcSignalling {
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > this.opts.maxBodyBytes) {
-        this.ctr.add('badRequests');
+        this.ctr.badRequests++;
         this.reply(res, 413, { error: 'too-large' });
         req.destroy();
         return;
@@ -422,32 +422,32 @@ export class WebRtcSignalling {
       /* answered below */
     }
     if (token === undefined || token.length !== CONNECT_TOKEN_BYTES || sdp === undefined || sdp.length === 0) {
-      this.ctr.add('badRequests');
+      this.ctr.badRequests++;
       this.reply(res, 400, { error: 'bad-request' });
       return;
     }
-    this.ctr.add('offers');
+    this.ctr.offers++;
     const check = this.server.checkConnectToken(this.now(), token);
     if (check !== 'ok') {
-      this.ctr.add(check === 'full' ? 'busy' : 'tokensRefused');
+      this.ctr[check === 'full' ? 'busy' : 'tokensRefused']++;
       this.reply(res, STATUS[check], { error: check });
       return;
     }
     // The check above decrypted the token, so its tag is authentic: one tag, one token.
-    const priv = readConnectToken(token)!.privateData;
+    const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
     const tokenKey = Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
     if (this.tokens.has(tokenKey)) {
-      this.ctr.add('tokensInUse');
+      this.ctr.tokensInUse++;
       this.reply(res, 409, { error: 'already-connected' });
       return;
     }
     if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
-      this.ctr.add('addressBusy');
+      this.ctr.addressBusy++;
       this.reply(res, 429, { error: 'busy' });
       return;
     }
     if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers) {
-      this.ctr.add('busy');
+      this.ctr.busy++;
       this.reply(res, 503, { error: 'busy' });
       return;
     }
@@ -456,13 +456,13 @@ export class WebRtcSignalling {
     try {
       peer = this.makePeer(address, withoutCandidates(sdp), tokenKey, source);
     } catch {
-      this.ctr.add('badRequests');
+      this.ctr.badRequests++;
       this.reply(res, 400, { error: 'bad-offer' });
       return;
     }
     const answer = await this.gathered(peer);
     if (answer === undefined) {
-      this.ctr.add('iceTimeouts');
+      this.ctr.iceTimeouts++;
       this.drop(peer);
       this.reply(res, 504, { error: 'ice-timeout' });
       return;
@@ -491,24 +491,24 @@ export class WebRtcSignalling {
     this.peers.set(address, peer);
     peer.timer = setTimeout(() => {
       peer.timer = undefined;
-      this.ctr.add('openTimeouts');
+      this.ctr.openTimeouts++;
       this.drop(peer);
     }, this.opts.openTimeoutMs).unref();
     dc.onOpen(() => {
       if (peer.open || this.peers.get(address) !== peer) return;
       peer.open = true;
-      this.ctr.add('opened');
+      this.ctr.opened++;
       clearTimeout(peer.timer);
       peer.timer = peer.joined ? undefined : setTimeout(() => {
         peer.timer = undefined;
-        this.ctr.add('handshakeTimeouts');
+        this.ctr.handshakeTimeouts++;
         this.drop(peer);
       }, this.opts.handshakeTimeoutMs).unref();
     });
     dc.onMessage((msg) => {
       const b = typeof msg === 'string' ? undefined : msg instanceof ArrayBuffer ? new Uint8Array(msg) : msg;
       if (b === undefined || b.length > MAX_MESSAGE_BYTES) {
-        this.ctr.add('badMessages');
+        this.ctr.badMessages++;
         return;
       }
       this.feed(address, b);
@@ -553,7 +553,7 @@ export class WebRtcSignalling {
       bump(this.pendingBySource, peer.source, -1);
     }
     clearTimeout(peer.timer);
-    this.ctr.add('closed');
+    this.ctr.closed++;
     try {
       peer.dc.close();
     } catch {
