@@ -145,6 +145,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private readonly scratch = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 64);
   /** @internal every client's payload plaintext is built here, one packet at a time (saves 1.2 KB per client). */
   readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  /** @internal every client's received payload is opened here, one packet at a time (the session copies what it keeps). */
+  readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly body = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
 
@@ -536,7 +538,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.tick(now);
     if (this.ended) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
-    const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto);
+    const p = readPacket(b, this.server.protocolId, this.c2s, allowed, this.replay, this.server.crypto, this.server.opened);
     if ('drop' in p) {
       this.server.packetDropped(p.drop);
       return;
