@@ -787,6 +787,12 @@ export class Channels<E = ChannelEvent> {
       this.count.add('overBudget');
       return;
     }
+    if (cfg.ordered && v.first && v.last && full === r.base && r.next === full && r.scan <= full && r.pieces.size === 0) {
+      // A whole message, next in order, nothing held: what holding it and assembling it would end in.
+      r.base = r.next = r.scan = full + 1;
+      this.deliver(lane, bytes.slice(v.payloadStart, v.payloadEnd));
+      return;
+    }
     r.pieces.set(full, { first: v.first, last: v.last, bytes: bytes.slice(v.payloadStart, v.payloadEnd) });
     r.heldBytes += len;
     if (cfg.ordered) {
