@@ -160,31 +160,42 @@ export class ChannelToken {
   /** @internal */ settled = false;
 }
 
-/** A FIFO of objects with O(1) shift (array + head index, compacted now and then). */
+/**
+ * A FIFO of objects with O(1) shift: a ring whose capacity is a power of two, doubled when full, so a
+ * queue that drains reuses the same few slots instead of growing an array between compactions.
+ */
 class Fifo<T> {
-  items: T[] = [];
-  head = 0;
-  get length(): number {
-    return this.items.length - this.head;
-  }
+  private buf: (T | undefined)[] = [];
+  private mask = -1;
+  private head = 0;
+  length = 0;
   peek(): T | undefined {
-    return this.items[this.head];
+    return this.length === 0 ? undefined : this.buf[this.head];
   }
   at(i: number): T {
-    return this.items[this.head + i]!;
+    return this.buf[(this.head + i) & this.mask]!;
   }
   push(v: T): void {
-    this.items.push(v);
+    if (this.length === this.buf.length) this.grow();
+    this.buf[(this.head + this.length) & this.mask] = v;
+    this.length++;
   }
   shift(): T | undefined {
-    if (this.head >= this.items.length) return undefined;
-    const v = this.items[this.head]!;
-    this.items[this.head++] = undefined as T;
-    if (this.head > 1024 && this.head * 2 > this.items.length) {
-      this.items = this.items.slice(this.head);
-      this.head = 0;
-    }
+    if (this.length === 0) return undefined;
+    const v = this.buf[this.head];
+    this.buf[this.head] = undefined;
+    this.head = (this.head + 1) & this.mask;
+    this.length--;
     return v;
+  }
+  private grow(): void {
+    const n = this.buf.length;
+    const b: (T | undefined)[] = [];
+    for (let i = 0; i < n; i++) b.push(this.buf[(this.head + i) & this.mask]);
+    for (let i = n, cap = n === 0 ? 4 : 2 * n; i < cap; i++) b.push(undefined);
+    this.buf = b;
+    this.mask = b.length - 1;
+    this.head = 0;
   }
 }
 
@@ -774,6 +785,12 @@ export class Channels<E = ChannelEvent> {
     const len = v.payloadEnd - v.payloadStart;
     if (r.heldBytes + len > cfg.maxReceiveBytes) {
       this.count.overBudget++;
+      return;
+    }
+    if (cfg.ordered && v.first && v.last && full === r.base && r.next === full && r.scan <= full && r.pieces.size === 0) {
+      // A whole message, next in order, nothing held: what holding it and assembling it would end in.
+      r.base = r.next = r.scan = full + 1;
+      this.deliver(lane, bytes.slice(v.payloadStart, v.payloadEnd));
       return;
     }
     r.pieces.set(full, { first: v.first, last: v.last, bytes: bytes.slice(v.payloadStart, v.payloadEnd) });

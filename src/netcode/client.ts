@@ -106,6 +106,8 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  /** Every packet's body is opened here, one at a time (what is kept is copied out). */
+  private readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly packet = newNetcodePacket();
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly tx: Transmit = { length: 0, to: '' };
@@ -252,7 +254,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
       ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
     const p = this.packet;
-    const n = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto, p);
+    const n = readPacket(b, t.protocolId, t.serverToClientKey, allowed, this.replay, this.crypto, p, this.opened);
     if (n < 0) {
       this.ctr[n === NetcodeDrop.replay ? 'replayed' : 'dropped']++;
       return;

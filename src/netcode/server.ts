@@ -117,6 +117,8 @@ class ClientShared {
   readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   /** Every packet read from a client is read into this (`readPacket`), one at a time. */
   readonly packet = newNetcodePacket();
+  /** Every client's received payload is opened here, one packet at a time (the session copies what it keeps). */
+  readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
 
   constructor(
@@ -554,7 +556,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     if (this.ended) return;
     const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
     const p = this.shared.packet;
-    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto, p);
+    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto, p, this.shared.opened);
     if (n < 0) {
       this.shared.ctr[n === NetcodeDrop.replay ? 'replayed' : 'packetsDropped']++;
       return;
