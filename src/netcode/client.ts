@@ -8,10 +8,8 @@ import { checkConfig, isObject } from '../core/config.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import {
-  type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions,
-  type ResolvedCarry,
-} from './options.js';
+import { type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T, newNetcodePacket, readConnectToken, readPacket, ReplayProtection,
   writePacket, writeRequestPacket,

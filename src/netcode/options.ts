@@ -3,10 +3,7 @@ import type { ChannelsConfig } from '../channels/index.js';
 import type { PathConfig } from '../congestion/path.js';
 import { resolveConnectionOptions, type ConnectionLaneConfig } from '../connection/options.js';
 import type { SessionOptions } from '../connection/session.js';
-import type { Session } from '../connection/session.js';
-import { FrameKind } from '../connection/wire.js';
 import { checkConfig, isInt } from '../core/config.js';
-import { checkArg, GamewireError } from '../core/errors.js';
 import { UDP_IPV4_OVERHEAD_BYTES } from '../congestion/path.js';
 
 /**
@@ -98,41 +95,4 @@ export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = U
     path: { ...(o.path ?? {}), overheadBytes: underlay.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
   });
   return { raw, session: c, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
-}
-
-/** @internal Check and queue (a copy of) one raw payload; throws `message-too-large`, `queue-full`. */
-export function queueRaw(queue: Uint8Array[], bytes: Uint8Array, max: number): void {
-  checkArg(bytes instanceof Uint8Array, 'a payload is a Uint8Array');
-  if (bytes.length < 1 || bytes.length > NETCODE_MAX_PAYLOAD_BYTES) {
-    throw new GamewireError('message-too-large', `a raw payload is 1..${NETCODE_MAX_PAYLOAD_BYTES} bytes, not ${bytes.length}`);
-  }
-  if (queue.length >= max) throw new GamewireError('queue-full', `${queue.length} raw payloads queued`);
-  queue.push(bytes.slice());
-}
-
-/**
- * @internal The next payload into `plain`: the oldest raw payload (raw mode), or the session's next
- * body after its kind byte (DATA or BLOCK). Its length, or undefined when nothing is due.
- */
-export function nextPayload(now: number, session: Session<unknown> | undefined, raw: Uint8Array[], plain: Uint8Array): number | undefined {
-  if (session === undefined) {
-    const p = raw.shift();
-    if (p === undefined) return undefined;
-    plain.set(p);
-    return p.length;
-  }
-  const n = session.write(now, plain, false);
-  if (n !== undefined) plain[0] = session.writtenKind;
-  return n;
-}
-
-/**
- * @internal A decrypted payload's body into the session (DATA or BLOCK, the peer's blocks being chunk
- * session `peerChunkSession`); false in raw mode, where the caller hands the bytes out. Never throws.
- */
-export function takePayload(now: number, session: Session<unknown> | undefined, body: Uint8Array, peerChunkSession: number): boolean {
-  if (session === undefined) return false;
-  if (body[0] === FrameKind.Data) session.receiveData(now, body, 1);
-  else if (body[0] === FrameKind.Block) session.receiveBlock(now, body, 1, peerChunkSession);
-  return true;
 }

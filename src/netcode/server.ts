@@ -10,10 +10,8 @@ import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import {
-  type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, nextPayload, queueRaw, resolveCarry, takePayload, type NetcodeCarryOptions,
-  type ResolvedCarry,
-} from './options.js';
+import { type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
   NetcodeDrop, type NetcodeAddress, NetcodePacketType as T, newNetcodePacket, parseAddress, readConnectToken, readPacket, readRequestPacket,
