@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeReadmeSection } from './readme.js';
-import { ChunkReceiver, ChunkSender, type ChunkSenderConfig, DEFAULT_SLICE_BYTES, SLICE_HEADER_BYTES } from '../src/chunk/index.js';
+import { ChunkReceiver, ChunkSender, type ChunkSenderOptions, DEFAULT_SLICE_BYTES, SLICE_HEADER_BYTES } from '../src/chunk/index.js';
 import { FixedRate } from '../src/congestion/fixed.js';
 import { Link, type LinkConfig } from '../src/sim/index.js';
 import { PairWorld } from '../src/sim/pair-world.js';
@@ -84,7 +84,7 @@ function wireOf(c: { sent: number; bytesSent: number }): number {
 }
 
 /** gamewire: ChunkSender → sim Link → ChunkReceiver (acks back over the reverse Link), in a PairWorld. */
-function runChunk(p: Path, loss: number, bytes: number, seed: number, sender: ChunkSenderConfig, capMs: number): Run {
+function runChunk(p: Path, loss: number, bytes: number, seed: number, sender: ChunkSenderOptions, capMs: number): Run {
   const t0 = performance.now();
   const tx = new ChunkSender({ ...sender, maxQueuedBytes: Math.max(bytes, 1) });
   const rx = new ChunkReceiver({ maxBlockBytes: Math.max(bytes, 1) });

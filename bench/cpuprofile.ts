@@ -67,7 +67,7 @@ export function layerOf(f: CallFrame): string | undefined {
     [/\/src\/connection\/session\.ts|\/src\/connection\/blocks\.ts/, 'Session'],
     [/\/src\/connection\//, 'connection (other)'],
     [/\/src\/ack\//, 'PacketAcks'],
-    [/\/src\/channels\//, 'Channels'],
+    [/\/src\/channels\//, 'MessageLanes'],
     [/\/src\/congestion\//, 'Path (RTT, rate, pacer)'],
     [/\/src\/core\/(host|deadline-heap)\.ts/, 'Host'],
     [/\/src\/core\/drive-loop\.ts/, 'DriveLoop'],

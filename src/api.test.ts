@@ -101,7 +101,7 @@ describe('public API', () => {
     const root = all(exportedNames(join(ROOT, 'src/index.ts')));
     expect(root.length).toBeLessThanOrEqual(40);
     const blocks = all(exportedNames(join(ROOT, 'src/extend.ts')));
-    for (const name of ['DriveLoop', 'Host', 'Channels', 'PacketAcks', 'Path', 'Kcp', 'KcpArena', 'Endpoint']) {
+    for (const name of ['DriveLoop', 'Host', 'MessageLanes', 'PacketAcks', 'Path', 'Kcp', 'KcpArena', 'Endpoint']) {
       expect(blocks).toContain(name);
       expect(root).not.toContain(name);
     }

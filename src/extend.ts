@@ -18,28 +18,28 @@ export { cryptoRandom, type RandomSource } from './core/random.js';
 export type { ConnectionState, DisconnectReason } from './connection/connection.js';
 export type { BlockLaneConfig } from './connection/options.js';
 export type { BlockLaneProgress, BlockLaneStats } from './connection/blocks.js';
-export type { ChannelsConfig, LaneConfig } from './channels/config.js';
-export { Channels, type ChannelEvent, type LaneStats } from './channels/channels.js';
-export { PacketAcks, type AckConfig, type PacketOutcomes } from './ack/acks.js';
+export type { MessageLanesOptions, MessageLaneConfig } from './channels/config.js';
+export { MessageLanes, type MessageLaneEvent, type LaneStats } from './channels/channels.js';
+export { PacketAcks, type AckOptions, type PacketOutcomes } from './ack/acks.js';
 
 // The secondary types of the netcode server and client.
 export type { ServerCounter } from './netcode/server.js';
 export { CLIENT_STATE_CODES, type ClientCounter } from './netcode/client.js';
-export type { NetcodeCarryOptions } from './netcode/options.js';
+export type { NetcodePayloadOptions } from './netcode/options.js';
 export type { NetcodeAddress } from './netcode/wire.js';
 
 // Blocks: both ways on one path, and the secondary types of the sender, receiver and host.
 export type { CancelReason, ChunkSenderProgress } from './chunk/sender.js';
 export type { ChunkReceiverBlockProgress, ChunkReceiverProgress } from './chunk/receiver.js';
-export { ChunkEndpoint, type ChunkEndpointConfig, type ChunkEndpointEvent } from './chunk/endpoint.js';
+export { ChunkEndpoint, type ChunkEndpointOptions, type ChunkEndpointEvent } from './chunk/endpoint.js';
 export type { ChunkHostPeerEvent } from './chunk/host.js';
 export { MAX_BLOCK_BYTES } from './chunk/wire.js';
 
 // Rate and path.
 export type { RateController } from './congestion/controller.js';
-export { AdaptiveRate, type AdaptiveRateConfig } from './congestion/adaptive.js';
+export { AdaptiveRate, type AdaptiveRateOptions } from './congestion/adaptive.js';
 export { FixedRate } from './congestion/fixed.js';
-export { Path, type PathConfig, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES } from './congestion/path.js';
+export { Path, type PathOptions, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES } from './congestion/path.js';
 
 // Bare KCP, and the session inside a KCP server or client.
 export { Kcp, type KcpOptions, type KcpOutput } from './kcp/kcp.js';

@@ -19,7 +19,7 @@ export { sodiumCrypto } from './crypto/sodium.js';
 
 // The lanes every connection carries, and unsecured connections (docs/connection.md).
 export type { DeliveryMode } from './channels/config.js';
-export type { ConnectionLaneConfig } from './connection/options.js';
+export type { LaneConfig } from './connection/options.js';
 export { Connection, type ConnectionEvent, type ConnectionStats } from './connection/connection.js';
 export { ConnectionHost } from './connection/host.js';
 export type { ConnectionOptions } from './connection/options.js';
@@ -27,7 +27,7 @@ export type { ConnectionOptions } from './connection/options.js';
 // Large blocks (docs/chunk.md).
 export { ChunkSender, type ChunkSenderEvent } from './chunk/sender.js';
 export { ChunkReceiver, type ChunkReceiverEvent } from './chunk/receiver.js';
-export type { ChunkReceiverConfig, ChunkSenderConfig } from './chunk/config.js';
+export type { ChunkReceiverOptions, ChunkSenderOptions } from './chunk/config.js';
 export { ChunkHost, type ChunkHostEvent, type ChunkHostOptions } from './chunk/host.js';
 
 // KCP peers (docs/kcp-session.md).

@@ -1,8 +1,8 @@
 /** What the dots example's server and page share: the lanes, the field, and the two message formats. */
-import type { ConnectionLaneConfig } from 'gamewire';
+import type { LaneConfig } from 'gamewire';
 
 /** Lane 0: a client's position (newest wins); lane 1: the whole field from the server (newest wins). */
-export const LANES: ConnectionLaneConfig[] = [{ mode: 'unreliable-sequenced' }, { mode: 'unreliable-sequenced' }];
+export const LANES: LaneConfig[] = [{ mode: 'unreliable-sequenced' }, { mode: 'unreliable-sequenced' }];
 export const FIELD = { width: 640, height: 400 } as const;
 
 export function writePosition(p: { x: number; y: number }): Uint8Array {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Path } from '../congestion/path.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import { ACK_WRAP_GUARD, type AckConfig, PacketAcks } from './acks.js';
+import { ACK_WRAP_GUARD, type AckOptions, PacketAcks } from './acks.js';
 import { ACK_HEADER_HEALTHY_BYTES, decodeAckHeader, encodeAckHeader, newAckHeader } from './wire.js';
 
 const hexOf = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
@@ -61,7 +61,7 @@ class Node {
   /** Non-eliciting packets sent while this node had data to send (ping-pong check). */
   readonly buf = new Uint8Array(64);
 
-  constructor(readonly name: string, config: AckConfig) {
+  constructor(readonly name: string, config: AckOptions) {
     this.acks = new PacketAcks<number>(this.path, {
       packetDelivered: (_now, id) => {
         if (this.outcome.has(id)) this.errors.push(`${name}: second outcome for ${id}`);
@@ -152,7 +152,7 @@ class World {
   readonly toB: Flight[] = [];
   readonly toA: Flight[] = [];
 
-  constructor(seed: number, public ab: LinkCfg, public ba: LinkCfg, configA: AckConfig = {}, configB: AckConfig = configA) {
+  constructor(seed: number, public ab: LinkCfg, public ba: LinkCfg, configA: AckOptions = {}, configB: AckOptions = configA) {
     this.rng = new NonCryptoRng(seed);
     this.a = new Node('A', configA);
     this.b = new Node('B', configB);
@@ -548,7 +548,7 @@ describe('PacketAcks: limits', () => {
 });
 
 /** A bare PacketAcks with its outcomes logged, for unit tests that hand-craft headers. */
-function bare(config: AckConfig = {}): { acks: PacketAcks<number>; path: Path; log: string[] } {
+function bare(config: AckOptions = {}): { acks: PacketAcks<number>; path: Path; log: string[] } {
   const path = new Path();
   const log: string[] = [];
   const acks = new PacketAcks<number>(path, {
@@ -590,7 +590,7 @@ describe('PacketAcks: API', () => {
       { receiveWindow: 1000 }, { maxAckDelayMs: -1 }, { maxAckDelayMs: 1001 }, { ackEveryPackets: 0 }, { ackEveryPackets: 1.5 },
       { keepAliveMs: 5 }, { reorderFraction: 2 }, { reorderFraction: Number.NaN }, { minLossTimeoutMs: 0 }, { nope: 1 },
     ]) {
-      expect(() => new PacketAcks(path, o, bad as AckConfig), JSON.stringify(bad)).toThrow(/invalid-config/);
+      expect(() => new PacketAcks(path, o, bad as AckOptions), JSON.stringify(bad)).toThrow(/invalid-config/);
     }
     expect(() => new PacketAcks(path, {} as never)).toThrow(/invalid-config/);
     expect(new PacketAcks(path, o, { maxInFlightPackets: 16, receiveWindow: 64 }).maxHeaderBytes).toBe(40);

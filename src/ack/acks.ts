@@ -24,7 +24,7 @@ export interface PacketOutcomes<T> {
 }
 
 /** Options of a `PacketAcks`; every field is optional. Invalid values throw `invalid-config`. */
-export interface AckConfig {
+export interface AckOptions {
   /**
    * Capacity of the sent-packet record (power of two, 16..16 384; default 1024): eliciting packets
    * from the oldest one without an outcome to the newest. When it is full, `canSend()` is false
@@ -269,7 +269,7 @@ export class PacketAcks<T> {
    * @param outcomes receives one outcome per eliciting packet.
    * @param config optional settings; throws `GamewireError('invalid-config')` on bad values.
    */
-  constructor(path: Path, outcomes: PacketOutcomes<T>, config: AckConfig = {}) {
+  constructor(path: Path, outcomes: PacketOutcomes<T>, config: AckOptions = {}) {
     checkConfig(typeof path === 'object' && path !== null && typeof path.onRttSample === 'function', 'path must be a Path');
     checkConfig(typeof outcomes === 'object' && outcomes !== null && typeof outcomes.packetDelivered === 'function'
       && typeof outcomes.packetLost === 'function', 'outcomes must implement PacketOutcomes');

@@ -4,7 +4,7 @@ import { ChannelPipe } from '../../test/harness/channel-pipe.js';
 import { sameBytes } from '../../test/harness/bytes.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import { Channels, type ChannelsConfig, lanesHash, type LaneConfig } from './index.js';
+import { MessageLanes, type MessageLanesOptions, lanesHash, type MessageLaneConfig } from './index.js';
 import { writeReliablePiece, writeUnreliablePiece } from './wire.js';
 
 /** Message `i` of a test: its index in the first 4 bytes (when ≥ 4 bytes), then seeded bytes. */
@@ -25,7 +25,7 @@ function throwsCode(f: () => unknown, code: string): void {
   throw new Error(`expected ${code}`);
 }
 
-const ALL: LaneConfig[] = [
+const ALL: MessageLaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },
@@ -94,7 +94,7 @@ describe('channels: reliable lanes over a lossy, reordering, duplicating pipe', 
         sizes: fc.array(fc.oneof(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 0, max: 8000 })), { minLength: 1, maxLength: 40 }),
       }),
       (p) => {
-        const lanes: LaneConfig[] = [{ mode: 'reliable-ordered', maxMessageBytes: 8000 }, { mode: 'reliable-unordered', maxMessageBytes: 8000 }];
+        const lanes: MessageLaneConfig[] = [{ mode: 'reliable-ordered', maxMessageBytes: 8000 }, { mode: 'reliable-unordered', maxMessageBytes: 8000 }];
         const pipe = new ChannelPipe({ lanes, reliableWindow: p.window, redundancy: p.redundancy, maxReceiveBytes: p.budget }, {
           seed: p.seed, loss: p.loss, dup: p.dup, delayMs: 5, jitterMs: p.jitterMs, room: p.room, roomJitter: p.roomJitter, packetsPerTick: 4,
         });
@@ -227,7 +227,7 @@ describe('channels: split and merge', () => {
 
 describe('channels: limits', () => {
   it('message-too-large above maxMessageBytes (reliable 1 MiB, unreliable 256 × fragment), invalid-argument on a bad lane', () => {
-    const c = new Channels({ lanes: ALL });
+    const c = new MessageLanes({ lanes: ALL });
     c.send(0, 0, new Uint8Array(1024 * 1024));
     throwsCode(() => c.send(0, 0, new Uint8Array(1024 * 1024 + 1)), 'message-too-large');
     throwsCode(() => c.send(0, 2, new Uint8Array(256 * 1024)), 'message-too-large');
@@ -235,10 +235,10 @@ describe('channels: limits', () => {
     throwsCode(() => c.send(0, -1, new Uint8Array(1)), 'invalid-argument');
     throwsCode(() => c.send(0, 2, new Uint8Array(1), true), 'invalid-argument');
     throwsCode(() => c.send(0, 0, [1, 2] as unknown as Uint8Array), 'invalid-argument');
-    const u = new Channels({ lanes: [{ mode: 'unreliable', maxQueuedBytes: 1 << 20, maxMessageBytes: 256 * 100 }], fragmentBytes: 100 });
+    const u = new MessageLanes({ lanes: [{ mode: 'unreliable', maxQueuedBytes: 1 << 20, maxMessageBytes: 256 * 100 }], fragmentBytes: 100 });
     u.send(0, 0, new Uint8Array(25_600));
     throwsCode(() => u.send(0, 0, new Uint8Array(25_601)), 'message-too-large');
-    throwsCode(() => new Channels({ lanes: [{ mode: 'unreliable', maxQueuedBytes: 1 << 20, maxMessageBytes: 25_601 }], fragmentBytes: 100 }), 'invalid-config');
+    throwsCode(() => new MessageLanes({ lanes: [{ mode: 'unreliable', maxQueuedBytes: 1 << 20, maxMessageBytes: 25_601 }], fragmentBytes: 100 }), 'invalid-config');
   });
 
   it('queue-full: a reliable lane refuses bytes beyond maxQueuedBytes (queued + unacked), accepts again once acked', () => {
@@ -253,7 +253,7 @@ describe('channels: limits', () => {
   });
 
   it('an unreliable lane at maxQueuedBytes drops its oldest; a dropped notify message gets delivered:false', () => {
-    const c = new Channels({ lanes: [{ mode: 'notify', maxQueuedBytes: 1000 }, { mode: 'unreliable', maxQueuedBytes: 1000 }] });
+    const c = new MessageLanes({ lanes: [{ mode: 'notify', maxQueuedBytes: 1000 }, { mode: 'unreliable', maxQueuedBytes: 1000 }] });
     for (let i = 0; i < 12; i++) {
       c.send(0, 0, message(1, i, 84)); // 100 bytes charged each
       c.send(0, 1, message(1, i, 84));
@@ -295,7 +295,7 @@ describe('channels: limits', () => {
   });
 
   it('the receiver refuses a packet with a reliable id outside [next, next + window) and one over its receive budget', () => {
-    const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }], reliableWindow: 16, maxReceiveBytes: 2048, });
+    const c = new MessageLanes({ lanes: [{ mode: 'reliable-ordered' }], reliableWindow: 16, maxReceiveBytes: 2048, });
     const pkt = new Uint8Array(3000);
     let n = writeReliablePiece(pkt, 0, 0, 16, true, true, new Uint8Array(1), 0, 1);
     expect(c.validate(pkt, 0, n)).toBe(false);
@@ -323,7 +323,7 @@ describe('channels: limits', () => {
   });
 
   it('the sender keeps a reliable lane within the receiver budget, so a lost head piece never gets a packet refused', () => {
-    const cfg: ChannelsConfig = { lanes: [{ mode: 'reliable-ordered' }], maxReceiveBytes: 20_000 };
+    const cfg: MessageLanesOptions = { lanes: [{ mode: 'reliable-ordered' }], maxReceiveBytes: 20_000 };
     const pipe = new ChannelPipe(cfg, { seed: 8, loss: 0.3, delayMs: 20, jitterMs: 10, packetsPerTick: 10 });
     for (let i = 0; i < 200; i++) pipe.ends[0].send(0, 0, message(8, i, 900));
     pipe.runUntil(() => pipe.idle());
@@ -332,7 +332,7 @@ describe('channels: limits', () => {
   });
 
   it('reassembly slots: at maxReassemblySlots the oldest partial message is evicted (counted)', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable' }], maxReassemblySlots: 2 });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable' }], maxReassemblySlots: 2 });
     const pkt = new Uint8Array(100);
     for (const seq of [1, 2, 3]) {
       const n = writeUnreliablePiece(pkt, 0, 0, seq, 0, 2, new Uint8Array(10), 0, 10);
@@ -351,7 +351,7 @@ describe('channels: limits', () => {
   });
 
   it('reassembly bytes: an unreliable lane holds at most maxReceiveBytes of pieces (oldest evicted)', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable' }], maxReceiveBytes: 4096 });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable' }], maxReceiveBytes: 4096 });
     const pkt = new Uint8Array(3000);
     for (const seq of [1, 2]) {
       const n = writeUnreliablePiece(pkt, 0, 0, seq, 0, 3, new Uint8Array(2500), 0, 2500);
@@ -364,7 +364,7 @@ describe('channels: limits', () => {
   });
 
   it('an unreliable piece larger than any packet offered is dropped (counted), a notify one reported lost', () => {
-    const c = new Channels({ lanes: [{ mode: 'notify' }], fragmentBytes: 1024 });
+    const c = new MessageLanes({ lanes: [{ mode: 'notify' }], fragmentBytes: 1024 });
     c.send(0, 0, new Uint8Array(1000));
     c.send(0, 0, new Uint8Array(10));
     const out = new Uint8Array(500);
@@ -376,7 +376,7 @@ describe('channels: limits', () => {
   });
 
   it('writeFrames without takeToken in between throws invalid-state', () => {
-    const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }] });
+    const c = new MessageLanes({ lanes: [{ mode: 'reliable-ordered' }] });
     c.send(0, 0, new Uint8Array(10));
     c.send(0, 0, new Uint8Array(10));
     const out = new Uint8Array(100);
@@ -394,13 +394,13 @@ describe('channels: limits', () => {
       { lanes: [{ mode: 'reliable-ordered', maxMessageBytes: 5000 }], maxReceiveBytes: 4096 },
       { lanes: [{ mode: 'reliable-ordered', maxQueuedBytes: 100, maxMessageBytes: 100 }] },
     ];
-    for (const b of bad) throwsCode(() => new Channels(b as ChannelsConfig), 'invalid-config');
+    for (const b of bad) throwsCode(() => new MessageLanes(b as MessageLanesOptions), 'invalid-config');
   });
 });
 
 describe('channels: scheduling', () => {
   it('strict priority: a lower level gets nothing while a higher one fills the packet', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0 }], redundancy: 2 });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0 }], redundancy: 2 });
     for (let i = 0; i < 50; i++) {
       c.send(0, 0, new Uint8Array(100));
       c.send(0, 1, new Uint8Array(100));
@@ -424,7 +424,7 @@ describe('channels: scheduling', () => {
 
   it("'auto' redundancy rides as often as the loss rate asks: 1 at ≤ 1 %, 2 at 5 %, 3 at 10 %, 5 at 20 %", () => {
     const rides = (loss: number | undefined): number => {
-      const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }] });
+      const c = new MessageLanes({ lanes: [{ mode: 'reliable-ordered' }] });
       if (loss !== undefined) c.setLossRate(loss);
       c.send(0, 0, new Uint8Array(10));
       const out = new Uint8Array(1200);
@@ -435,11 +435,11 @@ describe('channels: scheduling', () => {
       return c.laneStats(0).redundant;
     };
     expect([undefined, 0, 0.01, 0.05, 0.1, 0.2, 0.5].map(rides)).toEqual([1, 1, 1, 2, 3, 5, 8]);
-    expect(() => new Channels({ lanes: [{ mode: 'reliable-ordered', redundancy: 9 }] })).toThrow(/0\.\.8 or 'auto'/);
+    expect(() => new MessageLanes({ lanes: [{ mode: 'reliable-ordered', redundancy: 9 }] })).toThrow(/0\.\.8 or 'auto'/);
   });
 
   it('a lane with redundancy 0 sends no riders, so the next level follows its new data at once', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0, redundancy: 0 }] });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable', priority: 1 }, { mode: 'reliable-ordered', priority: 0, redundancy: 0 }] });
     for (let i = 0; i < 50; i++) {
       c.send(0, 0, new Uint8Array(100));
       c.send(0, 1, new Uint8Array(100));
@@ -455,11 +455,11 @@ describe('channels: scheduling', () => {
     expect(mixed.filter((l) => l === 1).length).toBe(6);
     expect(mixed.filter((l) => l === 0).length).toBe(5);
     expect(c.laneStats(1).redundant).toBe(0);
-    expect(() => new Channels({ lanes: [{ mode: 'unreliable', redundancy: 1 }] })).toThrow(/redundancy is for reliable lanes/);
+    expect(() => new MessageLanes({ lanes: [{ mode: 'unreliable', redundancy: 1 }] })).toThrow(/redundancy is for reliable lanes/);
   });
 
   it('weights 1:3 within a level share the bytes 25%:75% (±5%)', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable', weight: 1 }, { mode: 'unreliable', weight: 3 }, { mode: 'reliable-ordered', weight: 2, priority: 1 }], redundancy: 0 });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable', weight: 1 }, { mode: 'unreliable', weight: 3 }, { mode: 'reliable-ordered', weight: 2, priority: 1 }], redundancy: 0 });
     const rng = new NonCryptoRng(77);
     for (let i = 0; i < 1000; i++) {
       c.send(0, 0, new Uint8Array(rng.nextRange(1, 300)));
@@ -484,7 +484,7 @@ describe('channels: scheduling', () => {
   });
 
   it('an idle lane re-enters at the current minimum (no banked credit)', () => {
-    const c = new Channels({ lanes: [{ mode: 'unreliable' }, { mode: 'unreliable' }] });
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable' }, { mode: 'unreliable' }] });
     const out = new Uint8Array(1200);
     for (let i = 0; i < 200; i++) c.send(0, 0, new Uint8Array(95));
     for (let p = 0; p < 10; p++) {
@@ -549,7 +549,7 @@ describe('channels: redundancy', () => {
 
 describe('channels: sequence wrap', () => {
   it('reliable ids and unreliable seqs wrap past 65535 without loss, duplication or disorder', () => {
-    const lanes: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'reliable-unordered' }, { mode: 'unreliable-sequenced' }];
+    const lanes: MessageLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'reliable-unordered' }, { mode: 'unreliable-sequenced' }];
     const pipe = new ChannelPipe({ lanes, reliableWindow: 1024 }, { seed: 41, loss: 0.1, dup: 0.05, delayMs: 3, jitterMs: 4, packetsPerTick: 16 });
     const n = 70_000;
     let sent = 0;
@@ -576,7 +576,7 @@ describe('channels: sequence wrap', () => {
 
 describe('channels: mutated traffic', () => {
   it('bit flips, truncations and splices of real packets never throw (refused or applied)', () => {
-    const cfg: ChannelsConfig = { lanes: ALL };
+    const cfg: MessageLanesOptions = { lanes: ALL };
     const pipe = new ChannelPipe(cfg, { seed: 51, loss: 0.1, room: 600, packetsPerTick: 4 });
     const captured: Uint8Array[] = [];
     const out = new Uint8Array(600);
@@ -587,7 +587,7 @@ describe('channels: mutated traffic', () => {
       if (n > 0) captured.push(out.slice(0, n));
     }
     const rng = new NonCryptoRng(52);
-    const victim = new Channels(cfg);
+    const victim = new MessageLanes(cfg);
     for (let i = 0; i < 20_000; i++) {
       const src = captured[rng.nextInt(captured.length)]!;
       let b = src.slice();
@@ -620,7 +620,7 @@ describe('channels: lanesHash and hostile bytes', () => {
   });
 
   it('validate refuses bad frames, unknown lanes and mode mismatches; random bytes never throw', () => {
-    const c = new Channels({ lanes: [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }] });
+    const c = new MessageLanes({ lanes: [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }] });
     const pkt = new Uint8Array(64);
     let n = writeReliablePiece(pkt, 0, 1, 0, true, true, new Uint8Array(2), 0, 2);
     expect(c.validate(pkt, 0, n)).toBe(false);

@@ -3,16 +3,16 @@ import { checkArg, GamewireError } from '../core/errors.js';
 import { SequenceBuffer } from '../core/sequence-buffer.js';
 import { seqDiff16, seqGreaterThan16 } from '../core/wrap.js';
 import {
-  type ChannelsConfig, type DeliveryMode, MESSAGE_CHARGE_BYTES, type ResolvedChannelsConfig, type ResolvedLane,
-  MAX_LANES, resolveChannelsConfig,
+  type MessageLanesOptions, type DeliveryMode, MESSAGE_CHARGE_BYTES, type ResolvedMessageLanesOptions, type ResolvedLane,
+  MAX_LANES, resolveMessageLanesOptions,
 } from './config.js';
 import {
   type FrameView, newFrameView, payloadThatFits, readFrame, reliableHeaderBytes, unreliableHeaderBytes,
   writeReliablePiece, writeUnreliablePiece,
 } from './wire.js';
 
-/** What `Channels.pollEvent` returns. */
-export type ChannelEvent =
+/** What `MessageLanes.pollEvent` returns. */
+export type MessageLaneEvent =
   /** A message arrived on `lane` (the bytes are the receiver's own copy). */
   | { type: 'message'; lane: number; bytes: Uint8Array }
   /**
@@ -22,8 +22,8 @@ export type ChannelEvent =
   | { type: 'delivery'; lane: number; id: number; delivered: boolean };
 
 /**
- * Builds the objects `Channels` raises, so an owner gets its own final event type without copying
- * (a connection's events name the connection). `lane` is the `Channels` lane number.
+ * Builds the objects `MessageLanes` raises, so an owner gets its own final event type without copying
+ * (a connection's events name the connection). `lane` is the `MessageLanes` lane number.
  */
 export interface ChannelEventFactory<E> {
   /** A message arrived on `lane`: `bytes` is the receiver's own copy. */
@@ -32,12 +32,12 @@ export interface ChannelEventFactory<E> {
   delivery(lane: number, id: number, delivered: boolean): E;
 }
 
-const PLAIN_EVENTS: ChannelEventFactory<ChannelEvent> = {
+const PLAIN_EVENTS: ChannelEventFactory<MessageLaneEvent> = {
   message: (lane, bytes) => ({ type: 'message', lane, bytes }),
   delivery: (lane, id, delivered) => ({ type: 'delivery', lane, id, delivered }),
 };
 
-/** Per-lane figures (`Channels.laneStats`). Counts are since construction. */
+/** Per-lane figures (`MessageLanes.laneStats`). Counts are since construction. */
 export interface LaneStats {
   mode: DeliveryMode;
   /** Payload bytes queued and not yet sent (the unsent part of a message being split counts). */
@@ -67,8 +67,8 @@ export interface LaneStats {
   received: number;
 }
 
-/** Counter names of `Channels.counters()`: every dropped or refused input. */
-export type ChannelsCounter =
+/** Counter names of `MessageLanes.counters()`: every dropped or refused input. */
+export type MessageLanesCounter =
   | 'payloadsRefused' // validate() returned false
   | 'badFrame' // not a canonical frame
   | 'badLane' // lane number out of range or frame type not of the lane's mode
@@ -85,7 +85,7 @@ export type ChannelsCounter =
   | 'framesSent'
   | 'framesReceived';
 
-const COUNTER_NAMES: readonly ChannelsCounter[] = [
+const COUNTER_NAMES: readonly MessageLanesCounter[] = [
   'payloadsRefused', 'badFrame', 'badLane', 'outsideWindow', 'overBudget', 'duplicatePieces', 'staleUnreliable',
   'olderSequenced', 'reassemblyEvicted', 'reassemblyDropped', 'corruptMessages', 'unsendable', 'outcomeTwice',
   'framesSent', 'framesReceived',
@@ -336,9 +336,9 @@ function autoRidesFor(p: number): number {
  * Sans-IO: it writes frames into the caller's packet and learns each packet's fate from the caller
  * (through the token of `takeToken`). See docs/channels.md.
  */
-export class Channels<E = ChannelEvent> {
+export class MessageLanes<E = MessageLaneEvent> {
   /** The configuration with every default filled in. */
-  readonly config: ResolvedChannelsConfig;
+  readonly config: ResolvedMessageLanesOptions;
   private readonly send_: SendLane[];
   private readonly recvReliable: (ReliableReceiveLane | undefined)[];
   private readonly recvUnreliable: (UnreliableReceiveLane | undefined)[];
@@ -349,7 +349,7 @@ export class Channels<E = ChannelEvent> {
   private readonly ridersByLevel: ReliableSendLane[][];
   private readonly events = new Fifo<E>();
   private readonly make: ChannelEventFactory<E>;
-  private readonly count = newCounters<ChannelsCounter>(COUNTER_NAMES);
+  private readonly count = newCounters<MessageLanesCounter>(COUNTER_NAMES);
   private readonly view: FrameView = newFrameView();
   private token: ChannelToken | undefined;
   private tokenReady = false;
@@ -359,11 +359,11 @@ export class Channels<E = ChannelEvent> {
   private autoRides = autoRidesFor(0);
 
   /**
-   * Throws `invalid-config` (see `ChannelsConfig`). `events` builds the events `pollEvent` returns
-   * (default: `ChannelEvent` objects).
+   * Throws `invalid-config` (see `MessageLanesOptions`). `events` builds the events `pollEvent` returns
+   * (default: `MessageLaneEvent` objects).
    */
-  constructor(config: ChannelsConfig, events: ChannelEventFactory<E> = PLAIN_EVENTS as unknown as ChannelEventFactory<E>) {
-    this.config = resolveChannelsConfig(config);
+  constructor(config: MessageLanesOptions, events: ChannelEventFactory<E> = PLAIN_EVENTS as unknown as ChannelEventFactory<E>) {
+    this.config = resolveMessageLanesOptions(config);
     this.make = events;
     const c = this.config;
     this.send_ = c.lanes.map((l, i) => (l.reliable ? new ReliableSendLane(i, l, c.reliableWindow) : new UnreliableSendLane(i, l)));
@@ -741,7 +741,7 @@ export class Channels<E = ChannelEvent> {
     return true;
   }
 
-  private refuse(why: ChannelsCounter): false {
+  private refuse(why: MessageLanesCounter): false {
     this.count[why]++;
     this.count.payloadsRefused++;
     return false;
@@ -999,7 +999,7 @@ export class Channels<E = ChannelEvent> {
   }
 
   /** A copy of the counters (every dropped or refused input, frames sent and received). */
-  counters(): Readonly<Record<ChannelsCounter, number>> {
+  counters(): Readonly<Record<MessageLanesCounter, number>> {
     return { ...this.count };
   }
 }

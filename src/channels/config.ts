@@ -13,7 +13,7 @@ import { MAX_UNRELIABLE_PIECES } from './wire.js';
 export type DeliveryMode = 'reliable-ordered' | 'reliable-unordered' | 'unreliable' | 'unreliable-sequenced' | 'notify';
 
 /** One lane of messages. Both ends must be built with the same lane list (see `lanesHash`). */
-export interface LaneConfig {
+export interface MessageLaneConfig {
   mode: DeliveryMode;
   /** 0..7, 0 first; a level is served only when every lower level has nothing that fits. Default 0. */
   priority?: number;
@@ -33,16 +33,16 @@ export interface LaneConfig {
   maxMessageBytes?: number;
   /**
    * Reliable lanes: extra rides of an unacknowledged piece, 0..8 or `'auto'` (default: the
-   * `ChannelsConfig` value). Riders go at the lane's priority, before lower levels' new data: 0 suits
+   * `MessageLanesOptions` value). Riders go at the lane's priority, before lower levels' new data: 0 suits
    * a bulk lane.
    */
   redundancy?: number | 'auto';
 }
 
-/** Configuration of a `Channels`. Only `lanes` is required. */
-export interface ChannelsConfig {
+/** Configuration of a `MessageLanes`. Only `lanes` is required. */
+export interface MessageLanesOptions {
   /** 1..32 lanes; the lane number is the index. */
-  lanes: LaneConfig[];
+  lanes: MessageLaneConfig[];
   /**
    * Extra rides of an unacknowledged reliable piece in later packets, 0..8, or `'auto'` (default):
    * as many as make losing every copy rarer than `AUTO_REDUNDANCY_TARGET` at the packet loss rate the
@@ -79,8 +79,8 @@ export interface ResolvedLane {
   readonly redundancy: number;
 }
 
-/** A `ChannelsConfig` with every default filled in. */
-export interface ResolvedChannelsConfig {
+/** A `MessageLanesOptions` with every default filled in. */
+export interface ResolvedMessageLanesOptions {
   readonly lanes: readonly ResolvedLane[];
   readonly redundancy: number;
   readonly maxReassemblySlots: number;
@@ -90,7 +90,7 @@ export interface ResolvedChannelsConfig {
 
 /** Bytes each queued message is charged on top of its length (so empty messages are bounded too). */
 export const MESSAGE_CHARGE_BYTES = 16;
-/** Most lanes of one `Channels`. */
+/** Most lanes of one `MessageLanes`. */
 export const MAX_LANES = 32;
 
 const MODES: readonly DeliveryMode[] = ['reliable-ordered', 'reliable-unordered', 'unreliable', 'unreliable-sequenced', 'notify'];
@@ -104,7 +104,7 @@ function redundancyOf(v: number | 'auto', name: string): number {
 }
 
 /** Check `config` and fill in the defaults; throws `invalid-config`. */
-export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsConfig {
+export function resolveMessageLanesOptions(config: MessageLanesOptions): ResolvedMessageLanesOptions {
   checkConfig(isObject(config) && Array.isArray(config.lanes), 'channels config needs a lanes array');
   checkConfig(config.lanes.length >= 1 && config.lanes.length <= MAX_LANES, `lanes must be 1..${MAX_LANES}`);
   const redundancy = redundancyOf(config.redundancy ?? 'auto', 'redundancy');
@@ -148,10 +148,10 @@ export function resolveChannelsConfig(config: ChannelsConfig): ResolvedChannelsC
  * CRC-32 of the canonical encoding of what both ends must agree on: per lane its mode (one byte,
  * the index in the `DeliveryMode` list) and its receive budget (u32 LE), then the reliable window
  * (u16 LE, window - 1). Priorities, weights and sender limits are local and not included.
- * The connection compares it in its handshake. Throws `invalid-config` like `new Channels`.
+ * The connection compares it in its handshake. Throws `invalid-config` like `new MessageLanes`.
  */
-export function lanesHash(config: ChannelsConfig): number {
-  const r = resolveChannelsConfig(config);
+export function lanesHash(config: MessageLanesOptions): number {
+  const r = resolveMessageLanesOptions(config);
   const b = new Uint8Array(r.lanes.length * 5 + 2);
   let o = 0;
   for (const l of r.lanes) {

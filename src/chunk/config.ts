@@ -7,7 +7,7 @@ import { cryptoRandom, type RandomSource, randomU32 } from '../core/random.js';
 import { DEFAULT_SLICE_BYTES, MAX_ACK_WINDOW_BYTES, MAX_BLOCK_BYTES, MAX_SLICE_BYTES, MIN_SLICE_BYTES } from './wire.js';
 
 /** Options of a `ChunkSender`; every field is optional (defaults in docs/chunk.md §Limits). */
-export interface ChunkSenderConfig {
+export interface ChunkSenderOptions {
   /**
    * Fixed-rate mode: pace at this many wire bytes/s (UDP/IPv4 overhead included) with a `FixedRate`
    * instead of the default adaptive controller. Give this or `rateController`, not both.
@@ -64,8 +64,8 @@ export interface ChunkSenderConfig {
   path?: Path;
 }
 
-/** A `ChunkSenderConfig` with every default filled in. */
-export interface ResolvedChunkSenderConfig {
+/** A `ChunkSenderOptions` with every default filled in. */
+export interface ResolvedChunkSenderOptions {
   rateController: RateController;
   minResendMs: number;
   initialRttMs: number;
@@ -87,7 +87,7 @@ export interface ResolvedChunkSenderConfig {
 }
 
 /** Options of a `ChunkReceiver`; every field is optional. */
-export interface ChunkReceiverConfig {
+export interface ChunkReceiverOptions {
   /** Largest block accepted, bytes; a sender announcing more is refused (refusal packet). Default 16 MiB. */
   maxBlockBytes?: number;
   /**
@@ -112,8 +112,8 @@ export interface ChunkReceiverConfig {
   maxEvents?: number;
 }
 
-/** A `ChunkReceiverConfig` with every default filled in. */
-export interface ResolvedChunkReceiverConfig {
+/** A `ChunkReceiverOptions` with every default filled in. */
+export interface ResolvedChunkReceiverOptions {
   maxBlockBytes: number;
   maxMemoryBytes: number;
   ackEveryNew: number;
@@ -174,7 +174,7 @@ export function hostedBlockPeak(blockBytes: number): number {
 }
 
 /** Validate and fill in defaults; throws `GamewireError('invalid-config')`. */
-export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSenderConfig {
+export function resolveSenderOptions(c: ChunkSenderOptions = {}): ResolvedChunkSenderOptions {
   checkKeys(c, SENDER_KEYS, 'sender');
   checkConfig(c.rateBytesPerSec === undefined || c.rateController === undefined,
     'give rateBytesPerSec or rateController, not both');
@@ -189,7 +189,7 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
     'rateController must implement RateController');
   }
   checkConfig(isOptionalFn(c.random), 'random must be a function');
-  const r: ResolvedChunkSenderConfig = {
+  const r: ResolvedChunkSenderOptions = {
     rateController: rc ?? (c.rateBytesPerSec !== undefined ? new FixedRate(c.rateBytesPerSec) : new AdaptiveRate()),
     minResendMs: c.minResendMs ?? 20,
     initialRttMs: c.initialRttMs ?? 100,
@@ -227,11 +227,11 @@ export function resolveSenderConfig(c: ChunkSenderConfig = {}): ResolvedChunkSen
 }
 
 /** Validate and fill in defaults; throws `GamewireError('invalid-config')`. */
-export function resolveReceiverConfig(c: ChunkReceiverConfig = {}): ResolvedChunkReceiverConfig {
+export function resolveReceiverOptions(c: ChunkReceiverOptions = {}): ResolvedChunkReceiverOptions {
   checkKeys(c, RECEIVER_KEYS, 'receiver');
   const maxBlockBytes = c.maxBlockBytes ?? 16 * 1024 * 1024;
   checkConfig(isInt(maxBlockBytes, 0, MAX_BLOCK_BYTES), 'maxBlockBytes must be an integer in 0..2^32-1');
-  const r: ResolvedChunkReceiverConfig = {
+  const r: ResolvedChunkReceiverOptions = {
     maxBlockBytes,
     maxMemoryBytes: c.maxMemoryBytes ?? 2 * worstBlockFootprint(maxBlockBytes),
     ackEveryNew: c.ackEveryNew ?? 2,

@@ -1,5 +1,5 @@
 import type { SansIoPeer } from '../core/peer.js';
-import type { ChunkReceiverConfig, ChunkSenderConfig } from './config.js';
+import type { ChunkReceiverOptions, ChunkSenderOptions } from './config.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from './receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from './sender.js';
 import { PacketType, peekPacketType } from './wire.js';
@@ -10,11 +10,11 @@ export type ChunkEndpointEvent =
   | { readonly from: 'receiver'; readonly event: ChunkReceiverEvent };
 
 /** Options of a `ChunkEndpoint`: one config per direction. */
-export interface ChunkEndpointConfig {
+export interface ChunkEndpointOptions {
   /** Config of the outgoing direction's `ChunkSender`. */
-  sender?: ChunkSenderConfig;
+  sender?: ChunkSenderOptions;
   /** Config of the incoming direction's `ChunkReceiver`. */
-  receiver?: ChunkReceiverConfig;
+  receiver?: ChunkReceiverOptions;
 }
 
 /**
@@ -29,7 +29,7 @@ export class ChunkEndpoint implements SansIoPeer<ChunkEndpointEvent> {
   /** Reassembles the peer's blocks. */
   readonly receiver: ChunkReceiver;
 
-  constructor(config: ChunkEndpointConfig = {}) {
+  constructor(config: ChunkEndpointOptions = {}) {
     this.sender = new ChunkSender(config.sender);
     this.receiver = new ChunkReceiver(config.receiver);
   }

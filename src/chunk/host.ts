@@ -2,7 +2,7 @@ import type { Address } from '../core/endpoint.js';
 import { checkConfig } from '../core/errors.js';
 import { Host, HostEndpoint, type HostCounter, type HostEvent, type HostedPeer, type PeerId } from '../core/host.js';
 import { ReceiveBudget } from './budget.js';
-import { type ChunkReceiverConfig, hostedBlockPeak, resolveReceiverConfig } from './config.js';
+import { type ChunkReceiverOptions, hostedBlockPeak, resolveReceiverOptions } from './config.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from './receiver.js';
 import { PacketType, peekPacketType } from './wire.js';
 
@@ -25,7 +25,7 @@ export interface ChunkHostOptions {
    * sender's share of the host's budget (default 2 × (maxBlockBytes + maxBlockBytes/512 + 1)); it must
    * hold one largest block while it is assembled (≈ 2 × maxBlockBytes).
    */
-  receiver?: ChunkReceiverConfig;
+  receiver?: ChunkReceiverOptions;
   /**
    * Receive budget of all senders together, bytes (default 64 MiB): blocks being received (reserved in
    * ~16 KiB pieces as their slices arrive), blocks being assembled, and delivered blocks not yet polled.
@@ -51,7 +51,7 @@ class SenderPeer implements HostedPeer<ChunkHostPeerEvent> {
   private expired = false;
   private expiredReported = false;
 
-  constructor(config: ChunkReceiverConfig | undefined, budget: ReceiveBudget, now: number, private readonly idleMs: number) {
+  constructor(config: ChunkReceiverOptions | undefined, budget: ReceiveBudget, now: number, private readonly idleMs: number) {
     this.receiver = new ChunkReceiver(config, budget);
     this.lastHeard = now;
   }
@@ -115,7 +115,7 @@ export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, Chun
   /** Receive budget of all senders together, bytes. */
   readonly maxMemoryBytes: number;
   protected readonly host: Host<SenderPeer, ChunkHostPeerEvent>;
-  private readonly receiverConfig: ChunkReceiverConfig | undefined;
+  private readonly receiverConfig: ChunkReceiverOptions | undefined;
   private readonly acceptAddress: ((from: Address) => boolean) | undefined;
   private readonly budget: ReceiveBudget;
 
@@ -128,7 +128,7 @@ export class ChunkHost extends HostEndpoint<SenderPeer, ChunkHostPeerEvent, Chun
     checkConfig(typeof idle === 'number' && Number.isFinite(idle) && idle >= 0, 'idleTimeoutMs must be a finite number of ms ≥ 0');
     checkConfig(options.accept === undefined || typeof options.accept === 'function', 'accept must be a function');
     // Validate the receiver config once, here, rather than on some sender's first datagram.
-    const rc = resolveReceiverConfig(options.receiver);
+    const rc = resolveReceiverOptions(options.receiver);
     const peak = hostedBlockPeak(rc.maxBlockBytes);
     const budget = options.maxMemoryBytes ?? 64 * 1024 * 1024;
     checkConfig(Number.isSafeInteger(budget) && budget >= peak,

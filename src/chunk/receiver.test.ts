@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
 import { testBit } from './bitset.js';
-import type { ChunkReceiverConfig } from './config.js';
+import type { ChunkReceiverOptions } from './config.js';
 import { type ChunkReceiverEvent, ChunkReceiver } from './receiver.js';
 import {
   type AckPacket, type ChunkPacket, decodeChunkPacket, encodeAck, encodeCancel, encodeSlice, type RefusePacket,
@@ -11,7 +11,7 @@ import {
 
 const S = 0x5e55;
 
-function receiver(cfg: ChunkReceiverConfig = {}): ChunkReceiver {
+function receiver(cfg: ChunkReceiverOptions = {}): ChunkReceiver {
   return new ChunkReceiver(cfg);
 }
 

@@ -4,7 +4,7 @@ import { seqAdd16, seqDiff16, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
 import type { ReceiveBudget } from './budget.js';
 import {
-  type ChunkReceiverConfig, PIECE_ENTRY_BYTES, pieceSlicesOf, type ResolvedChunkReceiverConfig, resolveReceiverConfig,
+  type ChunkReceiverOptions, PIECE_ENTRY_BYTES, pieceSlicesOf, type ResolvedChunkReceiverOptions, resolveReceiverOptions,
 } from './config.js';
 import {
   ACK_BASE_BYTES, ACK_WINDOW_HEADER_BYTES, type AckWindow, type CancelPacket, CHUNK_MAGIC, decodeChunkPacket, encodeAck,
@@ -133,7 +133,7 @@ const SESSION_MEMO = 4;
  */
 export class ChunkReceiver implements SansIoPeer {
   /** The validated configuration. */
-  readonly config: Readonly<ResolvedChunkReceiverConfig>;
+  readonly config: Readonly<ResolvedChunkReceiverOptions>;
   private readonly ctr = newCounters<ChunkReceiverCounter>(RECEIVER_COUNTERS);
   private session: number | undefined;
   private lastActivity = -Infinity;
@@ -162,8 +162,8 @@ export class ChunkReceiver implements SansIoPeer {
    *   blocks are stored in pieces reserved from that budget as slices arrive (and `maxMemoryBytes` is this
    *   sender's share of it); without it, a block's whole buffer is reserved and allocated at its first slice.
    */
-  constructor(config: ChunkReceiverConfig = {}, budget?: ReceiveBudget) {
-    this.config = resolveReceiverConfig(config);
+  constructor(config: ChunkReceiverOptions = {}, budget?: ReceiveBudget) {
+    this.config = resolveReceiverOptions(config);
     this.session = this.config.sessionId;
     this.budget = budget;
   }

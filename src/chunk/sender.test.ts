@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { RateController } from '../congestion/controller.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import type { ChunkSenderConfig } from './config.js';
+import type { ChunkSenderOptions } from './config.js';
 import { type ChunkSenderEvent, ChunkSender } from './sender.js';
 import {
   type AckPacket, type ChunkPacket, decodeChunkPacket, encodeAck, encodeRefuse, encodeSlice, SLICE_HEADER_BYTES,
@@ -12,7 +12,7 @@ import {
 const SESSION = 0xabcdef01;
 const FAST = 1e9;
 
-function sender(cfg: ChunkSenderConfig = {}): ChunkSender {
+function sender(cfg: ChunkSenderOptions = {}): ChunkSender {
   return new ChunkSender({ sessionId: SESSION, rateBytesPerSec: FAST, ...cfg });
 }
 
@@ -95,7 +95,7 @@ describe('ChunkSender: sendBlock and the local queue', () => {
     expect(() => new ChunkSender({ sliceBytes: 63 })).toThrow(GamewireError);
     expect(() => new ChunkSender({ rateBytesPerSec: 1, rateController: {} as RateController })).toThrow(GamewireError);
     expect(() => new ChunkSender({ firstChunkId: 65536 })).toThrow(GamewireError);
-    expect(() => new ChunkSender({ bogus: 1 } as unknown as ChunkSenderConfig)).toThrow(GamewireError);
+    expect(() => new ChunkSender({ bogus: 1 } as unknown as ChunkSenderOptions)).toThrow(GamewireError);
   });
 });
 
@@ -484,7 +484,7 @@ describe('ChunkSender: unacked cap when the peer goes silent', () => {
   });
 
   it('a larger floor or multiple raises the cap; multiple 0 disables it; bad values are rejected', () => {
-    const fresh = (cfg: ChunkSenderConfig): number => {
+    const fresh = (cfg: ChunkSenderOptions): number => {
       const s = sender({ rateBytesPerSec: RATE, initialRttMs: 100, ...cfg });
       s.sendBlock(block(4 * 1024 * 1024));
       return runSilent(s, 0, 1000, new Set()).fresh;

@@ -4,7 +4,7 @@ import { checkArg, GamewireError } from '../core/errors.js';
 import type { SansIoPeer } from '../core/peer.js';
 import { timeDiff32, u32 } from '../core/wrap.js';
 import { bitsetBytes, setBit, testBit } from './bitset.js';
-import { type ChunkSenderConfig, type ResolvedChunkSenderConfig, resolveSenderConfig } from './config.js';
+import { type ChunkSenderOptions, type ResolvedChunkSenderOptions, resolveSenderOptions } from './config.js';
 import {
   type AckPacket, CANCEL_BYTES, decodeChunkPacket, encodeCancel, MAX_BLOCK_BYTES, type RefusePacket,
   SLICE_HEADER_BYTES, sliceCountOf, writeSlice,
@@ -131,7 +131,7 @@ const OVERHEAD_PER_SLICE = 13;
  */
 export class ChunkSender implements SansIoPeer {
   /** The validated configuration. */
-  readonly config: Readonly<ResolvedChunkSenderConfig>;
+  readonly config: Readonly<ResolvedChunkSenderOptions>;
   /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead. */
   readonly path: Path;
   private readonly ctr = newCounters<ChunkSenderCounter>(SENDER_COUNTERS);
@@ -156,8 +156,8 @@ export class ChunkSender implements SansIoPeer {
   private cancelling = 0;
   private waker: (() => void) | undefined;
 
-  constructor(config: ChunkSenderConfig = {}) {
-    this.config = resolveSenderConfig(config);
+  constructor(config: ChunkSenderOptions = {}) {
+    this.config = resolveSenderOptions(config);
     const cfg = this.config;
     this.path = cfg.path ?? new Path({
       rateController: cfg.rateController, initialRttMs: cfg.initialRttMs, pacingBurstMs: cfg.pacingBurstMs,

@@ -3,7 +3,7 @@ import { addressKey, UdpDriver } from '../adapters/node/udp-driver.js';
 import type { DeliveryMode } from '../channels/index.js';
 import type { ConnectionEvent } from '../connection/connection.js';
 import { ConnectionHost } from '../connection/host.js';
-import type { ConnectionLaneConfig } from '../connection/options.js';
+import type { LaneConfig } from '../connection/options.js';
 import { echoPayload, formatEchoSummary, sendOnSchedule } from './kcp-echo.js';
 import {
   aborted, arg, durationOption, EXIT_FAILURE, EXIT_INTERRUPTED, parseHostPort, parsePort, parseSizeFor, parseUint, resolveHostPort, untilStopped,
@@ -17,7 +17,7 @@ export type EchoMode = DeliveryMode | 'block';
 const MAX_SIZE: Record<'message' | 'block', number> = { message: 1 << 20, block: 16 << 20 };
 
 /** The lanes of `gamewire echo`, one per delivery mode and a block lane; a message's lane is its mode's index here. */
-export const ECHO_LANES: readonly ConnectionLaneConfig[] = [
+export const ECHO_LANES: readonly LaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },

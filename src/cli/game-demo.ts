@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
 import { UdpLinkProxy } from '../adapters/node/udp-proxy.js';
-import type { ConnectionLaneConfig } from '../connection/options.js';
+import type { LaneConfig } from '../connection/options.js';
 import { cryptoRandom } from '../core/random.js';
 import { NonCryptoRng } from '../core/rng.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
@@ -26,7 +26,7 @@ const aead = await sodiumCrypto();
  */
 
 const LANE = { chat: 0, state: 1, input: 2, level: 3 } as const;
-const LANES: ConnectionLaneConfig[] = [
+const LANES: LaneConfig[] = [
   { mode: 'reliable-ordered', priority: 0 },
   { mode: 'unreliable-sequenced', priority: 0 },
   { mode: 'notify', priority: 0 },

@@ -6,7 +6,7 @@ import type { RttEstimator } from './rtt.js';
 export type AdaptiveRateState = 'startup' | 'steady' | 'probe-rtt';
 
 /** Tuning of `AdaptiveRate`. Every field is optional; rates are wire bytes per second, times ms. */
-export interface AdaptiveRateConfig {
+export interface AdaptiveRateOptions {
   /** Lowest pacing rate (bytes/s, > 0). Default 16 000 (128 kbit/s). */
   minRateBytesPerSec?: number;
   /** Highest pacing rate (bytes/s, ≥ min). Default 125 000 000 (1 Gbit/s). */
@@ -25,8 +25,8 @@ export interface AdaptiveRateConfig {
   minRttWindowMs?: number;
 }
 
-/** Defaults of every `AdaptiveRateConfig` field. */
-export const ADAPTIVE_RATE_DEFAULTS: Readonly<Required<AdaptiveRateConfig>> = Object.freeze({
+/** Defaults of every `AdaptiveRateOptions` field. */
+export const ADAPTIVE_RATE_DEFAULTS: Readonly<Required<AdaptiveRateOptions>> = Object.freeze({
   minRateBytesPerSec: 16_000,
   maxRateBytesPerSec: 125_000_000,
   initialRateBytesPerSec: 122_800,
@@ -189,7 +189,7 @@ export class AdaptiveRate implements RateController {
   private collectMin = Infinity;
 
   /** @param config optional tuning; throws `GamewireError('invalid-config')` on out-of-range values. */
-  constructor(config: AdaptiveRateConfig = {}) {
+  constructor(config: AdaptiveRateOptions = {}) {
     checkConfig(isObject(config), 'adaptive rate config must be an object');
     checkKnownKeys(config, ADAPTIVE_RATE_DEFAULTS, (k) => `unknown adaptive rate config key '${k}'`);
     const c = { ...ADAPTIVE_RATE_DEFAULTS };

@@ -10,7 +10,7 @@ export const UDP_IPV4_OVERHEAD_BYTES = 28;
 export const UDP_IPV6_OVERHEAD_BYTES = 48;
 
 /** Options of a `Path`; every field is optional. */
-export interface PathConfig {
+export interface PathOptions {
   /** The path's send-rate controller. Default `new AdaptiveRate()`. */
   rateController?: RateController;
   /** RTT assumed before the first sample, ms (0 < x ≤ 60 000). Default 100. */
@@ -79,7 +79,7 @@ export class Path {
   private peerAckDelay = 0;
 
   /** @param config optional settings; throws `GamewireError('invalid-config')` on bad values. */
-  constructor(config: PathConfig = {}) {
+  constructor(config: PathOptions = {}) {
     checkConfig(isObject(config), 'path config must be an object');
     checkKnownKeys(config, PATH_KEYS, (k) => `unknown path config key '${k}'`);
     const rc = config.rateController;

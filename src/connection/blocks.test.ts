@@ -10,10 +10,10 @@ import { World } from '../sim/world.js';
 import type { BlockLaneStats } from './blocks.js';
 import type { Connection, ConnectionEvent } from './connection.js';
 import { ConnectionHost } from './host.js';
-import type { ConnectionLaneConfig, ConnectionOptions } from './options.js';
+import type { LaneConfig, ConnectionOptions } from './options.js';
 import { FrameKind } from './wire.js';
 
-const LANES: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 8 << 20 }];
+const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 8 << 20 }];
 
 function seeded(seed: number): (out: Uint8Array) => void {
   const r = new NonCryptoRng(seed);
@@ -108,7 +108,7 @@ describe('block lane: blocks arrive intact, in order, both ways', () => {
   }
 
   it('a connection whose only lane is a block lane', () => {
-    const lanes: ConnectionLaneConfig[] = [{ mode: 'block' }];
+    const lanes: LaneConfig[] = [{ mode: 'block' }];
     const r = rig(21, { latencyMs: 10, loss: 0.05 }, { lanes });
     connect(r);
     const b = pattern(200_000, 7);
@@ -182,7 +182,7 @@ describe('block lane beside message lanes on one path', () => {
   }
 
   it('a message lane that saturates the path leaves the block lane its minShare', () => {
-    const lanes: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered', maxQueuedBytes: 1 << 20 }, { mode: 'block', minShare: 0.25 }];
+    const lanes: LaneConfig[] = [{ mode: 'reliable-ordered', maxQueuedBytes: 1 << 20 }, { mode: 'block', minShare: 0.25 }];
     const r = rig(3, { latencyMs: 20, rateBitsPerSec: 4e6, queueBytes: 60_000 }, { lanes }, false);
     connect(r);
     let blockBytes = 0;
@@ -214,7 +214,7 @@ describe('block lane beside message lanes on one path', () => {
 
 describe('block lane: limits, misuse and garbage', () => {
   it('throws message-too-large above maxMessageBytes, queue-full at maxQueuedBytes and maxQueuedBlocks', () => {
-    const lanes: ConnectionLaneConfig[] = [{ mode: 'block', maxMessageBytes: 1000, maxQueuedBytes: 2500, maxQueuedBlocks: 3 }];
+    const lanes: LaneConfig[] = [{ mode: 'block', maxMessageBytes: 1000, maxQueuedBytes: 2500, maxQueuedBlocks: 3 }];
     const host = new ConnectionHost({ lanes });
     const conn = host.connect(0, 'nowhere');
     const code = (f: () => unknown): string | undefined => {
@@ -236,9 +236,9 @@ describe('block lane: limits, misuse and garbage', () => {
   });
 
   it('rejects bad block lane configs', () => {
-    const bad: ConnectionLaneConfig[][] = [
+    const bad: LaneConfig[][] = [
       [{ mode: 'block' }, { mode: 'block' }],
-      [{ mode: 'block', priority: 1 } as unknown as ConnectionLaneConfig],
+      [{ mode: 'block', priority: 1 } as unknown as LaneConfig],
       [{ mode: 'block', maxMessageBytes: 2 ** 32 }],
       [{ mode: 'block', maxMessageBytes: 100, maxQueuedBytes: 99 }],
       [{ mode: 'block', minShare: 1 }],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { lanesHash, type LaneConfig, type LaneStats } from '../channels/index.js';
+import { lanesHash, type MessageLaneConfig, type LaneStats } from '../channels/index.js';
 import { NonCryptoRng } from '../core/rng.js';
 import type { LinkConfig } from '../sim/config.js';
 import { World } from '../sim/world.js';
@@ -8,7 +8,7 @@ import { ConnectionHost } from './host.js';
 import type { ConnectionOptions } from './options.js';
 import { encodeConnect } from './wire.js';
 
-const LANES: LaneConfig[] = [
+const LANES: MessageLaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },

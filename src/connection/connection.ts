@@ -5,7 +5,7 @@ import type { HostedPeer } from '../core/host.js';
 import type { BlockLaneProgress } from './blocks.js';
 import type { ResolvedConnectionOptions } from './options.js';
 import { Lifecycle, Phase, Timer } from './lifecycle.js';
-import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from './session.js';
+import { Lanes, type ConnectionStats, type LanesCounters, type SessionEvents } from './session.js';
 import {
   ACCEPT_BYTES, COOKIE_BYTES, DATA_PREFIX_BYTES, decodeConnect, decodeCookie, DISCONNECT_BYTES, DisconnectCode, encodeAccept,
   encodeConnect, encodeIdReason, FrameKind, REFUSE_BYTES, RefuseCode,
@@ -17,7 +17,7 @@ export type { ConnectionStats } from './session.js';
  * Counters of a `Connection`: the session's (packet layer, message lanes, block lane) and
  * `sendsAfterClose`, the `send` calls made after it had closed (nothing sent).
  */
-export interface ConnectionCounters extends SessionCounters {
+export interface ConnectionCounters extends LanesCounters {
   sendsAfterClose: number;
 }
 
@@ -70,7 +70,7 @@ class ConnectionEvents implements SessionEvents<ConnectionEvent> {
 }
 
 /**
- * One connection to one remote: the packet layer (`PacketAcks`), the lanes (`Channels`) and the path
+ * One connection to one remote: the packet layer (`PacketAcks`), the lanes (`MessageLanes`) and the path
  * (RTT, rate, pacing) composed, driven by its `ConnectionHost`. The application sends on lanes, reads
  * events from the host, and closes. Created by `ConnectionHost.connect` or by a listening host on a
  * peer's CONNECT; never constructed by users. Its timers, close and events are the shared
@@ -86,7 +86,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
   /** The path every lane of this connection sends through (one RTT, one rate). */
   readonly path: Path;
   private remoteId: number;
-  private readonly lanes: Session<ConnectionEvent>;
+  private readonly lanes: Lanes<ConnectionEvent>;
   private readonly opt: ResolvedConnectionOptions;
   private readonly owner: ConnectionOwner;
   private cookie: Uint8Array | undefined;
@@ -113,7 +113,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
     this.connectOwed = this.isClient;
     this.timers.set(Timer.Handshake, now + opt.handshakeTimeoutMs);
     // DATA and BLOCK share their 5-byte framing: kind, receiver id.
-    this.lanes = this.session = new Session(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId, new ConnectionEvents(this));
+    this.lanes = this.session = new Lanes(opt, opt.maxDatagramBytes, DATA_PREFIX_BYTES, localId, new ConnectionEvents(this));
     this.path = this.lanes.path;
   }
 

@@ -1,5 +1,5 @@
 import { PacketAcks } from '../ack/index.js';
-import { Channels } from '../channels/index.js';
+import { MessageLanes } from '../channels/index.js';
 import { Path } from '../congestion/path.js';
 import { newCounters } from '../core/counters.js';
 import type { Address } from '../core/endpoint.js';
@@ -56,7 +56,7 @@ export class ConnectionHost extends HostEndpoint<Connection, ConnectionEvent, Co
   constructor(options: ConnectionOptions = {}) {
     super();
     this.opt = resolveConnectionOptions(options);
-    new Channels(this.opt.channels);
+    new MessageLanes(this.opt.channels);
     new PacketAcks(new Path(this.opt.path), { packetDelivered() {}, packetLost() {} }, this.opt.acks);
     this.host = new Host<Connection, ConnectionEvent>({
       maxPeers: this.opt.maxConnections,

@@ -1,5 +1,5 @@
 import { TimerTable } from '../core/timer-table.js';
-import type { Session } from './session.js';
+import type { Lanes } from './session.js';
 
 /**
  * The named timers of a connection, whatever its framing (numbers into its `TimerTable`).
@@ -48,7 +48,7 @@ export abstract class Lifecycle<E> {
   /** The connection's named timers (`Timer`). */
   protected readonly timers = new TimerTable(TIMER_COUNT);
   /** @internal The lanes, once the framing has made them (netcode: when connected; undefined in raw mode). */
-  protected session: Session<E> | undefined = undefined;
+  protected session: Lanes<E> | undefined = undefined;
   private phase_: number;
   private readonly copies: number;
   private idleMs: number;
@@ -195,7 +195,7 @@ export abstract class Lifecycle<E> {
     return true;
   }
 
-  /** `Session.send` at the latest `now`, then wake the driver; −1 (counted) once closed. */
+  /** `Lanes.send` at the latest `now`, then wake the driver; −1 (counted) once closed. */
   protected sendOnLane(lane: number, bytes: Uint8Array, notice: boolean): number {
     if (this.sendRefused()) return -1;
     const id = this.session!.send(this.now, lane, bytes, notice);
@@ -203,7 +203,7 @@ export abstract class Lifecycle<E> {
     return id;
   }
 
-  /** `Session.cancel`, then wake the driver; false once closed (the blocks went with it). */
+  /** `Lanes.cancel`, then wake the driver; false once closed (the blocks went with it). */
   protected cancelOnLane(lane: number, id: number): boolean {
     if (this.phase_ === Phase.Closed) return false;
     const r = this.session!.cancel(lane, id);

@@ -1,6 +1,6 @@
-import type { AckConfig } from '../ack/index.js';
-import { lanesHash, type ChannelsConfig, type LaneConfig } from '../channels/index.js';
-import type { PathConfig } from '../congestion/path.js';
+import type { AckOptions } from '../ack/index.js';
+import { lanesHash, type MessageLanesOptions, type MessageLaneConfig } from '../channels/index.js';
+import type { PathOptions } from '../congestion/path.js';
 import { MAX_BLOCK_BYTES } from '../chunk/wire.js';
 import { writeU32LE } from '../core/bytes.js';
 import { crc32Of } from '../core/crc32.js';
@@ -29,8 +29,8 @@ export interface BlockLaneConfig {
   minShare?: number;
 }
 
-/** A lane of a connection: a message lane (`Channels`) or the block lane. */
-export type ConnectionLaneConfig = LaneConfig | BlockLaneConfig;
+/** A lane of a connection: a message lane (`MessageLanes`) or the block lane. */
+export type LaneConfig = MessageLaneConfig | BlockLaneConfig;
 
 /** A block lane with every default filled in. @internal */
 export interface ResolvedBlockLane {
@@ -49,7 +49,7 @@ export interface ConnectionOptions {
    * same modes in the same order: a server refuses a client whose list differs (`'refused-lanes'`).
    * Default: one reliable-ordered lane. At most one lane may be a block lane.
    */
-  lanes?: readonly ConnectionLaneConfig[];
+  lanes?: readonly LaneConfig[];
   /** Accept connections from peers (a server). Default false: only `connect` makes connections. */
   listen?: boolean;
   /** Most connections held at once, live or closing (1..2^21, default 1024); a proven CONNECT beyond is refused (`'refused-full'`). */
@@ -57,11 +57,11 @@ export interface ConnectionOptions {
   /** Largest datagram sent, bytes (256..65 507; default 1200, safe on every path). */
   maxDatagramBytes?: number;
   /** Settings of the lanes beside the lane list (redundancy, receive budgets, reassembly slots). */
-  channels?: Omit<ChannelsConfig, 'lanes'>;
+  channels?: Omit<MessageLanesOptions, 'lanes'>;
   /** Settings of the packet layer (ack timing, keep-alive, windows). */
-  acks?: AckConfig;
+  acks?: AckOptions;
   /** Settings of each connection's path (rate controller factory not shared: each connection gets its own). */
-  path?: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'>;
+  path?: Omit<PathOptions, 'maxDatagramBytes' | 'rateController'>;
   /** Disconnect with `'timeout'` after this long with nothing valid received (100..3 600 000; default 10 000). */
   timeoutMs?: number;
   /**
@@ -82,14 +82,14 @@ export interface ResolvedConnectionOptions {
   maxDatagramBytes: number;
   laneCount: number;
   lanesHash: number;
-  /** Message lanes only: `Channels` lane i is connection lane `channelLanes[i]`. */
-  channels: ChannelsConfig;
+  /** Message lanes only: `MessageLanes` lane i is connection lane `channelLanes[i]`. */
+  channels: MessageLanesOptions;
   channelLanes: number[];
-  /** Connection lane → `Channels` lane, or −1 for the block lane. */
+  /** Connection lane → `MessageLanes` lane, or −1 for the block lane. */
   laneToChannel: Int16Array;
   block: ResolvedBlockLane | undefined;
-  acks: AckConfig | undefined;
-  path: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'> | undefined;
+  acks: AckOptions | undefined;
+  path: Omit<PathOptions, 'maxDatagramBytes' | 'rateController'> | undefined;
   timeoutMs: number;
   handshakeTimeoutMs: number;
   handshakeResendMs: number;
@@ -120,7 +120,7 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
   const maxConnections = num(o.maxConnections, 1024, 1, 2 ** 21, 'maxConnections');
   checkConfig(Number.isInteger(maxConnections), 'maxConnections must be an integer');
   checkConfig(lanes.length >= 1 && lanes.length <= 32, 'lanes must list 1..32 lanes');
-  const messageLanes: LaneConfig[] = [];
+  const messageLanes: MessageLaneConfig[] = [];
   const channelLanes: number[] = [];
   const laneToChannel = new Int16Array(lanes.length);
   let block: ResolvedBlockLane | undefined;
@@ -132,12 +132,12 @@ export function resolveConnectionOptions(o: ConnectionOptions): ResolvedConnecti
     } else {
       laneToChannel[i] = messageLanes.length;
       channelLanes.push(i);
-      messageLanes.push({ ...(l as LaneConfig) });
+      messageLanes.push({ ...(l as MessageLaneConfig) });
     }
   });
-  // A connection with only a block lane still runs the packet layer (acks, keep-alives): give Channels
+  // A connection with only a block lane still runs the packet layer (acks, keep-alives): give MessageLanes
   // one unused lane rather than a second code path.
-  const channels: ChannelsConfig = { ...(o.channels ?? {}), lanes: messageLanes.length > 0 ? messageLanes : [{ mode: 'unreliable' }] };
+  const channels: MessageLanesOptions = { ...(o.channels ?? {}), lanes: messageLanes.length > 0 ? messageLanes : [{ mode: 'unreliable' }] };
   return {
     listen: o.listen ?? false,
     maxConnections,
@@ -176,7 +176,7 @@ function resolveBlockLane(l: BlockLaneConfig, lane: number): ResolvedBlockLane {
  * number and `maxMessageBytes` folded in (so a block is never refused for its size by a peer built
  * with the same list). Without a block lane it is `lanesHash` unchanged.
  */
-function connectionLanesHash(channels: ChannelsConfig, block: ResolvedBlockLane | undefined): number {
+function connectionLanesHash(channels: MessageLanesOptions, block: ResolvedBlockLane | undefined): number {
   const h = lanesHash(channels);
   if (block === undefined) return h;
   const b = new Uint8Array(9);

@@ -1,9 +1,9 @@
 // A session builds each message and delivery event once, through its owner's factory, already
 // numbered as the connection's lanes: the object the owner's factory made is the one polled.
 import { describe, expect, it } from 'vitest';
-import { Channels, type ChannelEvent } from '../channels/index.js';
+import { MessageLanes, type MessageLaneEvent } from '../channels/index.js';
 import { resolveConnectionOptions } from './options.js';
-import { Session, type SessionEvents } from './session.js';
+import { Lanes, type SessionEvents } from './session.js';
 
 interface Made {
   kind: 'message' | 'delivery';
@@ -34,7 +34,7 @@ function recording(): { events: SessionEvents<Made>; made: Made[] } {
 }
 
 /** Move every body `from` writes at `now` into `to` (headroom 1: the framing's byte stays unwritten). */
-function carry(now: number, from: Session<Made>, to: Session<Made>): number {
+function carry(now: number, from: Lanes<Made>, to: Lanes<Made>): number {
   const out = new Uint8Array(1200);
   let n = 0;
   for (let len = from.write(now, out, false); len !== undefined; len = from.write(now, out, false)) {
@@ -45,13 +45,13 @@ function carry(now: number, from: Session<Made>, to: Session<Made>): number {
   return n;
 }
 
-function drain(s: Session<Made>): Made[] {
+function drain(s: Lanes<Made>): Made[] {
   const got: Made[] = [];
   for (let e = s.pollEvent(); e !== undefined; e = s.pollEvent()) got.push(e);
   return got;
 }
 
-describe('Session events', () => {
+describe('Lanes events', () => {
   for (const lanes of [
     [{ mode: 'reliable-ordered' }, { mode: 'notify' }, { mode: 'block' }],
     [{ mode: 'block' }, { mode: 'reliable-ordered' }, { mode: 'notify' }],
@@ -61,8 +61,8 @@ describe('Session events', () => {
       const opt = resolveConnectionOptions({ lanes });
       const ra = recording();
       const rb = recording();
-      const a = new Session(opt, 1200, 1, 1, ra.events);
-      const b = new Session(opt, 1200, 1, 2, rb.events);
+      const a = new Lanes(opt, 1200, 1, 1, ra.events);
+      const b = new Lanes(opt, 1200, 1, 2, rb.events);
       const reliable = lanes.findIndex((l) => l.mode === 'reliable-ordered');
       const notify = lanes.findIndex((l) => l.mode === 'notify');
       const block = lanes.findIndex((l) => l.mode === 'block');
@@ -92,11 +92,11 @@ describe('Session events', () => {
     });
   }
 
-  it('Channels alone raises plain ChannelEvents; with a factory, its objects', () => {
-    const a = new Channels({ lanes: [{ mode: 'unreliable' }] });
-    const b = new Channels({ lanes: [{ mode: 'unreliable' }] });
+  it('MessageLanes alone raises plain ChannelEvents; with a factory, its objects', () => {
+    const a = new MessageLanes({ lanes: [{ mode: 'unreliable' }] });
+    const b = new MessageLanes({ lanes: [{ mode: 'unreliable' }] });
     const made: unknown[] = [];
-    const c = new Channels({ lanes: [{ mode: 'unreliable' }] }, {
+    const c = new MessageLanes({ lanes: [{ mode: 'unreliable' }] }, {
       message: (lane, bytes) => {
         const e = { tag: 'mine', lane, bytes };
         made.push(e);
@@ -110,7 +110,7 @@ describe('Session events', () => {
     expect(b.validate(out, 0, n) && c.validate(out, 0, n)).toBe(true);
     b.receive(0, out, 0, n);
     c.receive(0, out, 0, n);
-    const plain: ChannelEvent | undefined = b.pollEvent();
+    const plain: MessageLaneEvent | undefined = b.pollEvent();
     expect(plain).toStrictEqual({ type: 'message', lane: 0, bytes: Uint8Array.of(5) });
     const mine = c.pollEvent();
     expect(mine).toBe(made[0]);

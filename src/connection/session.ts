@@ -1,6 +1,6 @@
-import { PacketAcks, type AckConfig, type AckStats, type PacketOutcomes } from '../ack/index.js';
-import { Channels, type ChannelEventFactory, type ChannelsConfig, type ChannelToken, type LaneStats } from '../channels/index.js';
-import { Path, type PathConfig } from '../congestion/path.js';
+import { PacketAcks, type AckOptions, type AckStats, type PacketOutcomes } from '../ack/index.js';
+import { MessageLanes, type ChannelEventFactory, type MessageLanesOptions, type ChannelToken, type LaneStats } from '../channels/index.js';
+import { Path, type PathOptions } from '../congestion/path.js';
 import { checkArg } from '../core/errors.js';
 import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
 import type { ResolvedBlockLane } from './options.js';
@@ -15,9 +15,9 @@ export interface ConnectionStats extends AckStats {
 }
 
 /** Counters of a session: the packet layer (`acks`), the message lanes (`channels`), the block lane (`blocks`). */
-export interface SessionCounters {
+export interface LanesCounters {
   acks: ReturnType<PacketAcks<unknown>['counters']>;
-  channels: ReturnType<Channels['counters']>;
+  channels: ReturnType<MessageLanes['counters']>;
   blocks: BlockLaneCounters | undefined;
 }
 
@@ -29,16 +29,16 @@ export interface SessionCounters {
 export type SessionEvents<E> = ChannelEventFactory<E>;
 
 /** The lane list split into message lanes and the block lane, and the settings of each part. @internal */
-export interface SessionOptions {
+export interface LanesOptions {
   laneCount: number;
-  channels: ChannelsConfig;
-  /** `Channels` lane i is connection lane `channelLanes[i]`. */
+  channels: MessageLanesOptions;
+  /** `MessageLanes` lane i is connection lane `channelLanes[i]`. */
   channelLanes: readonly number[];
-  /** Connection lane → `Channels` lane, or −1 for the block lane. */
+  /** Connection lane → `MessageLanes` lane, or −1 for the block lane. */
   laneToChannel: Int16Array;
   block: ResolvedBlockLane | undefined;
-  acks: AckConfig | undefined;
-  path: Omit<PathConfig, 'maxDatagramBytes' | 'rateController'> | undefined;
+  acks: AckOptions | undefined;
+  path: Omit<PathOptions, 'maxDatagramBytes' | 'rateController'> | undefined;
 }
 
 /**
@@ -47,16 +47,16 @@ export interface SessionOptions {
  * The framing owns the lifecycle and puts `headroom` bytes before every body this writes; a body is a
  * DATA body (packet header, channel frames) or a BLOCK body (one chunk datagram). @internal
  */
-export class Session<E> {
+export class Lanes<E> {
   /** The path every lane sends through (one RTT, one rate). */
   readonly path: Path;
   /** Kind (`FrameKind.Data` or `FrameKind.Block`) of the body the last `write` produced. */
   writtenKind: number = FrameKind.Data;
   private readonly acks: PacketAcks<ChannelToken | undefined>;
-  private readonly channels: Channels<E>;
+  private readonly channels: MessageLanes<E>;
   private readonly make: SessionEvents<E>;
   private readonly blocks: BlockLane | undefined;
-  private readonly opt: SessionOptions;
+  private readonly opt: LanesOptions;
   private readonly maxBytes: number;
   private readonly headroom: number;
   private blockOut: Uint8Array | undefined;
@@ -67,15 +67,15 @@ export class Session<E> {
    * @param chunkSession the block lane's chunk session id (this side's connection id)
    * @param events builds the events `pollEvent` returns
    */
-  constructor(opt: SessionOptions, maxBytes: number, headroom: number, chunkSession: number, events: SessionEvents<E>) {
+  constructor(opt: LanesOptions, maxBytes: number, headroom: number, chunkSession: number, events: SessionEvents<E>) {
     this.opt = opt;
     this.maxBytes = maxBytes;
     this.headroom = headroom;
     this.make = events;
     this.path = new Path({ ...opt.path, maxDatagramBytes: maxBytes });
     const lanes = opt.channelLanes;
-    // Channels numbers its lanes apart from the block lane; only a block lane before a message lane shifts them.
-    const channels = new Channels<E>(opt.channels, lanes.every((l, i) => l === i) ? events : {
+    // MessageLanes numbers its lanes apart from the block lane; only a block lane before a message lane shifts them.
+    const channels = new MessageLanes<E>(opt.channels, lanes.every((l, i) => l === i) ? events : {
       message: (lane, bytes) => events.message(lanes[lane]!, bytes),
       delivery: (lane, id, delivered) => events.delivery(lanes[lane]!, id, delivered),
     });
@@ -120,7 +120,7 @@ export class Session<E> {
     return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
   }
 
-  counters(): SessionCounters {
+  counters(): LanesCounters {
     return { acks: this.acks.counters(), channels: this.channels.counters(), blocks: this.blocks?.counters() };
   }
 
@@ -205,7 +205,7 @@ export class Session<E> {
     return b.type === 'message' ? this.make.message(lane, b.bytes) : this.make.delivery(lane, b.id, b.delivered);
   }
 
-  /** The `Channels` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */
+  /** The `MessageLanes` lane of connection lane `lane`, or −1 for the block lane; throws `invalid-argument` for a bad lane. */
   private channelOf(lane: number): number {
     checkArg(Number.isInteger(lane) && lane >= 0 && lane < this.opt.laneCount, `lane must be 0..${this.opt.laneCount - 1}`);
     return this.opt.laneToChannel[lane]!;

@@ -9,7 +9,7 @@ import {
 } from './wire.js';
 import { decodeChunkPacket, encodeCancel } from '../chunk/wire.js';
 import { sipHashKey } from '../core/siphash.js';
-import { resolveConnectionOptions, type ConnectionLaneConfig } from './options.js';
+import { resolveConnectionOptions, type LaneConfig } from './options.js';
 import { okValue } from '../../test/harness/decoders.js';
 
 interface Vector {
@@ -20,7 +20,7 @@ interface Vector {
   issuedAt?: number;
   session?: string;
   chunkId?: number;
-  lanes?: ConnectionLaneConfig[];
+  lanes?: LaneConfig[];
   clientId?: string;
   serverId?: string;
   receiverId?: string;

@@ -16,7 +16,7 @@ export type Address = string;
  * beside UDP on the same endpoint (`"webrtc:17"`), its name and colon (`"webrtc:"`); `""` for any other
  * address (a UDP address key `"1.2.3.4:5"` or `"[::1]:5"`, a simulated host's name without a colon). A
  * prefix is a lowercase letter, then lowercase letters or digits, then `:`. `UdpDriver.attachTransport`
- * routes by it and the netcode `Server` picks a client's carry by it (`registerUnderlay`).
+ * routes by it and the netcode `Server` picks a client's carry by it (`registerTransport`).
  */
 export function transportOf(address: Address): string {
   const first = address.charCodeAt(0);

@@ -1,6 +1,6 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
-import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
+import { Lanes, type ConnectionStats, type LanesCounters, type SessionEvents } from '../connection/session.js';
 import { readU32LE } from '../core/bytes.js';
 import { newCounters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
@@ -8,7 +8,7 @@ import { checkConfig, isObject } from '../core/config.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T, newNetcodePacket, readConnectToken, readPacket, ReplayProtection,
@@ -60,7 +60,7 @@ export type ClientEvent =
   | { type: 'disconnected'; reason: ClientDisconnectReason };
 
 /** Options of a netcode `Client`. */
-export interface ClientOptions extends NetcodeCarryOptions {
+export interface ClientOptions extends NetcodePayloadOptions {
   /** AEAD provider. Default `nobleCrypto`. */
   crypto?: CryptoProvider;
 }
@@ -95,7 +95,7 @@ const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
  */
 export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
-  private readonly carry: ResolvedCarry;
+  private readonly payload: ResolvedPayload;
   private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
@@ -122,14 +122,14 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private wasConnected = false;
 
   /**
-   * Throws `invalid-config` on bad options. `underlay` (internal): what carries the packets when it is
+   * Throws `invalid-config` on bad options. `transport` (internal): what carries the packets when it is
    * not UDP (the WebRTC transport passes its own, for the path's overhead and the largest payload).
    */
-  constructor(o: ClientOptions = {}, underlay?: CarryUnderlay) {
+  constructor(o: ClientOptions = {}, transport?: NetcodeTransport) {
     checkConfig(isObject(o), 'options must be an object');
     super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
-    this.carry = resolveCarry(o, underlay);
+    this.payload = resolvePayload(o, transport);
   }
 
   /** The current state. */
@@ -192,7 +192,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * lane's errors while connected.
    */
   send(lane: number, bytes: Uint8Array, notice = false): number {
-    if (this.carry.raw) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
+    if (this.payload.raw) throw new GamewireError('invalid-state', 'raw mode: use sendRaw');
     if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
     return this.sendOnLane(lane, bytes, notice);
   }
@@ -203,10 +203,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * raw, or before the connection is made), and while connected `message-too-large`, `queue-full`.
    */
   sendRaw(bytes: Uint8Array): boolean {
-    if (!this.carry.raw) throw new GamewireError('invalid-state', 'not raw mode');
+    if (!this.payload.raw) throw new GamewireError('invalid-state', 'not raw mode');
     if (!this.wasConnected) throw new GamewireError('invalid-state', `client is ${this.state_}`);
     if (this.sendRefused()) return false;
-    queueRaw(this.rawQueue, bytes, this.carry.maxRawQueue);
+    queueRaw(this.rawQueue, bytes, this.payload.maxRawQueue);
     this.wake();
     return true;
   }
@@ -228,7 +228,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   }
 
   /** Copies of the client's drop counters and, with lanes, the session's (`session`). */
-  counters(): Readonly<Record<ClientCounter, number>> & { session: SessionCounters | undefined } {
+  counters(): Readonly<Record<ClientCounter, number>> & { session: LanesCounters | undefined } {
     return { ...this.ctr, session: this.session?.counters() };
   }
 
@@ -274,7 +274,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         if (state === 'sending-response') {
           this.clientIndex = readU32LE(p.body, 0);
           this.maxClients = readU32LE(p.body, 4);
-          if (this.carry.session !== undefined) this.session = new Session(this.carry.session, this.carry.maxPayloadBytes, 1, 1, CLIENT_EVENTS);
+          if (this.payload.session !== undefined) this.session = new Lanes(this.payload.session, this.payload.maxPayloadBytes, 1, 1, CLIENT_EVENTS);
           // Keep-alives go on from the last response sent.
           this.timers.set(Timer.KeepAlive, this.timers.get(Timer.Resend) ?? now);
           this.open();
@@ -285,7 +285,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         return;
       case T.Payload:
         this.heard(now);
-        if (!takePayload(now, this.session, p.body, 2) && this.carry.raw) this.push({ type: 'payload', bytes: p.body.slice() });
+        if (!takePayload(now, this.session, p.body, 2) && this.payload.raw) this.push({ type: 'payload', bytes: p.body.slice() });
         return;
       case T.Disconnect:
         this.finish('disconnected', 'peer', false);

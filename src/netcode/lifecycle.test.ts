@@ -3,7 +3,7 @@
 // disconnects both ways, reconnecting with a new token, many clients, and the security rules
 // (no amplification, replay, token reuse, wrong protocol id, junk).
 import { describe, expect, it } from 'vitest';
-import type { ConnectionLaneConfig } from '../connection/options.js';
+import type { LaneConfig } from '../connection/options.js';
 import { NonCryptoRng } from '../core/rng.js';
 import { World } from '../sim/world.js';
 import { Client, type ClientEvent, type ClientState } from './client.js';
@@ -26,7 +26,7 @@ const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 7 + 1);
 const SERVER = '10.0.0.1:40000';
 const T0 = 1_800_000_000; // unix seconds at world time 0
 const unixTime = (now: number): number => T0 + now / 1000;
-const LANES: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'notify' }, { mode: 'block', maxMessageBytes: 1 << 20 }];
+const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'notify' }, { mode: 'block', maxMessageBytes: 1 << 20 }];
 
 function seeded(seed: number): (out: Uint8Array) => void {
   const r = new NonCryptoRng(seed);

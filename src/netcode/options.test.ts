@@ -1,21 +1,21 @@
 import { describe, expect, it } from 'vitest';
-import { resolveCarry, UDP_UNDERLAY, WEBRTC_SERVER_UNDERLAY, WEBRTC_UNDERLAY } from './options.js';
+import { resolvePayload, UDP_TRANSPORT, WEBRTC_SERVER_TRANSPORT, WEBRTC_TRANSPORT } from './options.js';
 
-describe('resolveCarry: what the underlay sets', () => {
+describe('resolvePayload: what the transport sets', () => {
   const lanes = [{ mode: 'reliable-ordered' as const }];
 
-  it('adds the underlay overhead to the path and bounds the payload', () => {
-    const udp = resolveCarry({ lanes }, UDP_UNDERLAY);
-    const rtc = resolveCarry({ lanes }, WEBRTC_UNDERLAY);
-    expect(rtc.session!.path!.overheadBytes! - udp.session!.path!.overheadBytes!).toBe(WEBRTC_UNDERLAY.overheadBytes - UDP_UNDERLAY.overheadBytes);
+  it('adds the transport overhead to the path and bounds the payload', () => {
+    const udp = resolvePayload({ lanes }, UDP_TRANSPORT);
+    const rtc = resolvePayload({ lanes }, WEBRTC_TRANSPORT);
+    expect(rtc.session!.path!.overheadBytes! - udp.session!.path!.overheadBytes!).toBe(WEBRTC_TRANSPORT.overheadBytes - UDP_TRANSPORT.overheadBytes);
     expect(rtc.maxPayloadBytes).toBe(1147);
   });
 
   it("the server's data channel end defaults to one ride of redundancy; the options still decide when they say", () => {
-    expect(resolveCarry({ lanes }, UDP_UNDERLAY).session!.channels.redundancy).toBeUndefined();
-    expect(resolveCarry({ lanes }, WEBRTC_UNDERLAY).session!.channels.redundancy).toBeUndefined();
-    expect(resolveCarry({ lanes }, WEBRTC_SERVER_UNDERLAY).session!.channels.redundancy).toBe(1);
-    expect(resolveCarry({ lanes, channels: { redundancy: 'auto' } }, WEBRTC_SERVER_UNDERLAY).session!.channels.redundancy).toBe('auto');
-    expect(resolveCarry({ lanes, channels: { redundancy: 0, reliableWindow: 64 } }, WEBRTC_SERVER_UNDERLAY).session!.channels).toMatchObject({ redundancy: 0, reliableWindow: 64 });
+    expect(resolvePayload({ lanes }, UDP_TRANSPORT).session!.channels.redundancy).toBeUndefined();
+    expect(resolvePayload({ lanes }, WEBRTC_TRANSPORT).session!.channels.redundancy).toBeUndefined();
+    expect(resolvePayload({ lanes }, WEBRTC_SERVER_TRANSPORT).session!.channels.redundancy).toBe(1);
+    expect(resolvePayload({ lanes, channels: { redundancy: 'auto' } }, WEBRTC_SERVER_TRANSPORT).session!.channels.redundancy).toBe('auto');
+    expect(resolvePayload({ lanes, channels: { redundancy: 0, reliableWindow: 64 } }, WEBRTC_SERVER_TRANSPORT).session!.channels).toMatchObject({ redundancy: 0, reliableWindow: 64 });
   });
 });

@@ -1,8 +1,8 @@
-import type { AckConfig } from '../ack/index.js';
-import type { ChannelsConfig } from '../channels/index.js';
-import type { PathConfig } from '../congestion/path.js';
-import { resolveConnectionOptions, type ConnectionLaneConfig } from '../connection/options.js';
-import type { SessionOptions } from '../connection/session.js';
+import type { AckOptions } from '../ack/index.js';
+import type { MessageLanesOptions } from '../channels/index.js';
+import type { PathOptions } from '../congestion/path.js';
+import { resolveConnectionOptions, type LaneConfig } from '../connection/options.js';
+import type { LanesOptions } from '../connection/session.js';
 import { checkConfig, isInt } from '../core/config.js';
 import { UDP_IPV4_OVERHEAD_BYTES } from '../congestion/path.js';
 
@@ -11,17 +11,17 @@ import { UDP_IPV4_OVERHEAD_BYTES } from '../congestion/path.js';
  * `raw: true` for the application's own bytes in every payload packet (interoperates with any
  * netcode 1.02 peer). Both ends must agree; netcode itself cannot tell.
  */
-export interface NetcodeCarryOptions {
+export interface NetcodePayloadOptions {
   /** Payload packets carry the application's bytes (1..1200 each) instead of gamewire lanes. Default false. */
   raw?: boolean;
   /** The lanes (as `ConnectionOptions.lanes`; both ends list the same). Not with `raw`. */
-  lanes?: readonly ConnectionLaneConfig[];
+  lanes?: readonly LaneConfig[];
   /** Lane settings beside the list (as `ConnectionOptions.channels`). */
-  channels?: Omit<ChannelsConfig, 'lanes'>;
+  channels?: Omit<MessageLanesOptions, 'lanes'>;
   /** Packet-layer settings (as `ConnectionOptions.acks`). */
-  acks?: AckConfig;
+  acks?: AckOptions;
   /** Path settings (as `ConnectionOptions.path`). */
-  path?: Omit<PathConfig, 'maxDatagramBytes' | 'rateController' | 'overheadBytes'>;
+  path?: Omit<PathOptions, 'maxDatagramBytes' | 'rateController' | 'overheadBytes'>;
   /** Raw mode: payloads queued to send per connection before `send` throws `queue-full` (1..65 536; default 1024). */
   maxRawQueue?: number;
 }
@@ -37,9 +37,9 @@ export const NETCODE_MAX_PAYLOAD_BYTES = 1200;
 export const NETCODE_PACKET_OVERHEAD_BYTES = 1 + 8 + 16;
 
 /** @internal */
-export interface ResolvedCarry {
+export interface ResolvedPayload {
   raw: boolean;
-  session: SessionOptions | undefined;
+  session: LanesOptions | undefined;
   maxRawQueue: number;
   /** Largest session body in one payload packet, bytes. */
   maxPayloadBytes: number;
@@ -50,7 +50,7 @@ export interface ResolvedCarry {
  * the wire (counted by the path, so pacing is honest) and the largest session body that keeps a
  * packet in one of its datagrams.
  */
-export interface CarryUnderlay {
+export interface NetcodeTransport {
   overheadBytes: number;
   maxPayloadBytes: number;
   /** Redundancy of the lanes when the options leave `channels.redundancy` unset (default `'auto'`). */
@@ -58,7 +58,7 @@ export interface CarryUnderlay {
 }
 
 /** @internal UDP over IPv4: 28 bytes of headers; the standard's 1,200-byte payloads. */
-export const UDP_UNDERLAY: CarryUnderlay = { overheadBytes: UDP_IPV4_OVERHEAD_BYTES, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES };
+export const UDP_TRANSPORT: NetcodeTransport = { overheadBytes: UDP_IPV4_OVERHEAD_BYTES, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES };
 
 /**
  * @internal A WebRTC data channel: UDP/IPv4 28, DTLS 1.2 record with AES-GCM 37 (13 header, 8
@@ -66,7 +66,7 @@ export const UDP_UNDERLAY: CarryUnderlay = { overheadBytes: UDP_IPV4_OVERHEAD_BY
  * are at most 1,200 bytes (libdatachannel's and Chromium's default), so a message above 1,172 bytes
  * is split in two; a session body of 1,147 bytes keeps a netcode packet (up to 25 bytes more) whole.
  */
-export const WEBRTC_UNDERLAY: CarryUnderlay = { overheadBytes: 96, maxPayloadBytes: 1147 };
+export const WEBRTC_TRANSPORT: NetcodeTransport = { overheadBytes: 96, maxPayloadBytes: 1147 };
 
 /**
  * @internal The server's end of a data channel (libdatachannel). Its SCTP (usrsctp) takes up to its
@@ -76,23 +76,23 @@ export const WEBRTC_UNDERLAY: CarryUnderlay = { overheadBytes: 96, maxPayloadByt
  * within it (docs/browser.md; figures in bench/README.md). The browser's end keeps `'auto'`: its
  * channel reports what waits, and the client holds datagrams back instead.
  */
-export const WEBRTC_SERVER_UNDERLAY: CarryUnderlay = { ...WEBRTC_UNDERLAY, defaultRedundancy: 1 };
+export const WEBRTC_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, defaultRedundancy: 1 };
 
-/** @internal Validate what a connection carries (over `underlay`, default UDP); throws `invalid-config`. */
-export function resolveCarry(o: NetcodeCarryOptions, underlay: CarryUnderlay = UDP_UNDERLAY): ResolvedCarry {
+/** @internal Validate what a connection carries (over `transport`, default UDP); throws `invalid-config`. */
+export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTransport = UDP_TRANSPORT): ResolvedPayload {
   const raw = o.raw ?? false;
   checkConfig(typeof raw === 'boolean', 'raw must be a boolean');
   checkConfig(!raw || (o.lanes === undefined && o.channels === undefined && o.acks === undefined),
     'raw mode carries no lanes: give raw or lanes/channels/acks, not both');
   const maxRawQueue = o.maxRawQueue ?? 1024;
   checkConfig(isInt(maxRawQueue, 1, 65_536), 'maxRawQueue must be an integer in 1..65536');
-  if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
-  const channels = underlay.defaultRedundancy === undefined ? o.channels : { redundancy: underlay.defaultRedundancy, ...o.channels };
+  if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
+  const channels = transport.defaultRedundancy === undefined ? o.channels : { redundancy: transport.defaultRedundancy, ...o.channels };
   const c = resolveConnectionOptions({
     ...(o.lanes === undefined ? {} : { lanes: o.lanes }),
     ...(channels === undefined ? {} : { channels }),
     ...(o.acks === undefined ? {} : { acks: o.acks }),
-    path: { ...(o.path ?? {}), overheadBytes: underlay.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
+    path: { ...(o.path ?? {}), overheadBytes: transport.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
   });
-  return { raw, session: c, maxRawQueue, maxPayloadBytes: underlay.maxPayloadBytes };
+  return { raw, session: c, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
 }

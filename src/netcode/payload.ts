@@ -1,5 +1,5 @@
 import { checkArg, GamewireError } from '../core/errors.js';
-import type { Session } from '../connection/session.js';
+import type { Lanes } from '../connection/session.js';
 import { FrameKind } from '../connection/wire.js';
 import { NETCODE_MAX_PAYLOAD_BYTES } from './options.js';
 
@@ -22,7 +22,7 @@ export function queueRaw(queue: Uint8Array[], bytes: Uint8Array, max: number): v
  * @internal The next payload into `plain`: the oldest raw payload (raw mode), or the session's next
  * body after its kind byte (DATA or BLOCK). Its length, or undefined when nothing is due.
  */
-export function nextPayload(now: number, session: Session<unknown> | undefined, raw: Uint8Array[], plain: Uint8Array): number | undefined {
+export function nextPayload(now: number, session: Lanes<unknown> | undefined, raw: Uint8Array[], plain: Uint8Array): number | undefined {
   if (session === undefined) {
     const p = raw.shift();
     if (p === undefined) return undefined;
@@ -38,7 +38,7 @@ export function nextPayload(now: number, session: Session<unknown> | undefined, 
  * @internal A decrypted payload's body into the session (DATA or BLOCK, the peer's blocks being chunk
  * session `peerChunkSession`); false in raw mode, where the caller hands the bytes out. Never throws.
  */
-export function takePayload(now: number, session: Session<unknown> | undefined, body: Uint8Array, peerChunkSession: number): boolean {
+export function takePayload(now: number, session: Lanes<unknown> | undefined, body: Uint8Array, peerChunkSession: number): boolean {
   if (session === undefined) return false;
   if (body[0] === FrameKind.Data) session.receiveData(now, body, 1);
   else if (body[0] === FrameKind.Block) session.receiveBlock(now, body, 1, peerChunkSession);

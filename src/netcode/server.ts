@@ -1,6 +1,6 @@
 import type { BlockLaneProgress } from '../connection/blocks.js';
 import { Lifecycle, Phase, Timer } from '../connection/lifecycle.js';
-import { Session, type ConnectionStats, type SessionCounters, type SessionEvents } from '../connection/session.js';
+import { Lanes, type ConnectionStats, type LanesCounters, type SessionEvents } from '../connection/session.js';
 import { readU64LE, writeU32LE, writeU64LE } from '../core/bytes.js';
 import { newCounters, type CounterSet } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
@@ -10,7 +10,7 @@ import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { type CarryUnderlay, NETCODE_MAX_PAYLOAD_BYTES, resolveCarry, type NetcodeCarryOptions, type ResolvedCarry } from './options.js';
+import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
@@ -28,7 +28,7 @@ import { TAG_BYTES } from '../crypto/provider.js';
 export type TokenCheck = 'ok' | 'invalid' | 'expired' | 'wrong-server' | 'already-connected' | 'used' | 'full';
 
 /** Options of a netcode `Server`. Times in ms unless the name says seconds. */
-export interface ServerOptions extends NetcodeCarryOptions {
+export interface ServerOptions extends NetcodePayloadOptions {
   /** The game's protocol id (u64): tokens for another id are ignored. */
   protocolId: bigint;
   /** The 32-byte key shared with the token issuer (never with clients). */
@@ -159,10 +159,10 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private readonly addressKeys: Set<string>;
   private readonly unixTime: (now: number) => number;
   /** @internal */ readonly crypto: CryptoProvider;
-  /** @internal */ readonly carry: ResolvedCarry;
-  private readonly carryOptions: NetcodeCarryOptions;
-  // Other transports carried beside UDP (registerUnderlay): transport prefix (transportOf) → its clients' carry.
-  private readonly underlays = new Map<string, ResolvedCarry>();
+  /** @internal */ readonly payload: ResolvedPayload;
+  private readonly payloadOptions: NetcodePayloadOptions;
+  // Other transports carried beside UDP (registerTransport): transport prefix (transportOf) → its clients' payload.
+  private readonly transports = new Map<string, ResolvedPayload>();
   /** Connected clients by address (packets) and by client id (their key). */
   protected readonly host: Host<ServerClient, ServerEvent, bigint>;
   private readonly ctr = newCounters<ServerCounter>(COUNTERS);
@@ -200,9 +200,9 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.unixTime = o.unixTime;
     this.maxClients = max;
     this.crypto = o.crypto ?? nobleCrypto;
-    this.carry = resolveCarry(o);
-    this.carryOptions = o;
-    this.shared = new ClientShared(this.protocolId, this.crypto, max, this.carry.maxRawQueue, this.ctr, (c) => this.released(c));
+    this.payload = resolvePayload(o);
+    this.payloadOptions = o;
+    this.shared = new ClientShared(this.protocolId, this.crypto, max, this.payload.maxRawQueue, this.ctr, (c) => this.released(c));
     const random = o.random ?? cryptoRandom;
     random(this.challengeKey);
     // Every server of a token (and a restarted server) seals its challenges under the token's one
@@ -255,16 +255,16 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
 
   /**
    * @internal Clients whose address has the transport prefix `prefix` (`transportOf`: `"webrtc:"`)
-   * come over `underlay` (not UDP): their sessions count its overhead and keep payloads within its
+   * come over `transport` (not UDP): their sessions count its overhead and keep payloads within its
    * datagrams. The WebRTC adapter calls it.
    */
-  registerUnderlay(prefix: string, underlay: CarryUnderlay): void {
-    this.underlays.set(prefix, resolveCarry(this.carryOptions, underlay));
+  registerTransport(prefix: string, transport: NetcodeTransport): void {
+    this.transports.set(prefix, resolvePayload(this.payloadOptions, transport));
   }
 
   /** What a client at `address` carries. */
-  private carryFor(address: Address): ResolvedCarry {
-    return this.underlays.size === 0 ? this.carry : this.underlays.get(transportOf(address)) ?? this.carry;
+  private payloadFor(address: Address): ResolvedPayload {
+    return this.transports.size === 0 ? this.payload : this.transports.get(transportOf(address)) ?? this.payload;
   }
 
   /** Disconnect every client (each is sent redundant DISCONNECTs). */
@@ -384,7 +384,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
       return;
     }
     const index = this.freeIndexes.pop()!;
-    const c = new ServerClient(this.shared, this.carryFor(from), now, from, index, token.clientId, token.userData, m);
+    const c = new ServerClient(this.shared, this.payloadFor(from), now, from, index, token.clientId, token.userData, m);
     this.mappings.delete(from);
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
@@ -466,7 +466,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private keepAliveOwed = true;
 
   /** @internal */
-  constructor(shared: ClientShared, carry: ResolvedCarry, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
+  constructor(shared: ClientShared, payload: ResolvedPayload, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
     super(DISCONNECT_COPIES, m.timeoutMs, now, Phase.Handshake);
     this.shared = shared;
     this.address = address;
@@ -481,7 +481,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.s2c = b.subarray(KEY_BYTES, 2 * KEY_BYTES);
     this.userData = b.subarray(2 * KEY_BYTES);
     // Client → server blocks are chunk session 1, server → client 2 (netcode already authenticates).
-    if (carry.session !== undefined) this.session = new Session(carry.session, carry.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
+    if (payload.session !== undefined) this.session = new Lanes(payload.session, payload.maxPayloadBytes, 1, 2, new ServerClientEvents(this));
     this.open();
     this.push({ type: 'connected', client: this });
   }
@@ -533,7 +533,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   }
 
   /** The session's counters (undefined in raw mode). */
-  counters(): SessionCounters | undefined {
+  counters(): LanesCounters | undefined {
     return this.session?.counters();
   }
 

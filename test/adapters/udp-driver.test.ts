@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it, vi } from 'vitest';
 import { GamewireError } from '../../src/core/errors.js';
 import type { Address, Endpoint, Transmit } from '../../src/core/endpoint.js';
-import { addressKey, parseAddressKey, UdpDriver, type DrivablePeer } from '../../src/adapters/node/udp-driver.js';
+import { addressKey, parseAddressKey, UdpDriver } from '../../src/adapters/node/udp-driver.js';
+import type { SansIoPeer } from '../../src/core/peer.js';
 import { ChunkReceiver, type ChunkReceiverEvent } from '../../src/chunk/receiver.js';
 import { ChunkSender, type ChunkSenderEvent } from '../../src/chunk/sender.js';
 import { PacketType, peekPacketType } from '../../src/chunk/wire.js';
@@ -14,7 +15,7 @@ import { NonCryptoRng } from '../../src/core/rng.js';
 import { nextEvent, until } from './helpers.js';
 
 /** Sends `count` numbered 1000-byte datagrams at once and counts distinct echoes coming back. */
-class Blaster implements DrivablePeer<{ type: 'all-echoed'; at: number }> {
+class Blaster implements SansIoPeer<{ type: 'all-echoed'; at: number }> {
   next = 0;
   readonly echoed: Uint8Array;
   distinct = 0;
@@ -52,7 +53,7 @@ class Blaster implements DrivablePeer<{ type: 'all-echoed'; at: number }> {
 }
 
 /** Echoes every datagram that starts with 0x47 ('G'), from a bounded queue. */
-class Echo implements DrivablePeer {
+class Echo implements SansIoPeer {
   pollEvent(): undefined {
     return undefined;
   }
@@ -78,7 +79,7 @@ class Echo implements DrivablePeer {
 }
 
 /** Asks for one timeout `delayMs` after creation and reports when it ran. */
-class OneShot implements DrivablePeer<{ due: number; ranAt: number }> {
+class OneShot implements SansIoPeer<{ due: number; ranAt: number }> {
   private due: number | undefined;
   private fired: { due: number; ranAt: number } | undefined;
   constructor(start: number, delayMs: number) {
@@ -108,7 +109,7 @@ class OneShot implements DrivablePeer<{ due: number; ranAt: number }> {
 }
 
 /** Counts datagrams in and the drains (first pollTransmit after new input) that followed them. */
-class DrainCounter implements DrivablePeer {
+class DrainCounter implements SansIoPeer {
   pollEvent(): undefined {
     return undefined;
   }

@@ -9,7 +9,7 @@ import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
-import type { ConnectionLaneConfig } from '../../src/connection/options.js';
+import type { LaneConfig } from '../../src/connection/options.js';
 import { sodiumCrypto } from '../../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
@@ -18,7 +18,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => 100 + i);
 const PROTOCOL = 0x6277n;
 const UDP = '127.0.0.1:40003';
-const LANES: ConnectionLaneConfig[] = [
+const LANES: LaneConfig[] = [
   { mode: 'reliable-ordered' }, { mode: 'reliable-unordered' }, { mode: 'unreliable' }, { mode: 'unreliable-sequenced' },
   { mode: 'notify' }, { mode: 'block' },
 ];

@@ -10,11 +10,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Connection } from '../../src/connection/connection.js';
 import { ConnectionHost } from '../../src/connection/host.js';
-import type { ConnectionLaneConfig } from '../../src/connection/options.js';
+import type { LaneConfig } from '../../src/connection/options.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
 
-const LANES: ConnectionLaneConfig[] = [
+const LANES: LaneConfig[] = [
   { mode: 'reliable-ordered' }, { mode: 'unreliable' }, { mode: 'notify' }, { mode: 'reliable-unordered' },
   { mode: 'block', maxMessageBytes: 64 * 1024 },
 ];

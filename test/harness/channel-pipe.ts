@@ -1,7 +1,7 @@
-// A fake of the packet layer for channels/ tests: two `Channels` joined by a seeded packet pipe that
+// A fake of the packet layer for channels/ tests: two `MessageLanes` joined by a seeded packet pipe that
 // loses, delays, reorders and duplicates packets, decides each packet's fate itself and reports it to
 // the sender (packetDelivered / packetLost) after a random delay, so outcomes arrive in any order.
-import { type ChannelEvent, Channels, type ChannelsConfig, type ChannelToken } from '../../src/channels/index.js';
+import { type MessageLaneEvent, MessageLanes, type MessageLanesOptions, type ChannelToken } from '../../src/channels/index.js';
 import { newFrameView, readFrame } from '../../src/channels/wire.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 
@@ -52,8 +52,8 @@ export interface PacketRecord {
 }
 
 export class ChannelPipe {
-  readonly ends: [Channels, Channels];
-  readonly events: [ChannelEvent[], ChannelEvent[]] = [[], []];
+  readonly ends: [MessageLanes, MessageLanes];
+  readonly events: [MessageLaneEvent[], MessageLaneEvent[]] = [[], []];
   readonly packets: PacketRecord[] = [];
   now = 0;
   private readonly rng: NonCryptoRng;
@@ -62,9 +62,9 @@ export class ChannelPipe {
   private outcomes: Outcome[] = [];
   private readonly buf: Uint8Array;
 
-  constructor(config: ChannelsConfig | [ChannelsConfig, ChannelsConfig], options: PipeOptions) {
+  constructor(config: MessageLanesOptions | [MessageLanesOptions, MessageLanesOptions], options: PipeOptions) {
     const [ca, cb] = Array.isArray(config) ? config : [config, config];
-    this.ends = [new Channels(ca), new Channels(cb)];
+    this.ends = [new MessageLanes(ca), new MessageLanes(cb)];
     this.o = { loss: 0, dup: 0, delayMs: 10, jitterMs: 0, room: 1200, roomJitter: 0, packetsPerTick: 1, alwaysSend: false, sendEveryMs: 1, ...options };
     this.rng = new NonCryptoRng(options.seed);
     this.buf = new Uint8Array(this.o.room);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  ChunkReceiver, type ChunkReceiverConfig, type ChunkReceiverEvent, ChunkSender, type ChunkSenderConfig,
+  ChunkReceiver, type ChunkReceiverOptions, type ChunkReceiverEvent, ChunkSender, type ChunkSenderOptions,
   type ChunkSenderEvent,
 } from '../../src/chunk/index.js';
 import type { LinkConfig } from '../../src/sim/index.js';
@@ -11,8 +11,8 @@ interface Scenario {
   seed: number;
   aToB: Partial<LinkConfig>;
   bToA?: Partial<LinkConfig>;
-  sender?: ChunkSenderConfig;
-  receiver?: ChunkReceiverConfig;
+  sender?: ChunkSenderOptions;
+  receiver?: ChunkReceiverOptions;
   blocks: Uint8Array[];
   maxTimeMs: number;
   /** Size of the datagram buffer the world hands to pollTransmit (its MTU). Default 1500. */

@@ -1,4 +1,4 @@
-import { ChunkReceiver, ChunkSender, type ChunkSenderConfig } from '../../src/chunk/index.js';
+import { ChunkReceiver, ChunkSender, type ChunkSenderOptions } from '../../src/chunk/index.js';
 import type { Address, Endpoint, Transmit } from '../../src/core/endpoint.js';
 import type { LinkConfig } from '../../src/sim/index.js';
 import { World } from '../../src/sim/world.js';
@@ -93,7 +93,7 @@ export class Scene {
    */
   flow(opts: {
     bytes: number; blocks?: number; startMs?: number; forward: Partial<LinkConfig>; back: Partial<LinkConfig>; via?: string;
-    sender?: ChunkSenderConfig;
+    sender?: ChunkSenderOptions;
   }): Flow {
     const i = this.flows.length;
     const from = `s${i}`;

@@ -5,13 +5,13 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ConnectionEvent } from '../../src/connection/connection.js';
 import { ConnectionHost } from '../../src/connection/host.js';
-import type { ConnectionLaneConfig } from '../../src/connection/options.js';
+import type { LaneConfig } from '../../src/connection/options.js';
 import { resolveConnectionOptions } from '../../src/connection/options.js';
 import { CONNECT_BYTES, encodeConnect, FrameKind } from '../../src/connection/wire.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
 
-const LANES: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }];
+const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }];
 const HASH = resolveConnectionOptions({ lanes: LANES }).lanesHash;
 // The server's answer to a CONNECT without a valid cookie (kind byte).
 const COOKIE_KIND = 0x07;

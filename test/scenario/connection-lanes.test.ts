@@ -2,9 +2,9 @@
 // weighted shares within one, every lane through the one path (its rate and pacing), and the limits
 // of a lane's queue hit on purpose.
 import { describe, expect, it } from 'vitest';
-import type { LaneConfig, LaneStats } from '../../src/channels/index.js';
+import type { MessageLaneConfig, LaneStats } from '../../src/channels/index.js';
 import { ConnectionHost } from '../../src/connection/host.js';
-import type { ConnectionLaneConfig } from '../../src/connection/options.js';
+import type { LaneConfig } from '../../src/connection/options.js';
 import { GamewireError } from '../../src/core/errors.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
@@ -23,7 +23,7 @@ function stamp(size: number, at: number): Uint8Array {
 describe('lanes under saturation (2 Mbit/s bottleneck, 40 ms RTT, 1 % loss, 2 ms jitter)', () => {
   for (const seed of [1, 2, 3]) {
     it(`seed ${seed}: a 20 Hz priority lane keeps its latency; two bulk lanes split the rest 1:3`, () => {
-      const lanes: LaneConfig[] = [
+      const lanes: MessageLaneConfig[] = [
         { mode: 'reliable-ordered', priority: 0 },
         { mode: 'reliable-ordered', priority: 1, weight: 1 },
         { mode: 'reliable-ordered', priority: 1, weight: 3 },
@@ -73,7 +73,7 @@ describe('lanes under saturation (2 Mbit/s bottleneck, 40 ms RTT, 1 % loss, 2 ms
 
 describe('lane limits at the connection', () => {
   it('a reliable lane throws queue-full at maxQueuedBytes; an unreliable one drops its oldest', () => {
-    const lanes: LaneConfig[] = [{ mode: 'reliable-ordered', maxQueuedBytes: 20_000 }, { mode: 'unreliable', maxQueuedBytes: 20_000 }];
+    const lanes: MessageLaneConfig[] = [{ mode: 'reliable-ordered', maxQueuedBytes: 20_000 }, { mode: 'unreliable', maxQueuedBytes: 20_000 }];
     const host = new ConnectionHost({ lanes });
     const conn = host.connect(0, 'nowhere');
     let accepted = 0;
@@ -99,7 +99,7 @@ describe('lane limits at the connection', () => {
 
 describe('a 64 MiB block lane beside a 60 Hz gameplay lane (100 Mbit/s, 40 ms RTT, 0.5 % loss)', () => {
   it('gameplay keeps its latency while the block flows, and the block completes near the link rate', () => {
-    const lanes: ConnectionLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 64 << 20 }];
+    const lanes: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 64 << 20 }];
     const rate = 100e6;
     const world = new World({ seed: 64, link: { latencyMs: 20, loss: 0.005, rateBitsPerSec: rate, queueBytes: 500_000 } });
     const server = new ConnectionHost({ lanes, listen: true, random: seeded(65) });

@@ -8,11 +8,11 @@
 // `test/soak/soak.test.ts` (≥ 10^5 messages, in `npm test`) and `npm run soak` (≥ 10^7).
 import type { ConnectionEvent } from '../../src/connection/connection.js';
 import { ConnectionHost } from '../../src/connection/host.js';
-import type { ConnectionLaneConfig } from '../../src/connection/options.js';
+import type { LaneConfig } from '../../src/connection/options.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import { World } from '../../src/sim/world.js';
 
-export const SOAK_LANES: ConnectionLaneConfig[] = [
+export const SOAK_LANES: LaneConfig[] = [
   { mode: 'reliable-ordered' },
   { mode: 'reliable-unordered' },
   { mode: 'unreliable' },

@@ -3,7 +3,7 @@ import type { LinkConfig } from '../../sim/config.js';
 import { SimulatedEndpoint } from './simulated.js';
 import { GamewireError } from '../../core/errors.js';
 import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
-import { WEBRTC_UNDERLAY } from '../../netcode/options.js';
+import { WEBRTC_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
 
 /** Why {@link connectWebRtc} failed: the server's refusal of the token, or what went wrong on the way. */
@@ -97,7 +97,7 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
     url: _u, token: _t, onEvent: _e, onError, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions
   } = options;
   if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
-  const client = new Client(clientOptions, WEBRTC_UNDERLAY);
+  const client = new Client(clientOptions, WEBRTC_TRANSPORT);
   const Peer = Rtc ?? globalThis.RTCPeerConnection;
   const post = doFetch ?? globalThis.fetch.bind(globalThis);
   const pc = new Peer({ iceServers: [], ...rtcConfiguration });

@@ -11,8 +11,6 @@ import { checkConfig, isInt, isObject } from '../../core/config.js';
 import { GamewireError } from '../../core/errors.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
-/** A sans-IO peer the driver can run; `pollEvent` is drained after every input. */
-export type DrivablePeer<E = unknown> = SansIoPeer<E>;
 
 /** A UDP endpoint: IPv4/IPv6 address (or host name when given to the driver) and port. */
 export interface UdpAddress {
@@ -312,7 +310,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
    * on bind/connect failure (no socket is left open) and with `invalid-argument` when the remote host
    * does not resolve; throws `invalid-config` on bad options.
    */
-  static async open<E = unknown>(peer: DrivablePeer<E>, options: UdpDriverOptions = {}): Promise<UdpDriver<E>> {
+  static async open<E = unknown>(peer: SansIoPeer<E>, options: UdpDriverOptions = {}): Promise<UdpDriver<E>> {
     const v = validate(options);
     let remote = await resolveRemote(options);
     const socket = await bindSocket(isIP(options.host ?? '') === 6 || (remote !== undefined && isIP(remote.host) === 6), options.port ?? 0, options.host);

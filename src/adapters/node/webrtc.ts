@@ -6,7 +6,7 @@ import { newCounters } from '../../core/counters.js';
 import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
-import { WEBRTC_SERVER_UNDERLAY } from '../../netcode/options.js';
+import { WEBRTC_SERVER_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import type { UdpDriver } from './udp-driver.js';
@@ -191,7 +191,7 @@ export class WebRtcSignalling {
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     this.url = `http://${host}:${a.port}${opts.path}`;
     this.feed = driver.attachTransport(WEBRTC_ADDRESS_PREFIX, (to, bytes) => this.send(to, bytes));
-    server.registerUnderlay(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_UNDERLAY);
+    server.registerTransport(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_TRANSPORT);
     // First in line, so a user's listener that throws cannot keep a completed handshake from being seen.
     driver.prependListener('event', (e) => {
       if ((e.type !== 'connected' && e.type !== 'disconnected') || transportOf(e.client.address) !== WEBRTC_ADDRESS_PREFIX) return;
