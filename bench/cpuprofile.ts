@@ -64,7 +64,7 @@ export function layerOf(f: CallFrame): string | undefined {
   const rules: [RegExp, string][] = [
     [/\/src\/crypto\/|libsodium/, 'crypto (AEAD)'],
     [/\/src\/netcode\//, 'netcode (framing, server, client)'],
-    [/\/src\/connection\/session\.ts|\/src\/connection\/blocks\.ts/, 'Session'],
+    [/\/src\/connection\/session\.ts|\/src\/connection\/blocks\.ts/, 'Lanes (connection/session.ts, blocks.ts)'],
     [/\/src\/connection\//, 'connection (other)'],
     [/\/src\/ack\//, 'PacketAcks'],
     [/\/src\/channels\//, 'MessageLanes'],
