@@ -1,3 +1,0 @@
-export * from './udp-driver.js';
-export * from './udp-proxy.js';
-export * from './kcp.js';
