@@ -4,6 +4,7 @@
  * bundled WebRTC). Every export, one line each: docs/api.md.
  */
 export * from './index.js';
+export type { Logger } from './core/logger.js';
 export {
   connectWebRtc, type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
 } from './adapters/browser/webrtc.js';

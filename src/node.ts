@@ -5,6 +5,7 @@
  */
 export * from './index.js';
 export { nodeCrypto } from './adapters/node/node-crypto.js';
+export type { Logger } from './core/logger.js';
 export {
   addressKey, parseAddressKey, systemUnixTime, type UdpAddress, UdpDriver, type UdpDriverCloseOptions, type UdpDriverEvents,
   type UdpDriverOptions, type UdpEndpointOptions, type UdpSocketOptions,

@@ -309,6 +309,27 @@ describe('UdpDriver over real loopback', () => {
     }
   });
 
+  it('a listener that throws with nobody on \'error\' is reported to the logger given, not the console', async () => {
+    const reported: [string, unknown][] = [];
+    const logger = { error: (message: string, error: unknown): void => void reported.push([message, error]) };
+    const printed = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const driver = await UdpDriver.open(new OneShot(0, 0), { host: '127.0.0.1', clock: () => 5, logger });
+    driver.on('event', () => {
+      throw new Error('handler bug');
+    });
+    try {
+      await until(() => reported.length === 1, 'the report');
+      expect(reported[0]![0]).toMatch(/listener threw; the driver goes on/);
+      expect((reported[0]![1] as Error).message).toBe('handler bug');
+      expect(printed).not.toHaveBeenCalled();
+      expect(driver.counters().handlerErrors).toBe(1);
+    } finally {
+      printed.mockRestore();
+      await driver.close();
+    }
+    await expect(UdpDriver.open(new Echo(), { logger: {} as never })).rejects.toMatchObject({ code: 'invalid-config' });
+  });
+
   it('kick() drains a command issued after open; ICMP refusals are counted, not thrown', async () => {
     const peer = new Blaster(0);
     const driver = await UdpDriver.open(peer, { host: '127.0.0.1', remote: { host: '127.0.0.1', port: 9 } });

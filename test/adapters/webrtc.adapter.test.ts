@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/adapters/browser/webrtc.js';
 import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
@@ -114,6 +114,33 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     await conn.close();
     await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
     await until(() => signalling.size === 0, 3000);
+  }, 20_000);
+
+  it('what onEvent throws goes to onError, else to the logger given (not the console); the connection goes on', async () => {
+    const reported: [string, unknown][] = [];
+    const logger = { error: (message: string, error: unknown): void => void reported.push([message, error]) };
+    const printed = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const events: ClientEvent[] = [];
+    const conn = await connectWebRtc({
+      url: signalling.url, token: token(), lanes: LANES, RTCPeerConnection: Loopback, logger,
+      onEvent: (e) => {
+        events.push(e);
+        if (e.type === 'connected') throw new Error('handler bug');
+      },
+    });
+    try {
+      await until(() => reported.length === 1);
+      expect(reported[0]![0]).toMatch(/onEvent threw; the connection goes on/);
+      expect((reported[0]![1] as Error).message).toBe('handler bug');
+      conn.client.send(0, Uint8Array.of(7));
+      await until(() => events.some((e) => e.type === 'message'));
+      expect(printed).not.toHaveBeenCalled();
+    } finally {
+      printed.mockRestore();
+      await conn.close();
+    }
+    await expect(connectWebRtc({ url: signalling.url, token: token(), onEvent: () => undefined, logger: {} as never }))
+      .rejects.toMatchObject({ code: 'invalid-argument' });
   }, 20_000);
 
   it('simulate(): the same reliable lane through 100 ms of added latency and 10 % loss each way, then back to normal', async () => {

@@ -2,6 +2,7 @@ import { DriveLoop } from '../../core/drive-loop.js';
 import type { LinkConfig } from '../../sim/config.js';
 import { SimulatedEndpoint } from './simulated.js';
 import { GamewireError } from '../../core/errors.js';
+import { isLogger, type Logger } from '../../core/logger.js';
 import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
 import { WEBRTC_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
@@ -33,9 +34,11 @@ export interface WebRtcConnectOptions extends ClientOptions {
   onEvent: (event: ClientEvent) => void;
   /**
    * Receives what `onEvent` threw, with the event; the connection goes on either way (the next
-   * events, the timer). Default: `console.error`. Rejections of an `async` `onEvent` are not seen here.
+   * events, the timer). Default: report it to `logger`. Rejections of an `async` `onEvent` are not seen here.
    */
   onError?: (error: unknown, event: ClientEvent) => void;
+  /** Where what `onEvent` threw is reported when no `onError` is given (default `console`). */
+  logger?: Logger;
   /**
    * Time (ms) from the signalling request to an open data channel, the request and its answer included,
    * before failing with `timeout`. Default 10 000.
@@ -68,10 +71,6 @@ export interface WebRtcConnection {
 const CHANNEL_HIGH_BYTES = 2400;
 const CHANNEL_LOW_BYTES = 1200;
 
-function reportHandlerError(error: unknown): void {
-  console.error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
-}
-
 function base64(b: Uint8Array): string {
   let s = '';
   for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]!);
@@ -94,9 +93,12 @@ export async function connectWebRtc(options: WebRtcConnectOptions): Promise<WebR
   }
   if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
   const {
-    url: _u, token: _t, onEvent: _e, onError, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions
+    url: _u, token: _t, onEvent: _e, onError, logger, openTimeoutMs, rtcConfiguration, RTCPeerConnection: Rtc, fetch: doFetch, ...clientOptions
   } = options;
   if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
+  if (logger !== undefined && !isLogger(logger)) throw new GamewireError('invalid-argument', 'logger must have an error(message, error) method');
+  const log = logger ?? console;
+  const reportHandlerError = (error: unknown): void => log.error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
   const client = new Client(clientOptions, WEBRTC_TRANSPORT);
   const Peer = Rtc ?? globalThis.RTCPeerConnection;
   const post = doFetch ?? globalThis.fetch.bind(globalThis);

@@ -9,6 +9,7 @@ import { DriveLoop, type DrivePlatform, type LingerOptions } from '../../core/dr
 import { transportOf, type Address, type Endpoint } from '../../core/endpoint.js';
 import { checkConfig, isInt, isObject } from '../../core/config.js';
 import { GamewireError } from '../../core/errors.js';
+import { isLogger, type Logger } from '../../core/logger.js';
 import { PeerEndpoint, type SansIoPeer } from '../../core/peer.js';
 
 
@@ -66,6 +67,11 @@ export interface UdpSocketOptions {
   maxSendsPerTick?: number;
   /** Monotonic clock in ms (default `performance.now`). */
   clock?: () => number;
+  /**
+   * Where an exception thrown by an `'event'` listener is reported when nobody listens for
+   * `'error'` (default `console`).
+   */
+  logger?: Logger;
 }
 
 /** Options of {@link UdpDriver.open} (one remote). Sizes in bytes, times in ms. */
@@ -156,8 +162,8 @@ export interface UdpDriverEvents<E> {
   event: [event: E];
   /**
    * An `'event'` listener threw `error` while handling `event`. The driver caught it and keeps
-   * serving (the next events, other remotes, the timer). Without an `'error'` listener the error is
-   * printed with `console.error` instead (an `'error'` emitted to nobody would end the process). An
+   * serving (the next events, other remotes, the timer). Without an `'error'` listener the error goes
+   * to the `logger` option instead (an `'error'` emitted to nobody would end the process). An
    * `'error'` listener that throws is not caught. Rejections of `async` listeners are not seen here.
    */
   error: [error: unknown, event: E];
@@ -192,7 +198,8 @@ const DEFAULT_BUFFER_BYTES = 4 * 1024 * 1024;
  *
  * An exception thrown by an `'event'` listener never stops the driver: it is counted
  * (`handlerErrors`) and emitted as `'error'` (error, event) when someone listens for `'error'`,
- * otherwise printed with `console.error`; the next events, other remotes and the timer go on.
+ * otherwise reported to the `logger` option (default `console`); the next events, other remotes and
+ * the timer go on.
  */
 export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
   /** The driven object (a `PeerEndpoint` around the peer in one-remote mode). */
@@ -204,6 +211,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   private readonly socket: Socket;
   private readonly clock: () => number;
+  private readonly logger: Logger;
   private readonly loop: DriveLoop<E, NodeJS.Timeout>;
   // One-remote mode: the wrapper whose remote is latched, whether the socket is connected, the filter.
   private readonly single: PeerEndpoint<E> | undefined;
@@ -257,6 +265,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
     this.single = single;
     this.socket = socket;
     this.clock = options.clock ?? (() => performance.now());
+    this.logger = options.logger ?? console;
     this.connected = options.remote !== undefined;
     this.remoteAddr = options.remote;
     this.acceptFirst = options.acceptFirst;
@@ -459,7 +468,7 @@ export class UdpDriver<E = unknown> extends EventEmitter<UdpDriverEvents<E>> {
 
   private handlerFailed(err: unknown, ev: E): void {
     if (this.listenerCount('error') > 0) this.emit('error', err, ev);
-    else console.error('gamewire: an \'event\' listener threw; the driver goes on (listen for \'error\' to handle it):', err);
+    else this.logger.error('gamewire: an \'event\' listener threw; the driver goes on (listen for \'error\' to handle it):', err);
   }
 
   private onMessageSingle(msg: Buffer, rinfo: RemoteInfo): void {
@@ -651,14 +660,15 @@ function validate(options: UdpSocketOptions): { recvBytes: number; sendBytes: nu
   checkConfig(isInt(maxDatagram, 64, 65507), 'maxDatagramBytes must be 64..65507');
   const slots = options.maxSendsPerTick ?? 256;
   checkConfig(isInt(slots, 1, 65536), 'maxSendsPerTick must be 1..65536');
+  checkConfig(options.logger === undefined || isLogger(options.logger), 'logger must have an error(message, error) method');
   return { recvBytes, sendBytes };
 }
 
 /**
- * An IP literal as is; a name resolved once, up front, so a name that does not resolve rejects
- * `open` with a clear error before any socket exists (dgram's own connect would report it later).
+ * @internal `host` as an IP literal (a name resolved once, in the family of `localHost` if that is
+ * one), so a name that does not resolve rejects `open` with `invalid-argument` before any socket
+ * exists (dgram's own connect would report it later).
  */
-/** @internal `host` as an IP literal (resolved in the family of `localHost`, if it is one); rejects with `invalid-argument`. */
 export async function resolveHost(host: string, localHost: string | undefined): Promise<string> {
   if (isIP(host) !== 0) return host;
   const localFamily = isIP(localHost ?? '');
