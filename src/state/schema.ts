@@ -1,0 +1,560 @@
+import { BitReader, BitWriter, bitsFor, unzigzag, zigzag } from '../core/bits.js';
+import { crc32Of } from '../core/crc32.js';
+import { checkArg, checkConfig } from '../core/errors.js';
+
+/** How one value slot interpolates: see `interpolation.ts`. */
+export type SlotKind = 'linear' | 'angle' | 'step' | 'quat';
+
+/** A quantized float in [min, max], carried in steps of `precision` (same units). */
+export interface FloatField { readonly kind: 'float'; readonly min: number; readonly max: number; readonly precision: number }
+/** An integer in [min, max]. */
+export interface IntField { readonly kind: 'int'; readonly min: number; readonly max: number }
+/** A boolean (one bit). */
+export interface BoolField { readonly kind: 'bool' }
+/** One of a fixed list of strings. */
+export interface EnumField<V extends string = string> { readonly kind: 'enum'; readonly values: readonly V[] }
+/** An angle in radians, any value (wrapped to [−π, π)), carried in `bits` bits over a full turn. */
+export interface AngleField { readonly kind: 'angle'; readonly bits: number }
+/** A vector `{ x, y }` or `{ x, y, z }` whose components are each a `FloatField`. */
+export interface VecField<D extends 2 | 3 = 2 | 3> { readonly kind: 'vec'; readonly dims: D; readonly min: number; readonly max: number; readonly precision: number }
+/** A unit quaternion `{ x, y, z, w }` carried as "smallest three": 2 bits of index and three components of `bits` bits. */
+export interface QuatField { readonly kind: 'quat'; readonly bits: number }
+
+/** Any field of an entity type or of the inputs. */
+export type Field = FloatField | IntField | BoolField | EnumField | AngleField | VecField | QuatField;
+/** An entity type's fields, by name. */
+export type Fields = Readonly<Record<string, Field>>;
+
+/** The value a field holds in game code. */
+export type ValueOf<F extends Field> = F extends BoolField
+  ? boolean
+  : F extends EnumField<infer V>
+    ? V
+    : F extends VecField<2>
+      ? { x: number; y: number }
+      : F extends VecField<3>
+        ? { x: number; y: number; z: number }
+        : F extends QuatField
+          ? { x: number; y: number; z: number; w: number }
+          : number;
+
+/** An entity's values as game code sees them: `{ x: number; hp: number; … }`, inferred from its fields. */
+export type ValuesOf<F extends Fields> = { -readonly [K in keyof F]: ValueOf<F[K]> };
+
+/** A float in [min, max] carried in steps of `precision`, e.g. `float(-500, 500, 0.01)`: 17 bits. */
+export function float(min: number, max: number, precision: number): FloatField {
+  return { kind: 'float', min, max, precision };
+}
+/** An integer in [min, max] (at most 2^31 − 1 values). */
+export function int(min: number, max: number): IntField {
+  return { kind: 'int', min, max };
+}
+/** A boolean. */
+export function bool(): BoolField {
+  return { kind: 'bool' };
+}
+/** One of the given strings, e.g. `oneOf('idle', 'run', 'jump')`. */
+export function oneOf<const V extends string>(...values: V[]): EnumField<V> {
+  return { kind: 'enum', values };
+}
+/** An angle in radians, carried in `bits` (2..24) bits per turn: 16 bits is 0.0055°. */
+export function angle(bits = 16): AngleField {
+  return { kind: 'angle', bits };
+}
+/** A 2-vector `{ x, y }`, each component like `float(min, max, precision)`. */
+export function vec2(min: number, max: number, precision: number): VecField<2> {
+  return { kind: 'vec', dims: 2, min, max, precision };
+}
+/** A 3-vector `{ x, y, z }`, each component like `float(min, max, precision)`. */
+export function vec3(min: number, max: number, precision: number): VecField<3> {
+  return { kind: 'vec', dims: 3, min, max, precision };
+}
+/** A unit quaternion `{ x, y, z, w }` as "smallest three", `bits` (4..20) per component: 2 + 3 × bits in all. */
+export function quat(bits = 9): QuatField {
+  return { kind: 'quat', bits };
+}
+
+const TWO_PI = 2 * Math.PI;
+const SQRT1_2 = Math.SQRT1_2;
+
+/** One field's place in an entity's slots, and how it is carried. @internal */
+interface FieldPlan {
+  name: string;
+  field: Field;
+  /** First slot. */
+  slot: number;
+  /** Slots used (vec: dims; quat: 4; else 1). */
+  slots: number;
+  /** Bits of one slot's raw value (quat: per component). */
+  bits: number;
+  /** Quantization: value = min + q × step (float, vec, int). */
+  min: number;
+  step: number;
+  /** Largest q of one slot. */
+  maxQ: number;
+}
+
+function planFields(fields: Fields, where: string): { plans: FieldPlan[]; slots: number } {
+  checkConfig(typeof fields === 'object' && fields !== null, `${where}: fields must be an object`);
+  const plans: FieldPlan[] = [];
+  let slot = 0;
+  for (const [name, field] of Object.entries(fields)) {
+    const at = `${where}.${name}`;
+    checkConfig(typeof field === 'object' && field !== null && typeof (field as Field).kind === 'string', `${at}: not a field (use float, int, bool, oneOf, angle, vec2, vec3, quat)`);
+    let plan: FieldPlan;
+    switch (field.kind) {
+      case 'float':
+      case 'vec': {
+        checkConfig(Number.isFinite(field.min) && Number.isFinite(field.max) && field.max > field.min, `${at}: needs finite min < max`);
+        checkConfig(Number.isFinite(field.precision) && field.precision > 0, `${at}: precision must be > 0`);
+        const maxQ = Math.ceil((field.max - field.min) / field.precision - 1e-9);
+        checkConfig(maxQ <= 0x7fffffff, `${at}: (max − min) / precision must be below 2^31`);
+        plan = { name, field, slot, slots: field.kind === 'vec' ? field.dims : 1, bits: bitsFor(maxQ), min: field.min, step: field.precision, maxQ };
+        break;
+      }
+      case 'int':
+        checkConfig(Number.isSafeInteger(field.min) && Number.isSafeInteger(field.max) && field.max >= field.min && field.max - field.min <= 0x7fffffff, `${at}: needs integers min ≤ max with max − min < 2^31`);
+        plan = { name, field, slot, slots: 1, bits: bitsFor(field.max - field.min), min: field.min, step: 1, maxQ: field.max - field.min };
+        break;
+      case 'bool':
+        plan = { name, field, slot, slots: 1, bits: 1, min: 0, step: 1, maxQ: 1 };
+        break;
+      case 'enum':
+        checkConfig(Array.isArray(field.values) && field.values.length >= 1 && field.values.length <= 65536 && new Set(field.values).size === field.values.length, `${at}: needs 1..65536 distinct values`);
+        plan = { name, field, slot, slots: 1, bits: bitsFor(field.values.length - 1), min: 0, step: 1, maxQ: field.values.length - 1 };
+        break;
+      case 'angle':
+        checkConfig(Number.isInteger(field.bits) && field.bits >= 2 && field.bits <= 24, `${at}: bits must be 2..24`);
+        plan = { name, field, slot, slots: 1, bits: field.bits, min: 0, step: TWO_PI / 2 ** field.bits, maxQ: 2 ** field.bits - 1 };
+        break;
+      case 'quat':
+        checkConfig(Number.isInteger(field.bits) && field.bits >= 4 && field.bits <= 20, `${at}: bits must be 4..20`);
+        plan = { name, field, slot, slots: 4, bits: field.bits, min: -SQRT1_2, step: (2 * SQRT1_2) / (2 ** field.bits - 1), maxQ: 2 ** field.bits - 1 };
+        break;
+      default:
+        checkConfig(false, `${at}: unknown field kind ${(field as { kind: string }).kind}`);
+        throw new Error('unreachable');
+    }
+    plans.push(plan);
+    slot += plan.slots;
+  }
+  checkConfig(plans.length >= 1 && plans.length <= 64, `${where}: needs 1..64 fields`);
+  return { plans, slots: slot };
+}
+
+/**
+ * Encodes, decodes and quantizes the values of one entity type (or of the inputs). Values live in
+ * two forms: the wire's integers (`Int32Array`, one per slot) and real numbers (`Float64Array`, one
+ * per slot: a vector's components, a quaternion's x, y, z, w, an enum's index, a boolean as 0/1,
+ * an angle in radians).
+ */
+export class TypeCodec<F extends Fields = Fields> {
+  /** The type's index in its schema (0 for inputs). */
+  readonly id: number;
+  readonly name: string;
+  /** Value slots per entity. */
+  readonly slots: number;
+  /** How each slot interpolates. */
+  readonly kinds: readonly SlotKind[];
+  /** Field names in wire order. */
+  readonly fieldNames: readonly string[];
+  /** Bits of a full (non-delta) encoding. */
+  readonly fullBits: number;
+  private readonly plans: FieldPlan[];
+  private readonly scratchQ: Int32Array;
+
+  constructor(id: number, name: string, fields: F) {
+    this.id = id;
+    this.name = name;
+    const { plans, slots } = planFields(fields, name);
+    this.plans = plans;
+    this.slots = slots;
+    this.fieldNames = plans.map((p) => p.name);
+    const kinds: SlotKind[] = [];
+    let fullBits = 0;
+    for (const p of plans) {
+      const k: SlotKind = p.field.kind === 'float' || p.field.kind === 'vec' ? 'linear' : p.field.kind === 'angle' ? 'angle' : p.field.kind === 'quat' ? 'quat' : 'step';
+      for (let i = 0; i < p.slots; i++) kinds.push(k);
+      fullBits += p.field.kind === 'quat' ? 2 + 3 * p.bits : p.slots * p.bits;
+    }
+    this.kinds = kinds;
+    this.fullBits = fullBits;
+    this.scratchQ = new Int32Array(slots);
+  }
+
+  /** Quantize a game object's values into `q[off, off + slots)`. Out-of-range numbers are clamped; a
+   * missing field, NaN, or an unknown enum value throws `invalid-argument`. */
+  quantizeObject(values: ValuesOf<F>, q: Int32Array, off = 0): void {
+    const o = values as Record<string, unknown>;
+    for (const p of this.plans) {
+      const v = o[p.name];
+      const f = p.field;
+      switch (f.kind) {
+        case 'float':
+        case 'int':
+          checkArg(typeof v === 'number' && !Number.isNaN(v), `${this.name}.${p.name} must be a number`);
+          q[off + p.slot] = this.qLinear(p, v as number);
+          break;
+        case 'bool':
+          checkArg(typeof v === 'boolean', `${this.name}.${p.name} must be a boolean`);
+          q[off + p.slot] = v ? 1 : 0;
+          break;
+        case 'enum': {
+          const i = f.values.indexOf(v as string);
+          checkArg(i >= 0, `${this.name}.${p.name}: ${String(v)} is not one of ${f.values.join(', ')}`);
+          q[off + p.slot] = i;
+          break;
+        }
+        case 'angle':
+          checkArg(typeof v === 'number' && Number.isFinite(v), `${this.name}.${p.name} must be a finite number`);
+          q[off + p.slot] = qAngle(p, v as number);
+          break;
+        case 'vec': {
+          const c = v as Record<string, number>;
+          checkArg(typeof c === 'object' && c !== null, `${this.name}.${p.name} must be { x, y${f.dims === 3 ? ', z' : ''} }`);
+          for (let i = 0; i < f.dims; i++) {
+            const x = c['xyz'[i]!];
+            checkArg(typeof x === 'number' && !Number.isNaN(x), `${this.name}.${p.name}.${'xyz'[i]} must be a number`);
+            q[off + p.slot + i] = this.qLinear(p, x!);
+          }
+          break;
+        }
+        case 'quat': {
+          const c = v as Record<string, number>;
+          checkArg(typeof c === 'object' && c !== null && [c.x, c.y, c.z, c.w].every((x) => typeof x === 'number' && Number.isFinite(x)), `${this.name}.${p.name} must be { x, y, z, w }`);
+          qQuat(p, c.x!, c.y!, c.z!, c.w!, q, off + p.slot);
+          break;
+        }
+      }
+    }
+  }
+
+  /** Quantize real slot values (`values[voff…]`) into `q[off…]`. */
+  quantizeValues(values: ArrayLike<number>, voff: number, q: Int32Array, off = 0): void {
+    for (const p of this.plans) {
+      const s = voff + p.slot;
+      switch (p.field.kind) {
+        case 'angle':
+          q[off + p.slot] = qAngle(p, values[s]!);
+          break;
+        case 'quat':
+          qQuat(p, values[s]!, values[s + 1]!, values[s + 2]!, values[s + 3]!, q, off + p.slot);
+          break;
+        default:
+          for (let i = 0; i < p.slots; i++) q[off + p.slot + i] = this.qLinear(p, values[s + i]!);
+      }
+    }
+  }
+
+  /** Real values of `q[off…]` into `out[ooff…]`. */
+  dequantize(q: Int32Array, off: number, out: Float64Array, ooff = 0): void {
+    for (const p of this.plans) {
+      const s = off + p.slot;
+      const d = ooff + p.slot;
+      switch (p.field.kind) {
+        case 'angle': {
+          const a = q[s]! * p.step;
+          out[d] = a >= Math.PI ? a - TWO_PI : a;
+          break;
+        }
+        case 'quat':
+          dqQuat(p, q, s, out, d);
+          break;
+        default:
+          for (let i = 0; i < p.slots; i++) out[d + i] = p.min + q[s + i]! * p.step;
+      }
+    }
+  }
+
+  /** Snap real values in place to what the wire carries (what the other end will see). */
+  snap(values: Float64Array, off = 0): void {
+    this.quantizeValues(values, off, this.scratchQ, 0);
+    this.dequantize(this.scratchQ, 0, values, off);
+  }
+
+  /** A new game object from real values. */
+  toObject(values: ArrayLike<number>, off = 0): ValuesOf<F> {
+    const o: Record<string, unknown> = {};
+    for (const p of this.plans) {
+      const s = off + p.slot;
+      const f = p.field;
+      switch (f.kind) {
+        case 'bool':
+          o[p.name] = values[s] !== 0;
+          break;
+        case 'enum':
+          o[p.name] = f.values[values[s]!] ?? f.values[0];
+          break;
+        case 'vec':
+          o[p.name] = f.dims === 2 ? { x: values[s]!, y: values[s + 1]! } : { x: values[s]!, y: values[s + 1]!, z: values[s + 2]! };
+          break;
+        case 'quat':
+          o[p.name] = { x: values[s]!, y: values[s + 1]!, z: values[s + 2]!, w: values[s + 3]! };
+          break;
+        default:
+          o[p.name] = values[s]!;
+      }
+    }
+    return o as ValuesOf<F>;
+  }
+
+  /** Write real values into an existing game object, in place (vectors and quaternions too). */
+  assignObject(o: ValuesOf<F>, values: ArrayLike<number>, off = 0): void {
+    const t = o as Record<string, unknown>;
+    for (const p of this.plans) {
+      const s = off + p.slot;
+      const f = p.field;
+      switch (f.kind) {
+        case 'bool':
+          t[p.name] = values[s] !== 0;
+          break;
+        case 'enum':
+          t[p.name] = f.values[values[s]!] ?? f.values[0];
+          break;
+        case 'vec':
+        case 'quat': {
+          const c = t[p.name] as Record<string, number>;
+          for (let i = 0; i < p.slots; i++) c['xyzw'[i]!] = values[s + i]!;
+          break;
+        }
+        default:
+          t[p.name] = values[s]!;
+      }
+    }
+  }
+
+  /** Real values from a game object (quantized and back, so exactly what the wire carries). */
+  fromObject(values: ValuesOf<F>, out: Float64Array, off = 0): void {
+    this.quantizeObject(values, this.scratchQ, 0);
+    this.dequantize(this.scratchQ, 0, out, off);
+  }
+
+  /** Write `q[off…]` in full. */
+  writeFull(w: BitWriter, q: Int32Array, off: number): void {
+    for (const p of this.plans) {
+      if (p.field.kind === 'quat') {
+        w.bits(q[off + p.slot]!, 2);
+        for (let i = 1; i < 4; i++) w.bits(q[off + p.slot + i]!, p.bits);
+      } else {
+        for (let i = 0; i < p.slots; i++) w.bits(q[off + p.slot + i]!, p.bits);
+      }
+    }
+  }
+
+  /** Read a full encoding into `q[off…]`; false if a value is out of its range (malformed). */
+  readFull(r: BitReader, q: Int32Array, off: number): boolean {
+    let ok = true;
+    for (const p of this.plans) {
+      if (p.field.kind === 'quat') {
+        q[off + p.slot] = r.bits(2);
+        for (let i = 1; i < 4; i++) q[off + p.slot + i] = r.bits(p.bits);
+      } else {
+        for (let i = 0; i < p.slots; i++) {
+          const v = r.bits(p.bits);
+          if (v > p.maxQ) ok = false;
+          q[off + p.slot + i] = v;
+        }
+      }
+    }
+    return ok && !r.overflow;
+  }
+
+  /** True if `q[off…]` and `base[boff…]` differ in any slot. */
+  differs(q: Int32Array, off: number, base: Int32Array, boff: number): boolean {
+    for (let i = 0; i < this.slots; i++) if (q[off + i] !== base[boff + i]) return true;
+    return false;
+  }
+
+  /**
+   * Write `q[off…]` as a delta against `base[boff…]`: per field one bit (changed); a changed field's
+   * slots as small signed differences (see docs/state.md, "Field deltas").
+   */
+  writeDelta(w: BitWriter, q: Int32Array, off: number, base: Int32Array, boff: number): void {
+    for (const p of this.plans) {
+      const a = off + p.slot;
+      const b = boff + p.slot;
+      let changed = false;
+      for (let i = 0; i < p.slots; i++) if (q[a + i] !== base[b + i]) changed = true;
+      w.bool(changed);
+      if (!changed) continue;
+      const f = p.field;
+      if (f.kind === 'bool') continue;
+      if (f.kind === 'enum') {
+        w.bits(q[a]!, p.bits);
+      } else if (f.kind === 'quat') {
+        if (q[a] !== base[b]) {
+          w.bits(1, 1);
+          w.bits(q[a]!, 2);
+          for (let i = 1; i < 4; i++) w.bits(q[a + i]!, p.bits);
+        } else {
+          w.bits(0, 1);
+          for (let i = 1; i < 4; i++) writeSlotDelta(w, q[a + i]! - base[b + i]!, q[a + i]!, p.bits);
+        }
+      } else if (f.kind === 'angle') {
+        writeSlotDelta(w, wrapDelta(q[a]! - base[b]!, p.bits), q[a]!, p.bits);
+      } else {
+        for (let i = 0; i < p.slots; i++) writeSlotDelta(w, q[a + i]! - base[b + i]!, q[a + i]!, p.bits);
+      }
+    }
+  }
+
+  /** Read a delta against `base[boff…]` into `q[off…]`; false if malformed. */
+  readDelta(r: BitReader, base: Int32Array, boff: number, q: Int32Array, off: number): boolean {
+    let ok = true;
+    for (const p of this.plans) {
+      const a = off + p.slot;
+      const b = boff + p.slot;
+      for (let i = 0; i < p.slots; i++) q[a + i] = base[b + i]!;
+      if (!r.bool()) continue;
+      const f = p.field;
+      if (f.kind === 'bool') {
+        q[a] = base[b] === 0 ? 1 : 0;
+      } else if (f.kind === 'enum') {
+        q[a] = r.bits(p.bits);
+        if (q[a]! > p.maxQ) ok = false;
+      } else if (f.kind === 'quat') {
+        if (r.bits(1) === 1) {
+          q[a] = r.bits(2);
+          for (let i = 1; i < 4; i++) q[a + i] = r.bits(p.bits);
+        } else {
+          for (let i = 1; i < 4; i++) {
+            const v = readSlotDelta(r, base[b + i]!, p.bits);
+            if (v < 0 || v > p.maxQ) ok = false;
+            q[a + i] = v;
+          }
+        }
+      } else if (f.kind === 'angle') {
+        const v = readSlotDelta(r, base[b]!, p.bits);
+        q[a] = ((v % (p.maxQ + 1)) + p.maxQ + 1) % (p.maxQ + 1);
+      } else {
+        for (let i = 0; i < p.slots; i++) {
+          const v = readSlotDelta(r, base[b + i]!, p.bits);
+          if (v < 0 || v > p.maxQ) ok = false;
+          q[a + i] = v;
+        }
+      }
+    }
+    return ok && !r.overflow;
+  }
+
+  /** A canonical description (what the schema hash covers). */
+  describe(): string {
+    return JSON.stringify([this.name, this.plans.map((p) => [p.name, p.field])]);
+  }
+
+  private qLinear(p: FieldPlan, v: number): number {
+    const q = Math.round((v - p.min) / p.step);
+    return q < 0 ? 0 : q > p.maxQ ? p.maxQ : q;
+  }
+}
+
+function qAngle(p: FieldPlan, v: number): number {
+  const turns = v / TWO_PI;
+  const q = Math.round((turns - Math.floor(turns)) * (p.maxQ + 1));
+  return q > p.maxQ ? 0 : q;
+}
+
+function qQuat(p: FieldPlan, x: number, y: number, z: number, w: number, q: Int32Array, at: number): void {
+  const n = Math.hypot(x, y, z, w) || 1;
+  const c = [x / n, y / n, z / n, w / n];
+  let largest = 0;
+  for (let i = 1; i < 4; i++) if (Math.abs(c[i]!) > Math.abs(c[largest]!)) largest = i;
+  const sign = c[largest]! < 0 ? -1 : 1;
+  q[at] = largest;
+  let k = 1;
+  for (let i = 0; i < 4; i++) {
+    if (i === largest) continue;
+    const v = Math.round((c[i]! * sign - p.min) / p.step);
+    q[at + k++] = v < 0 ? 0 : v > p.maxQ ? p.maxQ : v;
+  }
+}
+
+function dqQuat(p: FieldPlan, q: Int32Array, at: number, out: Float64Array, d: number): void {
+  const largest = q[at]! & 3;
+  let sum = 0;
+  let k = 1;
+  for (let i = 0; i < 4; i++) {
+    if (i === largest) continue;
+    const v = p.min + q[at + k++]! * p.step;
+    out[d + i] = v;
+    sum += v * v;
+  }
+  out[d + largest] = Math.sqrt(Math.max(0, 1 - sum));
+}
+
+function wrapDelta(d: number, bits: number): number {
+  const m = 2 ** bits;
+  let x = ((d % m) + m) % m;
+  if (x >= m / 2) x -= m;
+  return x;
+}
+
+/** Slot delta code: '0' + 4 bits of zigzag(d) (|d| ≤ 8), '10' + 8 bits (|d| ≤ 136), '11' + the raw value. */
+function writeSlotDelta(w: BitWriter, d: number, value: number, bits: number): void {
+  const z = zigzag(d);
+  if (z < 16 && bits > 4) {
+    w.bits(0, 1);
+    w.bits(z, 4);
+  } else if (z < 16 + 256 && bits > 8) {
+    w.bits(1, 1);
+    w.bits(0, 1);
+    w.bits(z - 16, 8);
+  } else {
+    w.bits(3, 2);
+    w.bits(value, bits);
+  }
+}
+
+function readSlotDelta(r: BitReader, base: number, bits: number): number {
+  if (r.bits(1) === 0) return bits > 4 ? base + unzigzag(r.bits(4)) : -1;
+  if (r.bits(1) === 0) return bits > 8 ? base + unzigzag(r.bits(8) + 16) : -1;
+  return r.bits(bits);
+}
+
+/** Entity types by name: what `defineSchema` takes. */
+export type SchemaTypes = Readonly<Record<string, Fields>>;
+
+/**
+ * The game's state, declared once and shared by server and client: entity types (up to 256) and
+ * the inputs a client sends. Its `hash` covers every type, field and range in order; both ends
+ * compare it before any snapshot is applied.
+ */
+export class Schema<T extends SchemaTypes = SchemaTypes, I extends Fields = Fields> {
+  /** Codecs by type index (the wire's type id). */
+  readonly types: readonly TypeCodec[];
+  /** The inputs' codec. */
+  readonly inputs: TypeCodec<I>;
+  /** CRC-32 of the canonical description of every type and of the inputs. */
+  readonly hash: number;
+  /** Bits of a type id on the wire. */
+  readonly typeBits: number;
+  private readonly byName = new Map<string, TypeCodec>();
+
+  constructor(types: T, inputs: I) {
+    checkConfig(typeof types === 'object' && types !== null, 'defineSchema: types must be an object of entity types');
+    const names = Object.keys(types);
+    checkConfig(names.length >= 1 && names.length <= 256, 'defineSchema: needs 1..256 entity types');
+    this.types = names.map((n, i) => new TypeCodec(i, n, types[n]!));
+    for (const t of this.types) this.byName.set(t.name, t);
+    this.inputs = new TypeCodec(0, 'inputs', inputs);
+    this.typeBits = bitsFor(names.length - 1);
+    const text = JSON.stringify(['gamewire-state-1', this.types.map((t) => t.describe()), this.inputs.describe()]);
+    this.hash = crc32Of(new TextEncoder().encode(text));
+  }
+
+  /** The codec of entity type `name`; throws `invalid-argument` if there is none. */
+  type<K extends keyof T & string>(name: K): TypeCodec<T[K]> {
+    const t = this.byName.get(name);
+    checkArg(t !== undefined, `no entity type ${name} in the schema (types: ${[...this.byName.keys()].join(', ')})`);
+    return t as unknown as TypeCodec<T[K]>;
+  }
+}
+
+/**
+ * Declare the game's state once, shared by server and client:
+ * `defineSchema({ player: { x: float(-500, 500, 0.01), … } }, { dx: int(-1, 1), fire: bool() })`.
+ * Throws `invalid-config` on a bad field.
+ */
+export function defineSchema<const T extends SchemaTypes, const I extends Fields = { none: BoolField }>(types: T, inputs?: I): Schema<T, I> {
+  return new Schema(types, (inputs ?? { none: bool() }) as I);
+}
