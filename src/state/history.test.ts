@@ -80,6 +80,10 @@ describe('StateHistory', () => {
     expect(h.sample(1, 7, KINDS, out)).toBe(true);
     expect(h.sample(0, 5, KINDS, out)).toBe(true);
     expect(h.sample(0, 8.5, KINDS, out)).toBe(true);
+    // Entity 1 is not recorded again: once the history moves on, its last records are out of range too.
+    for (let t = 10; t < 20; t++) h.record(t, 0, stateAt(0, t));
+    expect(h.sample(1, 9, KINDS, out)).toBe(false);
+    expect(h.sample(0, 19, KINDS, out)).toBe(true);
   });
 
   it('never returns a forgotten entity\'s past once its slot is reused', () => {

@@ -326,6 +326,23 @@ describe('Predictor', () => {
     expect(p.stats().snaps).toBe(1);
   });
 
+  it('does not count an error at or below correctionThreshold, yet still eases it out', () => {
+    const p = new Predictor<Move>(new Float64Array(4), options({ quantize: () => {} }));
+    p.apply(0, { dx: 0, dy: 0 });
+    expect(p.reconcile(0, 0, Float64Array.of(0.0005, 0, 0, 0))).toBeCloseTo(0.0005, 12);
+    p.apply(1, { dx: 0, dy: 0 });
+    expect(p.reconcile(10, 1, Float64Array.of(0.0014, 0, 0, 0))).toBeCloseTo(0.0009, 12);
+    const s = p.stats();
+    expect(s.corrections).toBe(0);
+    expect(s.largestCorrection).toBe(0);
+    const d = new Float64Array(4);
+    p.render(10, d);
+    expect(d[0]).toBeLessThan(0.0005);
+    p.apply(2, { dx: 0, dy: 0 });
+    p.reconcile(20, 2, Float64Array.of(0.003, 0, 0, 0));
+    expect(p.stats().corrections).toBe(1);
+  });
+
   it('starts a correction from what was drawn, even while an earlier one is still fading', () => {
     const p = new Predictor<Move>(new Float64Array(4), options());
     p.apply(0, { dx: 0, dy: 0 });
