@@ -1,5 +1,5 @@
 import { checkConfig, checkKnownKeys, isInt, isNum, isObject } from '../core/config.js';
-import { checkArg } from '../core/errors.js';
+import { GamewireError, checkArg } from '../core/errors.js';
 import { type SlotKind, blendSlots, checkKinds } from './lerp.js';
 
 /** Options of a {@link StateHistory}. */
@@ -78,10 +78,12 @@ export class StateHistory {
    * older than the kept range, or too few values.
    */
   record(tick: number, entity: number, values: ArrayLike<number>, offset = 0): void {
-    checkArg(isInt(entity, 0, this.maxEntities - 1), `entity must be an integer in 0..${this.maxEntities - 1}`);
+    this.checkEntity(entity);
     checkArg(Number.isSafeInteger(tick) && tick >= 0, 'tick must be a safe integer ≥ 0');
-    checkArg(tick > this.newest - this.frames, `tick ${tick} is older than the kept history`);
-    checkArg(isInt(offset, 0) && offset + this.slots <= values.length, `values must hold ${this.slots} values from offset`);
+    if (tick <= this.newest - this.frames) throw new GamewireError('invalid-argument', `tick ${tick} is older than the kept history`);
+    if (!isInt(offset, 0) || offset + this.slots > values.length) {
+      throw new GamewireError('invalid-argument', `values must hold ${this.slots} values from offset`);
+    }
     const frame = entity * this.frames + (tick % this.frames);
     this.ticks[frame] = tick;
     const at = frame * this.slots;
@@ -96,7 +98,7 @@ export class StateHistory {
    * @throws GamewireError `invalid-argument` for an entity out of range.
    */
   forget(entity: number): void {
-    checkArg(isInt(entity, 0, this.maxEntities - 1), `entity must be an integer in 0..${this.maxEntities - 1}`);
+    this.checkEntity(entity);
     this.ticks.fill(-1, entity * this.frames, (entity + 1) * this.frames);
   }
 
@@ -109,8 +111,8 @@ export class StateHistory {
    * `invalid-config` for `kinds` that do not fit the layout.
    */
   sample(entity: number, at: number, kinds: readonly SlotKind[], out: Float64Array): boolean {
-    checkArg(isInt(entity, 0, this.maxEntities - 1), `entity must be an integer in 0..${this.maxEntities - 1}`);
-    checkArg(out.length >= this.slots, `out must have ${this.slots} values`);
+    this.checkEntity(entity);
+    if (out.length < this.slots) throw new GamewireError('invalid-argument', `out must have ${this.slots} values`);
     if (kinds !== this.checkedKinds) {
       checkKinds(kinds, this.slots);
       this.checkedKinds = kinds;
@@ -129,6 +131,12 @@ export class StateHistory {
     if (this.ticks[f1] !== t0 + 1) return false;
     blendSlots(this.values, a, this.values, f1 * this.slots, t, kinds, out);
     return true;
+  }
+
+  private checkEntity(entity: number): void {
+    if (!isInt(entity, 0, this.maxEntities - 1)) {
+      throw new GamewireError('invalid-argument', `entity must be an integer in 0..${this.maxEntities - 1}`);
+    }
   }
 }
 

@@ -177,8 +177,11 @@ export class Predictor<I> {
    */
   apply(tick: number, input: I): void {
     checkArg(Number.isSafeInteger(tick) && tick >= 0, 'tick must be a safe integer ≥ 0');
-    if (this.count > 0) checkArg(tick === this.presentTick + 1, `tick ${tick} must follow ${this.presentTick} by 1`);
-    else checkArg(tick > this.presentTick && tick > this.lastAck, `tick ${tick} must be after ${Math.max(this.presentTick, this.lastAck)}`);
+    if (this.count > 0 ? tick !== this.presentTick + 1 : tick <= this.presentTick || tick <= this.lastAck) {
+      throw new GamewireError('invalid-argument', this.count > 0
+        ? `tick ${tick} must follow ${this.presentTick} by 1`
+        : `tick ${tick} must be after ${Math.max(this.presentTick, this.lastAck)}`);
+    }
     if (this.count === this.maxUnacked) {
       this.droppedThrough = this.presentTick - this.count + 1;
       this.ring[this.head] = undefined;
@@ -222,8 +225,9 @@ export class Predictor<I> {
    * @throws GamewireError `invalid-argument` if `serverState` does not have `slots` values.
    */
   reconcile(now: number, ackTick: number, serverState: ArrayLike<number>): number {
-    checkArg(serverState !== null && typeof serverState === 'object' && serverState.length === this.slots,
-      `server state must have ${this.slots} values`);
+    if (serverState === null || typeof serverState !== 'object' || serverState.length !== this.slots) {
+      throw new GamewireError('invalid-argument', `server state must have ${this.slots} values`);
+    }
     if (!Number.isSafeInteger(ackTick) || ackTick < 0) {
       this.c.invalidAcks++;
       return -1;
