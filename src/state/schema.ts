@@ -1,9 +1,9 @@
 import { BitReader, BitWriter, bitsFor, unzigzag, zigzag } from '../core/bits.js';
 import { crc32Of } from '../core/crc32.js';
 import { checkArg, checkConfig } from '../core/errors.js';
+import type { SlotKind } from './lerp.js';
 
-/** How one value slot interpolates: see `interpolation.ts`. */
-export type SlotKind = 'linear' | 'angle' | 'step' | 'quat';
+export type { SlotKind };
 
 /** A quantized float in [min, max], carried in steps of `precision` (same units). */
 export interface FloatField { readonly kind: 'float'; readonly min: number; readonly max: number; readonly precision: number }
@@ -162,6 +162,7 @@ export class TypeCodec<F extends Fields = Fields> {
   readonly fullBits: number;
   private readonly plans: FieldPlan[];
   private readonly scratchQ: Int32Array;
+  private readonly scratchV: Float64Array;
 
   constructor(id: number, name: string, fields: F) {
     this.id = id;
@@ -180,6 +181,7 @@ export class TypeCodec<F extends Fields = Fields> {
     this.kinds = kinds;
     this.fullBits = fullBits;
     this.scratchQ = new Int32Array(slots);
+    this.scratchV = new Float64Array(slots);
   }
 
   /** Quantize a game object's values into `q[off, off + slots)`. Out-of-range numbers are clamped; a
@@ -267,9 +269,16 @@ export class TypeCodec<F extends Fields = Fields> {
   }
 
   /** Snap real values in place to what the wire carries (what the other end will see). */
-  snap(values: Float64Array, off = 0): void {
+  snapValues(values: Float64Array, off = 0): void {
     this.quantizeValues(values, off, this.scratchQ, 0);
     this.dequantize(this.scratchQ, 0, values, off);
+  }
+
+  /** Snap a game object's values in place to what the wire carries. */
+  snap(values: ValuesOf<F>): void {
+    this.quantizeObject(values, this.scratchQ, 0);
+    this.dequantize(this.scratchQ, 0, this.scratchV, 0);
+    this.assignObject(values, this.scratchV, 0);
   }
 
   /** A new game object from real values. */
