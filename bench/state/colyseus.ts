@@ -1,5 +1,5 @@
 /**
- * `@colyseus/schema` 5.0.34 as a system of bench:state (research note state.md §2 and §6): S1's
+ * `@colyseus/schema` 5.0.34 as a system of bench:state (issue 21, Benchmark part 1): S1's
  * entities in a `t.map` of a schema class, each tick's changes encoded as one patch (`encode()`, then
  * `discardChanges()`), sent as ONE message on a reliable-ordered lane of the harness's connection, and
  * decoded on the client by colyseus's own `Decoder`. A patch is relative to the previous tick, so it
@@ -55,7 +55,7 @@ function angleDiff(a: number, b: number): number {
 
 /**
  * A colyseus system replaying `trace` (S1's layout: fields x, y, angle) with fields `variant`. Samples
- * per tick (1..ticks): `patchBytes`, `trackUs` (the field assignments: colyseus's change tracking),
+ * per tick (1..ticks): `messageBytes` (the patch), `trackUs` (the field assignments: colyseus's change tracking),
  * `encodeUs` (`encode()`), `discardUs` (`discardChanges()`), `decodeUs` (the client's `decode()`).
  * `finish` throws unless the client's map equals the server's (same keys; the same values: bit-equal for
  * quantized fields, the float32 rounding of the server's for float32) and the server's equals the
@@ -110,7 +110,7 @@ export function colyseusSystem(trace: Trace, variant: ColyseusVariant): StateSys
       const t3 = performance.now();
       encoder.discardChanges();
       const t4 = performance.now();
-      ctx.sample('patchBytes', patch.length);
+      ctx.sample('messageBytes', patch.length);
       ctx.sample('trackUs', (t1 - t0) * 1000);
       ctx.sample('encodeUs', (t2 - t1) * 1000);
       ctx.sample('discardUs', (t4 - t3) * 1000);

@@ -38,7 +38,11 @@ export interface HarnessContext {
    * `now − tickTime(k)`. Ticks held out of order are fine: an older tick reported later changes nothing.
    */
   clientHolds(tick: number): void;
-  /** Record one sample of a named figure (patch bytes, encode µs, …), kept per run in `HarnessRun.samples`. */
+  /**
+   * Record one sample of a named figure, kept per run in `HarnessRun.samples`. The bench's tables read
+   * `messageBytes` (state bytes handed to the connection for the client in one tick: a patch, a
+   * snapshot) and `encodeUs` (server time to encode them for one client, µs); others go to the raw results.
+   */
   sample(name: string, value: number): void;
 }
 

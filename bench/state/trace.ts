@@ -278,17 +278,17 @@ function rotate(c: Cube, dt: number): void {
  * 60 Hz, each x, y, z (m; z up) and a unit quaternion qx, qy, qz, qw. Simple kinematics, no physics
  * engine, seeded:
  *
- * - Cube 0 is the player, a 3 m cube moving at 8 m/s along straight legs between random waypoints
- *   (within ±45 m, so it crosses the field of cubes), rolling as it goes (it turns about the
- *   horizontal axis across its motion at speed / half-size): it changes every tick.
- * - Cubes 1..900 are 1 m cubes laid on a 30 × 30 grid, 2.4 m apart, each at a random yaw, at rest.
+ * - Cube 0 is the player, a 4 m cube moving at 8 m/s along straight legs between random waypoints
+ *   within ±30 m (the field of cubes spans about ±23 m, so it keeps crossing it), rolling as it goes
+ *   (it turns about the horizontal axis across its motion at speed / half-size): it changes every tick.
+ * - Cubes 1..900 are 1 m cubes laid on a 30 × 30 grid, 1.6 m apart, each at a random yaw, at rest.
  * - Contact is tested between bounding circles in the ground plane. A cube the player touches is put
  *   back at contact distance and takes the player's speed along the contact normal × 1.2 plus a
  *   random sideways part, a hop (up to 4 m/s up, by the impact speed), a spin about the vertical (up to
  *   ±6 rad/s) and, while in the air, a tumble about the horizontal axis across its motion.
  * - Two cubes touching where at least one moves are separated and exchange the normal part of their
  *   relative velocity (restitution 0.4): pushes chain, as in his demo.
- * - On the ground a cube slides with friction (μ = 0.45) and its spin slows by 6 rad/s²; in the air
+ * - On the ground a cube slides with friction (μ = 0.3) and its spin slows by 6 rad/s²; in the air
  *   gravity pulls it down and it lands with a small bounce. Below 5 cm/s and 0.05 rad/s on the ground it
  *   stops: velocity and spin become exactly zero and its values stay bit-identical until it is pushed
  *   again (what "at rest" means to a delta coder). A cube at rest keeps the orientation it stopped in
@@ -307,7 +307,7 @@ export function s2Trace(o: S2Options): Trace {
   const make = (x: number, y: number, half: number, yaw: number): Cube => ({
     x, y, z: half, vx: 0, vy: 0, vz: 0, qx: 0, qy: 0, qz: Math.sin(yaw / 2), qw: Math.cos(yaw / 2), wx: 0, wy: 0, wz: 0, half, resting: true,
   });
-  const waypoint = (): [number, number] => [uniform(-45, 45), uniform(-45, 45)];
+  const waypoint = (): [number, number] => [uniform(-30, 30), uniform(-30, 30)];
   let [px, py] = waypoint();
   cubes.push(make(px, py, S2_PLAYER_HALF, 0));
   cubes[0]!.resting = false;

@@ -194,7 +194,7 @@ describe('colyseus system', () => {
     it(`${variant}: the client's decoded map equals the server's and the trace's after 200 ticks at 10 % loss`, () => {
       const r = runHarness(colyseusSystem(s1Trace({ seed: 1, ticks: 200, churnPerTick: 2 }), variant), { seed: 1, ticks: 200, loss: 0.1 });
       expect(r.finish).toMatchObject({ clientEqualsServer: true });
-      expect(r.samples.patchBytes).toHaveLength(200);
+      expect(r.samples.messageBytes).toHaveLength(200);
       expect(r.ages.every((a) => a >= 50)).toBe(true);
     });
   }

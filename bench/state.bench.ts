@@ -1,0 +1,503 @@
+/**
+ * Game-state benchmark (not a test): `npm run bench:state` (issue 21's "Benchmark"). Prints one table
+ * per part, writes raw figures to bench/results/state.json and the tables into the "## state" section
+ * of bench/README.md. Every system runs in bench/state/harness.ts: two `ConnectionHost`s on a seeded
+ * `World`, 50 ms one way, the same seeded traces (bench/state/trace.ts) for every system.
+ *
+ * 1. Bytes. S1 (900 entities, 10 % move a tick, 20 Hz): colyseus patches (float32 and quantized to 16
+ *    bits) on a reliable-ordered lane beside gamewire's snapshots; bytes per tick and state age at 0 %
+ *    and 10 % loss, seeds 1..3. S2 (Gaffer's 901 cubes at 60 Hz): bits per cube per snapshot beside his
+ *    published figure.
+ * 2. Interpolation against @geckos.io/snapshot-interpolation: its rows come from bench/state/interp.ts.
+ * 3. Prediction. 5. Lag compensation: measured by the state layer's own rows.
+ * 4. Rate: the path's rate steps from 1 Mbit/s to 128 kbit/s mid-run; bytes per 1 s window against it.
+ *
+ * Parts without a system yet print "pending". STATE_PARTS=14 (any of 1..5) runs only those parts,
+ * prints, and writes nothing in the tree; STATE_SEEDS=n sets the seeds (default 3).
+ */
+import { writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { table, writeReadmeSection } from './readme.js';
+import { colyseusSystem } from './state/colyseus.js';
+import {
+  lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessLink, type HarnessOptions,
+  type HarnessRun, type RateWindow, type StateSystem,
+} from './state/harness.js';
+import { s1Trace, s2Trace, traceSummary, type Trace } from './state/trace.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const started = Date.now();
+const load0 = loadavg()[0]!;
+const SEEDS = Array.from({ length: Number(process.env.STATE_SEEDS ?? 3) }, (_, i) => i + 1);
+const S1_TICKS = 1200;
+const S2_TICKS = 3600;
+const ONE_WAY_MS = 50;
+const LOSSES = [0, 0.1];
+/** Gaffer's S2 runs: no loss and his demo's default loss (5 %). */
+const S2_LOSSES = [0, 0.05];
+/** Gaffer's "Snapshot Compression" final: "less than 0.25 Mbit" at 60 snapshots/s of 901 cubes, headers included. */
+const GAFFER_BITS_PER_CUBE = 250_000 / 60 / 901;
+
+// ---------------------------------------------------------------------------------------------
+// The systems
+
+/**
+ * A row of bench:state: how to make a fresh system for one run from that run's trace. A row whose
+ * `make` is undefined prints "pending".
+ */
+interface SystemEntry {
+  key: string;
+  label: string;
+  make?: (trace: Trace) => StateSystem;
+  /** Connection options the system wants beside the lane list (default: every default). */
+  connection?: HarnessOptions['connection'];
+}
+
+/**
+ * The gamewire state layer, PENDING: plug it in here. `make` returns a `StateSystem`
+ * (bench/state/harness.ts) whose `serverTick` drives a StateServer on the harness's server-side
+ * connection with the trace (S1: fields x, y, angle at `S1_PRECISION`; S2: x, y, z, qx, qy, qz, qw at
+ * `S2_PRECISION`), whose `clientEvent` feeds a StateClient and calls `ctx.clientHolds(tick)` with the
+ * newest tick it holds, and whose `finish` checks the client against the trace. Samples read by the
+ * tables: `messageBytes` (snapshot bytes per tick) and `encodeUs` (per client per tick).
+ */
+const GAMEWIRE_S1: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots' };
+const GAMEWIRE_S2: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots' };
+
+const S1_SYSTEMS: SystemEntry[] = [
+  { key: 'colyseus-f32', label: 'colyseus float32, reliable-ordered lane', make: (t) => colyseusSystem(t, 'float32') },
+  { key: 'colyseus-q16', label: 'colyseus quantized16, reliable-ordered lane', make: (t) => colyseusSystem(t, 'quantized16') },
+  GAMEWIRE_S1,
+];
+const S2_SYSTEMS: SystemEntry[] = [GAMEWIRE_S2];
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+const fmt = (x: number, d = 0): string =>
+  Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–';
+const pct = (x: number, d = 1): string => (Number.isFinite(x) ? `${(x * 100).toFixed(d)} %` : '–');
+const PENDING = 'pending';
+
+// ---------------------------------------------------------------------------------------------
+// Part 1: bytes
+
+/** One run's figures (one system, one loss, one seed). */
+interface RunFigures {
+  seed: number;
+  messageMedian: number;
+  messageP95: number;
+  udpMedian: number;
+  udpP95: number;
+  udpMean: number;
+  ageP50: number;
+  ageP99: number;
+  ageMax: number;
+  /** Share of ticks with age > one way + jitter + one tick (never-held ticks included). */
+  late: number;
+  /** Share of ticks with age > one way: the research note's count, for the comparison. */
+  lateOneWay: number;
+  neverHeld: number;
+  encodeUs: number;
+  joinBytes: number;
+  joinHeldMs: number;
+  wallMs: number;
+  finish: Record<string, unknown> | undefined;
+}
+
+/** Medians over seeds of each figure, and the runs. */
+interface RowResult {
+  system: string;
+  label: string;
+  loss: number;
+  pending: boolean;
+  median?: Omit<RunFigures, 'seed' | 'finish' | 'wallMs'>;
+  runs: (RunFigures & { bytesPerTick: number[]; ages: number[]; samples: Record<string, { median: number; p95: number; count: number }> })[];
+}
+
+function figures(run: HarnessRun, link: HarnessLink, wallMs: number): RunFigures {
+  const s = run.samples;
+  const sum = run.bytesPerTick.reduce((a, b) => a + b, 0);
+  return {
+    seed: run.seed,
+    messageMedian: median(s.messageBytes ?? []),
+    messageP95: percentile(s.messageBytes ?? [], 95),
+    udpMedian: median(run.bytesPerTick),
+    udpP95: percentile(run.bytesPerTick, 95),
+    udpMean: sum / run.ticks,
+    ageP50: percentile(run.ages, 50),
+    ageP99: percentile(run.ages, 99),
+    ageMax: percentile(run.ages, 100),
+    late: lateShare(run.ages, lateThresholdMs(link, run.tickMs)),
+    lateOneWay: lateShare(run.ages, link.oneWayMs ?? 50),
+    neverHeld: run.ages.filter((a) => Number.isNaN(a)).length,
+    encodeUs: median(s.encodeUs ?? []),
+    joinBytes: run.joinBytes,
+    joinHeldMs: run.joinHeldMs,
+    wallMs,
+    finish: run.finish,
+  };
+}
+
+function medianFigures(runs: RunFigures[]): RowResult['median'] {
+  const m = (f: (r: RunFigures) => number): number => median(runs.map(f));
+  return {
+    messageMedian: m((r) => r.messageMedian), messageP95: m((r) => r.messageP95), udpMedian: m((r) => r.udpMedian), udpP95: m((r) => r.udpP95),
+    udpMean: m((r) => r.udpMean), ageP50: m((r) => r.ageP50), ageP99: m((r) => r.ageP99), ageMax: m((r) => r.ageMax), late: m((r) => r.late),
+    lateOneWay: m((r) => r.lateOneWay), neverHeld: m((r) => r.neverHeld), encodeUs: m((r) => r.encodeUs), joinBytes: m((r) => r.joinBytes),
+    joinHeldMs: m((r) => r.joinHeldMs),
+  };
+}
+
+const round3 = (xs: number[]): number[] => xs.map((x) => Math.round(x * 1000) / 1000);
+
+function runRow(sys: SystemEntry, traces: Map<number, Trace>, link: HarnessLink, ticks: number, tickHz: number, joinSettleMs?: number): RowResult {
+  const row: RowResult = { system: sys.key, label: sys.label, loss: link.loss ?? 0, pending: sys.make === undefined, runs: [] };
+  if (sys.make === undefined) return row;
+  for (const seed of SEEDS) {
+    const t0 = performance.now();
+    const run = runHarness(sys.make(traces.get(seed)!), { ...link, seed, ticks, tickHz, connection: sys.connection, joinSettleMs });
+    const f = figures(run, link, performance.now() - t0);
+    const samples = Object.fromEntries(Object.entries(run.samples).map(([k, v]) => [k, { median: median(v), p95: percentile(v, 95), count: v.length }]));
+    row.runs.push({ ...f, bytesPerTick: run.bytesPerTick, ages: round3(run.ages), samples });
+  }
+  row.median = medianFigures(row.runs);
+  return row;
+}
+
+const spread = (row: RowResult, f: (r: RunFigures) => number, d = 0): string => {
+  const xs = row.runs.map(f);
+  return `${fmt(Math.min(...xs), d)}–${fmt(Math.max(...xs), d)}`;
+};
+
+function s1Table(rows: RowResult[]): string {
+  return table(
+    ['system', 'loss / dir', 'message B median (p95)', 'server UDP B per tick median (p95)', 'mean', 'state age p50 / p99 / max ms',
+      'late (> 100 ms)', 'encode µs/tick', 'spread over seeds: UDP median; age p99', 'client = server'],
+    rows.map((r) => {
+      const m = r.median;
+      if (m === undefined) return [r.label, pct(r.loss, 0), PENDING, PENDING, PENDING, PENDING, PENDING, PENDING, '', ''];
+      return [
+        r.label, pct(r.loss, 0), `${fmt(m.messageMedian)} (${fmt(m.messageP95)})`, `${fmt(m.udpMedian)} (${fmt(m.udpP95)})`, fmt(m.udpMean),
+        `${fmt(m.ageP50, 1)} / ${fmt(m.ageP99, 1)} / ${fmt(m.ageMax, 1)}`, pct(m.late) + (m.neverHeld > 0 ? ` (${fmt(m.neverHeld)} never)` : ''),
+        fmt(m.encodeUs, 1), `${spread(r, (x) => x.udpMedian)}; ${spread(r, (x) => x.ageP99, 1)}`, `yes, ${r.runs.length} of ${r.runs.length} runs`,
+      ];
+    }),
+    ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---'],
+  );
+}
+
+/** The table issue 21 quotes (its research note's §6, measured 2026-11-27 with a throwaway script). */
+const NOTE_S6: Record<string, { patch: number; udp: number; p50: number; p99: number; max: number; late: number }> = {
+  'colyseus-f32@0': { patch: 1672, udp: 2252, p50: 50, p99: 50, max: 115, late: 0.002 },
+  'colyseus-f32@0.1': { patch: 1672, udp: 2406, p50: 50, p99: 300, max: 500, late: 0.44 },
+  'colyseus-q16@0': { patch: 1124, udp: 1143, p50: 50, p99: 50, max: 57, late: 0.001 },
+  'colyseus-q16@0.1': { patch: 1124, udp: 1286, p50: 50, p99: 336, max: 463, late: 0.28 },
+};
+
+/**
+ * The note's rows beside this run's: `rows` as this bench measures them, `noteWay` the same systems
+ * measured the note's way (ticks from the join on, no settle).
+ */
+function noteTable(rows: RowResult[], noteWay: RowResult[]): string {
+  const out: (string | number)[][] = [];
+  for (const r of rows) {
+    const n = NOTE_S6[`${r.system}@${r.loss}`];
+    const w = noteWay.find((x) => x.system === r.system && x.loss === r.loss)?.median;
+    if (n === undefined || r.median === undefined || w === undefined) continue;
+    const m = r.median;
+    const ages = (x: { ageP50: number; ageP99: number; ageMax: number }): string => `${fmt(x.ageP50, 1)} / ${fmt(x.ageP99, 1)} / ${fmt(x.ageMax, 1)}`;
+    out.push([`${r.label}, ${pct(r.loss, 0)}`, 'issue 21 (note §6)', fmt(n.patch), fmt(n.udp), `${n.p50} / ${n.p99} / ${n.max}`, pct(n.late)]);
+    out.push(['', 'here, the note\'s way: ticks from the join; mean; late > 50 ms', fmt(w.messageMedian), fmt(w.udpMean), ages(w), pct(w.lateOneWay)]);
+    out.push(['', 'here, this bench\'s way: 1 s after the join; median; late > 100 ms', fmt(m.messageMedian), fmt(m.udpMedian), ages(m), pct(m.late)]);
+  }
+  return table(['row', 'source', 'patch B median', 'server UDP B per tick', 'state age p50 / p99 / max ms', 'late'], out,
+    ['---', '---', '---:', '---:', '---:', '---:']);
+}
+
+interface S2Result {
+  traces: { seed: number; changedMedian: number; changedP95: number; changedMax: number; changedShare: number; generateMs: number }[];
+  rows: (RowResult & { bitsPerCube?: number; bitsPerCubeMedian?: number; bitsPerCubeP95?: number })[];
+}
+
+function s2Tables(r: S2Result): string {
+  const traceRows = r.traces.map((t) => [t.seed, `${t.changedMedian} / ${t.changedP95} / ${t.changedMax}`, pct(t.changedShare, 2), fmt(t.generateMs)]);
+  const sysRows = r.rows.map((row) => {
+    if (row.pending) return [row.label, pct(row.loss, 0), PENDING, PENDING, fmt(GAFFER_BITS_PER_CUBE, 2), PENDING];
+    return [row.label, pct(row.loss, 0), `${fmt(row.bitsPerCube!, 2)} (${fmt(row.bitsPerCubeMedian!, 2)}, ${fmt(row.bitsPerCubeP95!, 2)})`,
+      fmt((row.median!.udpMean * 8 * 60) / 1000, 1), fmt(GAFFER_BITS_PER_CUBE, 2), `${fmt(row.bitsPerCube! / GAFFER_BITS_PER_CUBE, 2)}×`];
+  });
+  return [
+    table(['S2 trace seed', 'cubes changed per tick median / p95 / max (of 901)', 'share changed', 'generated in ms'], traceRows,
+      ['---:', '---:', '---:', '---:']),
+    '',
+    table(['system', 'loss / dir', 'bits per cube per snapshot: mean (median, p95)', 'kbit/s (mean)', "Gaffer's final", 'ratio'], sysRows,
+      ['---', '---:', '---:', '---:', '---:', '---:']),
+  ].join('\n');
+}
+
+interface Verdict { what: string; figures: string; met: boolean | undefined }
+
+function part1Verdicts(s1: RowResult[], s2: S2Result): Verdict[] {
+  const get = (sys: string, loss: number): RowResult | undefined => s1.find((r) => r.system === sys && r.loss === loss);
+  const out: Verdict[] = [];
+  for (const loss of LOSSES) {
+    const q = get('colyseus-q16', loss)?.median;
+    const g = get('gamewire', loss)?.median;
+    out.push({
+      what: `S1 at ${pct(loss, 0)} loss: server UDP B per tick ≤ colyseus quantized16's (median and mean)`,
+      figures: g === undefined ? `colyseus quantized16 ${fmt(q?.udpMedian ?? NaN)} median, ${fmt(q?.udpMean ?? NaN)} mean; gamewire pending`
+        : `gamewire ${fmt(g.udpMedian)} / ${fmt(g.udpMean)} vs ${fmt(q!.udpMedian)} / ${fmt(q!.udpMean)}`,
+      met: g === undefined || q === undefined ? undefined : g.udpMedian <= q.udpMedian && g.udpMean <= q.udpMean,
+    });
+  }
+  const q10 = get('colyseus-q16', 0.1)?.median;
+  const g10 = get('gamewire', 0.1)?.median;
+  const bound = 0.45 * (q10?.ageP99 ?? NaN);
+  out.push({
+    what: 'S1 at 10 % loss: state age p99 ≤ 0.45 × colyseus quantized16\'s',
+    figures: g10 === undefined ? `bound 0.45 × ${fmt(q10?.ageP99 ?? NaN, 1)} = ${fmt(bound, 1)} ms; gamewire pending`
+      : `gamewire ${fmt(g10.ageP99, 1)} ms vs ${fmt(bound, 1)} ms`,
+    met: g10 === undefined ? undefined : g10.ageP99 <= bound,
+  });
+  const g2 = s2.rows.find((r) => r.system === 'gamewire' && r.loss === 0.05);
+  out.push({
+    what: `S2 at 5 % loss: bits per cube per snapshot ≤ 2 × Gaffer's ${fmt(GAFFER_BITS_PER_CUBE, 2)}`,
+    figures: g2?.bitsPerCube === undefined ? `bound ${fmt(2 * GAFFER_BITS_PER_CUBE, 2)}; gamewire pending` : `gamewire ${fmt(g2.bitsPerCube, 2)}`,
+    met: g2?.bitsPerCube === undefined ? undefined : g2.bitsPerCube <= 2 * GAFFER_BITS_PER_CUBE,
+  });
+  const ge = get('gamewire', 0)?.median;
+  const ce = get('colyseus-q16', 0)?.median;
+  out.push({
+    what: 'S1: encode ≤ 50 µs per client per tick (median)',
+    figures: ge === undefined ? `colyseus quantized16 ${fmt(ce?.encodeUs ?? NaN, 1)} µs (for reference); gamewire pending` : `gamewire ${fmt(ge.encodeUs, 1)} µs`,
+    met: ge === undefined ? undefined : ge.encodeUs <= 50,
+  });
+  return out;
+}
+
+function verdictTable(v: Verdict[]): string {
+  return table(['target', 'measured', 'met'], v.map((x) => [x.what, x.figures, x.met === undefined ? PENDING : x.met ? 'yes' : '**no**']), ['---', '---', ':---:']);
+}
+
+function part1(): { data: unknown; text: string } {
+  const s1Traces = new Map(SEEDS.map((seed) => [seed, s1Trace({ seed, ticks: S1_TICKS })]));
+  const s1: RowResult[] = [];
+  for (const sys of S1_SYSTEMS) {
+    for (const loss of LOSSES) {
+      const row = runRow(sys, s1Traces, { oneWayMs: ONE_WAY_MS, loss }, S1_TICKS, 20);
+      s1.push(row);
+      console.error(`part 1 S1: ${sys.label} at ${pct(loss, 0)}: ${row.pending ? 'pending' : `${row.runs.map((r) => fmt(r.wallMs)).join(', ')} ms`}`);
+    }
+  }
+  const noteWay = S1_SYSTEMS.filter((sys) => sys.key.startsWith('colyseus'))
+    .flatMap((sys) => LOSSES.map((loss) => runRow(sys, s1Traces, { oneWayMs: ONE_WAY_MS, loss }, S1_TICKS, 20, 0)));
+  const s2Traces = new Map<number, Trace>();
+  const s2: S2Result = { traces: [], rows: [] };
+  for (const seed of SEEDS) {
+    const t0 = performance.now();
+    const tr = s2Trace({ seed, ticks: S2_TICKS });
+    s2.traces.push({ seed, ...traceSummary(tr), generateMs: performance.now() - t0 });
+    s2Traces.set(seed, tr);
+  }
+  for (const sys of S2_SYSTEMS) {
+    for (const loss of S2_LOSSES) {
+      const row: S2Result['rows'][number] = runRow(sys, s2Traces, { oneWayMs: ONE_WAY_MS, loss }, S2_TICKS, 60);
+      if (row.median !== undefined) {
+        row.bitsPerCube = (row.median.udpMean * 8) / 901;
+        row.bitsPerCubeMedian = (row.median.udpMedian * 8) / 901;
+        row.bitsPerCubeP95 = (row.median.udpP95 * 8) / 901;
+      }
+      s2.rows.push(row);
+    }
+  }
+  const verdicts = part1Verdicts(s1, s2);
+  const thr = lateThresholdMs({ oneWayMs: ONE_WAY_MS }, 50);
+  const text = [
+    '### 1. Bytes',
+    '',
+    `**S1**: 900 entities (x, y in [−500, 500] m, heading), 20 Hz, each tick 90 of them (drawn at random) take one random-walk`,
+    `step of 50–300 mm (bench/state/trace.ts); ${S1_TICKS} ticks; seeds ${SEEDS.join(', ')} (trace and links); medians over seeds of each seed's`,
+    'figure. Two `ConnectionHost`s (unsecured, default options) on the `World`, 50 ms one way, i.i.d. loss per direction, no jitter.',
+    'The client connects; when the server\'s end is connected it sends the join (tick 0: the full state), the trace\'s tick 1 one second',
+    'later, then a tick every 50 ms; figures are over ticks 1..1200 (the join apart). Message B: state bytes handed to the connection',
+    'per tick (a colyseus patch is `encode()` after the tick\'s assignments, then `discardChanges()`; one message per tick on a',
+    'reliable-ordered lane; the client decodes with colyseus\'s `Decoder`). Server UDP B per tick: every datagram the server sent in',
+    'the tick\'s 50 ms window (all lanes, framing and acks, lost ones too), counted by the world as sent. State age of tick k: from',
+    `the server's tick k to the first time the client holds tick k or a later one; late: age > one way + one tick = ${thr} ms (a tick`,
+    'never held counts as late). Encode µs: `encode()` alone, wall time on this machine. Client = server: at the end the client\'s',
+    'decoded map equals the server\'s and the trace\'s within the precision (the bench stops otherwise).',
+    '',
+    s1Table(s1),
+    '',
+    'Against the figures issue 21 quotes (its research note: a throwaway script, another trace of the same scenario). Its method,',
+    'as far as this bench can reproduce it: the ticks start at the join (the join\'s backlog then delays the first ticks), "server UDP',
+    'B per tick" is the mean and "ticks late" the share with age > one way (50 ms); the colyseus rows run that way too, on the same',
+    'traces and links. A patch\'s size depends on the movers\' colyseus refIds (1, 2 or 3 bytes each), so another trace differs slightly.',
+    '',
+    noteTable(s1, noteWay),
+    '',
+    `**S2** (Gaffer's cubes): 901 cubes, 60 Hz, position and orientation, a player cube pushing the others (bench/state/trace.ts); ${S2_TICKS}`,
+    'ticks; at 0 % and his demo\'s 5 % loss per direction, 50 ms one way. Bits per cube per snapshot = server UDP B per tick × 8 / 901 (his',
+    `figure is an average and counts headers too; the ratio is of the means). Gaffer's final: "less than 0.25 Mbit/s" = ${fmt(GAFFER_BITS_PER_CUBE, 2)} bits per cube per snapshot.`,
+    '',
+    s2Tables(s2),
+    '',
+    verdictTable(verdicts),
+  ].join('\n');
+  return { data: { s1, s1NoteWay: noteWay, s2, targets: verdicts }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Part 4: rate step
+
+interface RateRun {
+  seed: number;
+  windows: RateWindow[];
+  beforeMaxKbps: number;
+  afterMaxKbps: number;
+  beforeOver: number;
+  afterOver: number;
+  queueDrops: number;
+  ageBefore: { p50: number; p99: number };
+  ageAfter: { p50: number; p99: number; max: number };
+}
+
+function part4(): { data: unknown; text: string } {
+  const ticks = S1_TICKS;
+  const settleMs = 2 * ONE_WAY_MS;
+  const systems: SystemEntry[] = [S1_SYSTEMS.find((s) => s.key === 'colyseus-q16')!, GAMEWIRE_S1];
+  const traces = new Map(SEEDS.map((seed) => [seed, s1Trace({ seed, ticks })]));
+  const rows: { system: string; label: string; pending: boolean; runs: RateRun[] }[] = [];
+  let desc = rateStep(ticks);
+  for (const sys of systems) {
+    const row = { system: sys.key, label: sys.label, pending: sys.make === undefined, runs: [] as RateRun[] };
+    rows.push(row);
+    if (sys.make === undefined) continue;
+    for (const seed of SEEDS) {
+      const step = rateStep(ticks);
+      desc = step;
+      // A reliable stream held behind the slower link needs long after its last tick to deliver everything.
+      const run = runHarness(sys.make(traces.get(seed)!), {
+        seed, ticks, oneWayMs: ONE_WAY_MS, link: step.link, onStart: step.onStart, drainMs: 120_000, connection: sys.connection,
+      });
+      const windows = rateWindows(run, step, settleMs);
+      const kbps = (w: RateWindow): number => (w.wireBytes * 8) / 1000;
+      const phase = (p: 'before' | 'after'): RateWindow[] => windows.filter((w) => w.phase === p);
+      const stepTick = Math.round((step.stepAtMs() - run.firstTickAtMs) / run.tickMs) + 1;
+      const before = run.ages.slice(0, stepTick - 1);
+      const after = run.ages.slice(stepTick - 1);
+      row.runs.push({
+        seed, windows,
+        beforeMaxKbps: Math.max(...phase('before').map(kbps)), afterMaxKbps: Math.max(...phase('after').map(kbps)),
+        beforeOver: phase('before').filter((w) => !w.within).length, afterOver: phase('after').filter((w) => !w.within).length,
+        queueDrops: (run.diag.serverToClient as { droppedQueue: number }).droppedQueue,
+        ageBefore: { p50: percentile(before, 50), p99: percentile(before, 99) },
+        ageAfter: { p50: percentile(after, 50), p99: percentile(after, 99), max: percentile(after, 100) },
+      });
+    }
+    console.error(`part 4: ${sys.label}: done`);
+  }
+  const tableRows = rows.map((r) => {
+    if (r.pending) return [r.label, PENDING, PENDING, PENDING, PENDING, PENDING, PENDING];
+    const m = (f: (x: RateRun) => number): number => median(r.runs.map(f));
+    const sum = (f: (x: RateRun) => number): number => r.runs.reduce((a, x) => a + f(x), 0);
+    const count = (p: 'before' | 'after'): number => r.runs.reduce((a, x) => a + x.windows.filter((w) => w.phase === p).length, 0);
+    return [
+      r.label,
+      `${fmt(m((x) => x.beforeMaxKbps), 1)} (${sum((x) => x.beforeOver)} of ${count('before')} over)`,
+      `${fmt(m((x) => x.afterMaxKbps), 1)} (${sum((x) => x.afterOver)} of ${count('after')} over)`,
+      fmt(m((x) => x.queueDrops)),
+      `${fmt(m((x) => x.ageBefore.p50), 1)} / ${fmt(m((x) => x.ageBefore.p99), 1)}`,
+      `${fmt(m((x) => x.ageAfter.p50), 0)} / ${fmt(m((x) => x.ageAfter.p99), 0)} / ${fmt(m((x) => x.ageAfter.max), 0)}`,
+      r.system === 'gamewire' ? PENDING : '–',
+    ];
+  });
+  const gw = rows.find((r) => r.system === 'gamewire')!;
+  const verdicts: Verdict[] = [
+    {
+      what: 'bytes sent ≤ the link\'s rate in every 1 s window, from one RTT after the step (and before it)',
+      figures: gw.pending ? PENDING : `${gw.runs.reduce((a, x) => a + x.beforeOver + x.afterOver, 0)} windows over`,
+      met: gw.pending ? undefined : gw.runs.every((x) => x.beforeOver + x.afterOver === 0),
+    },
+    { what: 'update rates follow the priority ratios within ± 10 %', figures: PENDING, met: undefined },
+  ];
+  const text = [
+    '### 4. Rate',
+    '',
+    `S1 (as part 1), 0 % loss, 50 ms one way; both directions cross a bottleneck of ${fmt(desc.fromBitsPerSec / 1000)} kbit/s that steps to`,
+    `${fmt(desc.toBitsPerSec / 1000)} kbit/s at trace tick ${ticks / 2} (the world's \`reconfigure\`: nothing in flight is lost); drop-tail queue of`,
+    `12,500 wire bytes (100 ms at 1 Mbit/s, 780 ms at 128 kbit/s). Windows of 1 s of the server's datagrams: before the step (tick 1 to`,
+    `the step, aligned to end at it) and after it (from one RTT, ${settleMs} ms, after the step to the last tick); wire bytes = UDP payload + 28`,
+    'per datagram (what the link\'s rate is charged for), judged against the link\'s rate. Medians over seeds; windows over the rate',
+    `summed over seeds ${SEEDS.join(', ')}. colyseus is here to show the scenario: a reliable patch stream of ~180 kbit/s cannot fit`,
+    '128 kbit/s, so its backlog (and state age) grows for as long as the run lasts.',
+    '',
+    table(['system', 'before: max kbit/s per window (windows over)', 'after: max kbit/s (windows over)', 'queue drops',
+      'state age before p50 / p99 ms', 'state age after p50 / p99 / max ms', 'priority ratios'], tableRows,
+    ['---', '---:', '---:', '---:', '---:', '---:', '---:']),
+    '',
+    verdictTable(verdicts),
+  ].join('\n');
+  return { data: { rows: rows.map((r) => ({ ...r, runs: r.runs })), targets: verdicts }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const PENDING_PARTS: Record<string, string> = {
+  '2': '### 2. Interpolation\n\nPending: the rows against @geckos.io/snapshot-interpolation 1.1.1 come from bench/state/interp.ts (20 Hz server, '
+    + '60 fps client, 50 ms ± 15 and ± 40 ms one way, 10 % loss; stalls, display delay, RMS error, backward clock jumps, cost per frame for 900 entities).',
+  '3': '### 3. Prediction\n\nPending: 10,000 inputs at 100 ms RTT, 10 % loss: corrections larger than 1 mm when the server agrees; how fast an '
+    + 'injected disagreement is smoothed.',
+  '5': '### 5. Lag compensation\n\nPending: at RTT ≤ 200 ms with loss and jitter, the rewound target against what the client rendered; '
+    + 'false negatives on a deterministic target.',
+};
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  const only = process.env.STATE_PARTS;
+  const wants = (p: string): boolean => only === undefined || only.includes(p);
+  const texts: string[] = [];
+  const data: Record<string, unknown> = {};
+  for (const p of ['1', '2', '3', '4', '5']) {
+    if (!wants(p)) continue;
+    let r: { data: unknown; text: string };
+    if (p === '1') r = part1();
+    else if (p === '4') r = part4();
+    else r = { data: 'pending', text: PENDING_PARTS[p]! };
+    data[`part${p}`] = r.data;
+    texts.push(r.text);
+    console.log(r.text + '\n');
+  }
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const machine =
+    `Machine: ${cpu} × ${cpus().length} logical, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version}; ` +
+    `${new Date(started).toISOString().slice(0, 10)}; load average ${load0.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end; ` +
+    `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
+  console.log(machine);
+  if (only !== undefined) return;
+  const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
+  const json = JSON.stringify({
+    date: new Date(started).toISOString(),
+    machine: { cpu, logical: cpus().length, totalmem: totalmem(), node: process.version, loadStart: load0, loadEnd: loadavg()[0] },
+    seeds: SEEDS,
+    ...data,
+  }, round) + '\n';
+  writeFileSync(join(HERE, 'results', 'state.json'), json);
+  const section = [
+    '## state',
+    '',
+    '`npm run bench:state` (bench/state.bench.ts; raw figures, per-tick bytes and ages included, in bench/results/state.json). Issue 21\'s',
+    'benchmark on the simulator (virtual clock, seeded links and traces): every system runs in bench/state/harness.ts, two',
+    '`ConnectionHost`s on a `World`, on the same traces (bench/state/trace.ts) and links. Rows marked pending have no system yet.',
+    '',
+    ...texts.flatMap((t) => [t, '']),
+    machine,
+    '',
+  ].join('\n');
+  writeReadmeSection('## state', section);
+}
+
+await main();
