@@ -92,8 +92,8 @@ export function colyseusSystem(trace: Trace, variant: ColyseusVariant): StateSys
         encoder.discardChanges();
         return;
       }
-      const t0 = performance.now();
       const step = replay.apply();
+      const t0 = performance.now();
       for (const id of step.despawned) server.entities.delete(String(id));
       step.spawned.forEach((id, i) => server.entities.set(String(id), make(step.spawnedValues.subarray(i * 3, i * 3 + 3))));
       const v = step.values;
