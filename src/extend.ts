@@ -18,6 +18,7 @@ export { cryptoRandom, type RandomSource } from './core/random.js';
 export type { ConnectionState, DisconnectReason } from './connection/connection.js';
 export type { BlockLaneConfig } from './connection/options.js';
 export type { BlockLaneProgress, BlockLaneStats } from './connection/blocks.js';
+export type { WireCounts } from './connection/session.js';
 export type { MessageLanesOptions, MessageLaneConfig } from './channels/config.js';
 export { MessageLanes, type MessageLaneEvent, type LaneStats } from './channels/channels.js';
 export { PacketAcks, type AckOptions, type PacketOutcomes } from './ack/acks.js';

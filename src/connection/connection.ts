@@ -174,9 +174,13 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
     this.wake();
   }
 
-  /** Figures of the packet layer and the lanes, at `now` (ms). */
+  /**
+   * Figures at `now` (ms): the packet layer's, what crossed the wire since the connection was made
+   * (`datagramsSent`, `bytesSent`, `datagramsReceived`, `bytesReceived`: whole datagrams, see
+   * `WireCounts`), and every lane's.
+   */
   stats(now: number = this.now): ConnectionStats {
-    return this.lanes.stats(now);
+    return this.sessionStats(now)!;
   }
 
   /**
@@ -201,6 +205,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
       case FrameKind.Connect: {
         const c = decodeConnect(b);
         if (!this.isClient && c.ok && c.value.clientId === this.remoteId) {
+          this.accepted(b.length);
           this.acceptsOwed = 1;
           this.heard(now);
         }
@@ -210,6 +215,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
         const r = decodeCookie(b);
         const c = r.ok ? r.value : undefined;
         if (this.isClient && connecting && c !== undefined && c.clientId === this.localId) {
+          this.accepted(b.length);
           if (this.cookie === undefined) this.cookie = new Uint8Array(COOKIE_BYTES);
           else if (this.cookie.every((x, i) => x === c.cookie[i])) return;
           this.cookie.set(c.cookie);
@@ -219,6 +225,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
       }
       case FrameKind.Accept:
         if (this.isClient && connecting && b.length === ACCEPT_BYTES && readU32LE(b, 1) === this.localId) {
+          this.accepted(b.length);
           this.remoteId = readU32LE(b, 5);
           this.heard(now);
           this.becomeConnected();
@@ -227,17 +234,23 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
       case FrameKind.Refuse:
         if (this.isClient && connecting && b.length === REFUSE_BYTES && readU32LE(b, 1) === this.localId) {
           const reason = REFUSE_REASONS[b[5]!];
-          if (reason !== undefined) this.finish(reason, DisconnectCode.Local, false);
+          if (reason === undefined) return;
+          this.accepted(b.length);
+          this.finish(reason, DisconnectCode.Local, false);
         }
         return;
       case FrameKind.Disconnect:
-        if (b.length === DISCONNECT_BYTES && readU32LE(b, 1) === this.localId && this.remoteKnown()) this.finish('peer', 0, false);
+        if (b.length === DISCONNECT_BYTES && readU32LE(b, 1) === this.localId && this.remoteKnown()) {
+          this.accepted(b.length);
+          this.finish('peer', 0, false);
+        }
         return;
       case FrameKind.Data:
         this.receiveData(now, b);
         return;
       case FrameKind.Block:
         if (this.phase === Phase.Open && readU32LE(b, 1) === this.localId && this.lanes.receiveBlock(now, b, DATA_PREFIX_BYTES, this.remoteId)) {
+          this.accepted(b.length);
           this.heard(now);
         }
         return;
@@ -295,6 +308,7 @@ export class Connection extends Lifecycle<ConnectionEvent> implements HostedPeer
   private receiveData(now: number, b: Uint8Array): void {
     if (b.length < DATA_PREFIX_BYTES || readU32LE(b, 1) !== this.localId || !this.remoteKnown()) return;
     if (!this.lanes.receiveData(now, b, DATA_PREFIX_BYTES)) return;
+    this.accepted(b.length);
     if (this.phase === Phase.Handshake) this.becomeConnected();
     this.heard(now);
   }

@@ -1,5 +1,5 @@
 import { TimerTable } from '../core/timer-table.js';
-import type { Lanes } from './session.js';
+import type { ConnectionStats, Lanes, WireCounts } from './session.js';
 
 /**
  * The named timers of a connection, whatever its framing (numbers into its `TimerTable`).
@@ -32,8 +32,9 @@ export const Phase = { Handshake: 0, Open: 1, Closed: 2 } as const;
  * One connection lifecycle, whatever the framing: the phase, the latest `now`, when the remote was
  * last heard and the idle timeout, the timer table, the redundant DISCONNECTs drained while closed,
  * the events (the framing's own first, then the session's messages, then the end events, so a
- * message that arrived before the end is always seen before it), the driver's waker, and the rule
- * that a send after close is a counted drop. The framings extend it (the unsecured `Connection`,
+ * message that arrived before the end is always seen before it), the driver's waker, the rule
+ * that a send after close is a counted drop, and the wire counts (`WireCounts`: every datagram
+ * `transmit` gives out; every datagram the framing reports `accepted`). The framings extend it (the unsecured `Connection`,
  * netcode's `ServerClient` and `Client`): their handshakes and how a packet goes on the wire.
  *
  * Output is never signalled through a deadline: a driver polls for output after every input,
@@ -58,6 +59,7 @@ export abstract class Lifecycle<E> {
   private endFirst: E | undefined = undefined;
   private endSecond: E | undefined = undefined;
   private waker: (() => void) | undefined = undefined;
+  private readonly wire: WireCounts = { datagramsSent: 0, bytesSent: 0, datagramsReceived: 0, bytesReceived: 0 };
 
   /**
    * @param copies DISCONNECT copies sent on a close that tells the peer (each unreliable; the
@@ -141,6 +143,17 @@ export abstract class Lifecycle<E> {
     if (now > this.now) this.now = now;
   }
 
+  /** The framing accepted a datagram of `length` bytes for this connection (counted in the wire counts). */
+  protected accepted(length: number): void {
+    this.wire.datagramsReceived++;
+    this.wire.bytesReceived += length;
+  }
+
+  /** The session's figures at `now` (ms) with the wire counts; undefined without a session. */
+  protected sessionStats(now: number): ConnectionStats | undefined {
+    return this.session?.stats(now, this.wire);
+  }
+
   /** The remote was heard at `now` (ms): while open, the idle timer restarts. */
   protected heard(now: number): void {
     this.heardAt = now;
@@ -149,10 +162,12 @@ export abstract class Lifecycle<E> {
 
   /**
    * Start (again) at `now` (ms) in the handshake, with `idleMs` as the idle timeout once open: no
-   * timers, no DISCONNECTs owed, no session, and end events not yet polled are dropped (a netcode
-   * client's `connect` after an earlier connection).
+   * timers, no DISCONNECTs owed, no session, wire counts at zero, and end events not yet polled are
+   * dropped (a netcode client's `connect` after an earlier connection).
    */
   protected restart(now: number, idleMs: number): void {
+    const w = this.wire;
+    w.datagramsSent = w.bytesSent = w.datagramsReceived = w.bytesReceived = 0;
     this.now = this.heardAt = now;
     this.idleMs = idleMs;
     this.phase_ = Phase.Handshake;
@@ -216,14 +231,20 @@ export abstract class Lifecycle<E> {
     this.waker?.();
   }
 
-  /** The next datagram into `out`: while closed the DISCONNECTs owed, else what the framing writes. */
+  /** The next datagram into `out` (counted): while closed the DISCONNECTs owed, else what the framing writes. */
   protected transmit(now: number, out: Uint8Array): number | undefined {
     this.tick(now);
+    let n: number | undefined;
     if (this.phase_ === Phase.Closed) {
       if (this.disconnectsLeft === 0) return undefined;
       this.disconnectsLeft--;
-      return this.writeDisconnect(out);
+      n = this.writeDisconnect(out);
+    } else {
+      n = this.write(now, out);
+      if (n === undefined) return undefined;
     }
-    return this.write(now, out);
+    this.wire.datagramsSent++;
+    this.wire.bytesSent += n;
+    return n;
   }
 }

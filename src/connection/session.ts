@@ -6,8 +6,28 @@ import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLa
 import type { ResolvedBlockLane } from './options.js';
 import { FrameKind } from './wire.js';
 
-/** A connection's figures: the packet layer's stats and every lane's. */
-export interface ConnectionStats extends AckStats {
+/**
+ * What crossed the wire for one connection, cumulative since it was made (a netcode `Client`: since
+ * its latest `connect`): whole datagrams as the socket sends and receives them (framing, packet
+ * header, netcode's header and encryption tag included; the IP and UDP headers not), of every kind
+ * (handshake, DATA, BLOCK, keep-alives, DISCONNECTs). Received counts only datagrams this connection
+ * accepted (ids or authentication checked, not a duplicate); those it dropped are in `counters()`, and
+ * what a server answered before the connection existed (unsecured: the first CONNECT and its COOKIE;
+ * netcode: request, challenge, response) is the host's.
+ */
+export interface WireCounts {
+  /** Datagrams this connection sent. */
+  datagramsSent: number;
+  /** Bytes of those datagrams. */
+  bytesSent: number;
+  /** Datagrams this connection accepted. */
+  datagramsReceived: number;
+  /** Bytes of those datagrams. */
+  bytesReceived: number;
+}
+
+/** A connection's figures: the packet layer's stats, what crossed the wire (`WireCounts`), and every lane's. */
+export interface ConnectionStats extends AckStats, WireCounts {
   /** Current pacing rate of the connection's path, bytes/s on the wire. */
   pacingRateBytesPerSec: number;
   /** Per lane, in lane order (a block lane's figures are `BlockLaneStats`). */
@@ -111,13 +131,22 @@ export class Lanes<E> {
     return this.blocks?.progress(now);
   }
 
-  stats(now: number): ConnectionStats {
+  /** The figures at `now` (ms), with the connection's wire counts (which its framing keeps). */
+  stats(now: number, wire: WireCounts): ConnectionStats {
     const lanes: (LaneStats | BlockLaneStats)[] = [];
     for (let i = 0; i < this.opt.laneCount; i++) {
       const ch = this.opt.laneToChannel[i]!;
       lanes.push(ch < 0 ? this.blocks!.stats() : this.channels.laneStats(ch, now));
     }
-    return { ...this.acks.stats(now), pacingRateBytesPerSec: this.path.pacingRateBytesPerSec, lanes };
+    return {
+      ...this.acks.stats(now),
+      datagramsSent: wire.datagramsSent,
+      bytesSent: wire.bytesSent,
+      datagramsReceived: wire.datagramsReceived,
+      bytesReceived: wire.bytesReceived,
+      pacingRateBytesPerSec: this.path.pacingRateBytesPerSec,
+      lanes,
+    };
   }
 
   counters(): LanesCounters {

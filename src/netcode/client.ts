@@ -222,9 +222,13 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     return this.session?.blockProgress(now);
   }
 
-  /** The session's figures while connected with lanes, else undefined. */
+  /**
+   * The session's figures at `now` (ms) once connected with lanes (kept after the end until the next
+   * `connect`), with what crossed the wire since the latest `connect` (`WireCounts`: whole packets,
+   * the handshake's included); else undefined.
+   */
   stats(now: number = this.now): ConnectionStats | undefined {
-    return this.session?.stats(now);
+    return this.sessionStats(now);
   }
 
   /** Copies of the client's drop counters and, with lanes, the session's (`session`). */
@@ -257,6 +261,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
       this.ctr[n === NetcodeDrop.replay ? 'replayed' : 'dropped']++;
       return;
     }
+    this.accepted(b.length);
     switch (p.type) {
       case T.Denied:
         this.nextServerOr(now, 'denied');

@@ -527,9 +527,12 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     return this.session?.blockProgress(now);
   }
 
-  /** The session's figures (undefined in raw mode). */
+  /**
+   * The session's figures at `now` (ms), with what crossed the wire since the client connected
+   * (`WireCounts`: whole sealed packets; the handshake before it was the server's); undefined in raw mode.
+   */
   stats(now: number = this.now): ConnectionStats | undefined {
-    return this.session?.stats(now);
+    return this.sessionStats(now);
   }
 
   /** The session's counters (undefined in raw mode). */
@@ -559,6 +562,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
       this.shared.ctr[n === NetcodeDrop.replay ? 'replayed' : 'packetsDropped']++;
       return;
     }
+    this.accepted(b.length);
     this.heard(now);
     if (p.type === T.Disconnect) {
       this.finish('peer', false);
