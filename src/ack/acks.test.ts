@@ -699,6 +699,36 @@ describe('PacketAcks: API', () => {
     expect(s.packetsLost).toBe(1);
   });
 
+  it('outcomesSinceLoss: Infinity before any loss, 0 at one, one more per outcome; a loss found spurious is taken back', () => {
+    const { acks, log } = bare();
+    expect(acks.outcomesSinceLoss()).toBe(Infinity);
+    sendN(acks, 0, 1); // seq 0
+    acks.handleTimeout(acks.pollTimeout()!);
+    const t1 = acks.pollTimeout() ?? 1000;
+    sendN(acks, t1, 1); // seq 1
+    const lostAt = acks.pollTimeout()!;
+    acks.handleTimeout(lostAt);
+    expect(log).toEqual(['l0@0', 'l0@1']);
+    expect(acks.outcomesSinceLoss()).toBe(0);
+    const t2 = lostAt + 10;
+    sendN(acks, t2, 2); // seq 2, 3
+    expect(acks.readHeader(t2 + 50, header({ seq: 0, ack: 3, bits: 0b1 }), 0)).toBeGreaterThan(0);
+    acks.accept(t2 + 50, false, 30);
+    expect(log.slice(2)).toEqual(['d0@2', 'd1@3']);
+    expect(acks.outcomesSinceLoss()).toBe(2);
+    // Seq 1 was not lost after all: the newest real loss is seq 0's, three outcomes back.
+    expect(acks.readHeader(t2 + 60, header({ seq: 1, ack: 3, bits: 0b11 }), 0)).toBeGreaterThan(0);
+    acks.accept(t2 + 60, false, 30);
+    expect(acks.counters().spuriousLosses).toBe(1);
+    expect(acks.outcomesSinceLoss()).toBe(3);
+    // And seq 0 neither: the window holds every outcome there was, none a loss.
+    expect(acks.readHeader(t2 + 70, header({ seq: 2, ack: 3, bits: 0b111 }), 0)).toBeGreaterThan(0);
+    acks.accept(t2 + 70, false, 30);
+    expect(acks.counters().spuriousLosses).toBe(2);
+    expect(acks.outcomesSinceLoss()).toBe(Infinity);
+    expect(acks.lossRate()).toBe(0);
+  });
+
   it('a timeout verdict found spurious (a lost ack) leaves the reorder fraction alone', () => {
     const { acks, log } = bare();
     sendN(acks, 0, 1);

@@ -260,6 +260,8 @@ export class PacketAcks<T> {
   private lossIdx = 0;
   private lossFilled = 0;
   private lossInRing = 0;
+  // Outcomes recorded since the newest loss not found spurious (Infinity: none ever).
+  private sinceLoss = Infinity;
   private readonly sentRate = new RateMeter();
   private readonly recvRate = new RateMeter();
   private readonly ackedRate = new RateMeter();
@@ -509,6 +511,15 @@ export class PacketAcks<T> {
   /** Share of the last 256 outcomes that were losses (spurious ones corrected), 0..1; 0 before any. */
   lossRate(): number {
     return this.lossFilled === 0 ? 0 : this.lossInRing / this.lossFilled;
+  }
+
+  /**
+   * Outcomes (packets reported delivered or lost) since the newest loss that was not found spurious:
+   * 0 right after a loss, Infinity when there was none. A loss found spurious once it has left the
+   * last 256 outcomes still counts here, so the figure may be shorter than the truth, never longer.
+   */
+  outcomesSinceLoss(): number {
+    return this.sinceLoss;
   }
 
   /** True when a packet should go now even with no frames: an ack is due, or a keep-alive is (and the wrap guard allows it). */
@@ -764,6 +775,7 @@ export class PacketAcks<T> {
     this.loss[this.lossIdx] = 2 * abs + v;
     this.lossInRing += v;
     this.lossIdx = (this.lossIdx + 1) % cap;
+    this.sinceLoss = lost ? 0 : this.sinceLoss + 1;
   }
 
   /** A spurious loss: if its verdict is still in the loss window, it counts as delivered there. */
@@ -772,8 +784,22 @@ export class PacketAcks<T> {
       if (this.loss[i] === 2 * abs + 1) {
         this.loss[i] = 2 * abs;
         this.lossInRing--;
+        this.recountSinceLoss();
         return;
       }
     }
+  }
+
+  /** `sinceLoss` from the loss window, newest first; a window without a loss that holds every outcome means none ever. */
+  private recountSinceLoss(): void {
+    const cap = this.loss.length;
+    for (let k = 0; k < this.lossFilled; k++) {
+      if (this.loss[(this.lossIdx - 1 - k + cap) % cap]! % 2 === 1) {
+        this.sinceLoss = k;
+        return;
+      }
+    }
+    if (this.lossFilled < LOSS_WINDOW) this.sinceLoss = Infinity;
+    else this.sinceLoss = Math.max(this.sinceLoss, LOSS_WINDOW);
   }
 }

@@ -4,7 +4,7 @@ import { ChannelPipe } from '../../test/harness/channel-pipe.js';
 import { sameBytes } from '../../test/harness/bytes.js';
 import { GamewireError } from '../core/errors.js';
 import { NonCryptoRng } from '../core/rng.js';
-import { MessageLanes, type MessageLanesOptions, lanesHash, type MessageLaneConfig } from './index.js';
+import { AUTO_CLEAN_OUTCOMES, MessageLanes, type MessageLanesOptions, lanesHash, type MessageLaneConfig } from './index.js';
 import { writeReliablePiece, writeUnreliablePiece } from './wire.js';
 
 /** Message `i` of a test: its index in the first 4 bytes (when ≥ 4 bytes), then seeded bytes. */
@@ -383,7 +383,7 @@ describe('channels: limits', () => {
     expect(c.writeFrames(0, out, 0, 20)).toBe(15);
     throwsCode(() => c.writeFrames(0, out, 0, 100), 'invalid-state');
     c.takeToken();
-    expect(c.writeFrames(0, out, 0, 100)).toBe(30); // the second message, and the first riding again
+    expect(c.writeFrames(0, out, 0, 100)).toBe(15); // the second message ('auto' rides nothing before loss is measured)
   });
 
   it('invalid configs throw invalid-config', () => {
@@ -422,10 +422,10 @@ describe('channels: scheduling', () => {
     expect(after.filter((l) => l === 0).length).toBeGreaterThan(0);
   });
 
-  it("'auto' redundancy rides as often as the loss rate asks: 1 at ≤ 1 %, 2 at 5 %, 3 at 10 %, 5 at 20 %", () => {
-    const rides = (loss: number | undefined): number => {
+  it("'auto' redundancy rides as often as the loss rate asks: none on a clean path, 1 at ≤ 1 %, 2 at 5 %, 3 at 10 %, 5 at 20 %", () => {
+    const rides = (loss: number | undefined, sinceLoss?: number): number => {
       const c = new MessageLanes({ lanes: [{ mode: 'reliable-ordered' }] });
-      if (loss !== undefined) c.setLossRate(loss);
+      if (loss !== undefined) c.setLossRate(loss, sinceLoss);
       c.send(0, 0, new Uint8Array(10));
       const out = new Uint8Array(1200);
       for (let p = 0; p < 12; p++) {
@@ -434,7 +434,10 @@ describe('channels: scheduling', () => {
       }
       return c.laneStats(0).redundant;
     };
-    expect([undefined, 0, 0.01, 0.05, 0.1, 0.2, 0.5].map(rides)).toEqual([1, 1, 1, 2, 3, 5, 8]);
+    expect([undefined, 0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.5].map((p) => rides(p))).toEqual([0, 0, 1, 1, 2, 3, 5, 8]);
+    // No loss in the rate's window, but one fewer than AUTO_CLEAN_OUTCOMES outcomes ago: still once.
+    expect([rides(0, 0), rides(0, 300), rides(0, AUTO_CLEAN_OUTCOMES - 1), rides(0, AUTO_CLEAN_OUTCOMES), rides(0, Infinity)])
+      .toEqual([1, 1, 1, 0, 0]);
     expect(() => new MessageLanes({ lanes: [{ mode: 'reliable-ordered', redundancy: 9 }] })).toThrow(/0\.\.8 or 'auto'/);
   });
 

@@ -323,6 +323,14 @@ const VALIDATE_SCRATCH = new Float64Array(MAX_LANES);
 /** `'auto'` redundancy sends enough copies that losing all of them is rarer than this. */
 export const AUTO_REDUNDANCY_TARGET = 3e-4;
 
+/**
+ * `'auto'` redundancy sends no riders once this many packet outcomes in a row were deliveries: the
+ * path is clean, and riders there would cost bytes and buy nothing. Four loss windows (256 outcomes
+ * each), so a path with 1 % loss almost never looks clean (0.99^1024 ≈ 3e-5), as one window would
+ * (0.99^256 ≈ 8 %) and its losses would then wait for a resend.
+ */
+export const AUTO_CLEAN_OUTCOMES = 1024;
+
 /** Rides for a packet loss rate `p`: copies k + 1 with p^(k+1) ≤ the target; p counted as ≥ 1 %, k in 1..8. */
 function autoRidesFor(p: number): number {
   const loss = Number.isFinite(p) ? Math.min(Math.max(p, 0.01), 0.9) : 0.01;
@@ -356,7 +364,7 @@ export class MessageLanes<E = MessageLaneEvent> {
   private packetNo = 0;
   private maxRoom = 0;
   private lastNow = 0;
-  private autoRides = autoRidesFor(0);
+  private autoRides = 0;
 
   /**
    * Throws `invalid-config` (see `MessageLanesOptions`). `events` builds the events `pollEvent` returns
@@ -438,11 +446,14 @@ export class MessageLanes<E = MessageLaneEvent> {
   }
 
   /**
-   * The packet loss rate the connection measures, 0..1 (the share of its packets reported lost
-   * lately): sets how many times pieces of `'auto'` lanes ride again. Before any call: as at 0.
+   * The packet loss the connection measures: `fraction`, 0..1, the share of its packets reported lost
+   * lately, and `outcomesSinceLoss`, packet outcomes since its latest loss (Infinity: none; by default
+   * 0 when `fraction` > 0, else Infinity). Sets how many times pieces of `'auto'` lanes ride again:
+   * none on a clean path (`outcomesSinceLoss` ≥ `AUTO_CLEAN_OUTCOMES`), else as `fraction` asks, at
+   * least once. Before any call: none.
    */
-  setLossRate(fraction: number): void {
-    this.autoRides = autoRidesFor(fraction);
+  setLossRate(fraction: number, outcomesSinceLoss: number = fraction > 0 ? 0 : Infinity): void {
+    this.autoRides = outcomesSinceLoss >= AUTO_CLEAN_OUTCOMES ? 0 : autoRidesFor(fraction);
   }
 
   /**
@@ -623,6 +634,8 @@ export class MessageLanes<E = MessageLaneEvent> {
   private writeRiders(out: Uint8Array, o: number, end: number, pkt: number, lanes: readonly ReliableSendLane[]): number {
     for (const l of lanes) {
       const max = l.cfg.redundancy < 0 ? this.autoRides : l.cfg.redundancy;
+      // The cursor stays: once loss is measured, the pieces still unacknowledged may ride.
+      if (max === 0) continue;
       const span = l.span;
       while (l.rideCursor < span.length) {
         const p = span.at(l.rideCursor);

@@ -45,9 +45,10 @@ export interface MessageLanesOptions {
   lanes: MessageLaneConfig[];
   /**
    * Extra rides of an unacknowledged reliable piece in later packets, 0..8, or `'auto'` (default):
-   * as many as make losing every copy rarer than `AUTO_REDUNDANCY_TARGET` at the packet loss rate the
-   * connection measures (`setLossRate`), 1 at ≤ 1 % loss, 2 at 5 %, 3 at 10 %, 5 at 20 %, at most 8.
-   * A lane may set its own.
+   * none while the connection has seen no loss (none yet, or none in its last `AUTO_CLEAN_OUTCOMES`
+   * packet outcomes), else as many as make losing every copy rarer than `AUTO_REDUNDANCY_TARGET` at
+   * the packet loss rate it measures (`setLossRate`), 1 at ≤ 1 % loss, 2 at 5 %, 3 at 10 %, 5 at 20
+   * %, at most 8. A lane may set its own.
    */
   redundancy?: number | 'auto';
   /**

@@ -261,7 +261,7 @@ export class Lanes<E> {
     if (room) {
       // A packet that goes anyway (an ack, a keep-alive) carries redundancy too, never new data
       // that pacing holds back.
-      this.channels.setLossRate(this.acks.lossRate());
+      this.channels.setLossRate(this.acks.lossRate(), this.acks.outcomesSinceLoss());
       n = this.channels.writeFrames(now, out, start, max, !frames);
     }
     const length = start + n;
