@@ -1,5 +1,6 @@
 import { readU32LE } from './bytes.js';
-import { GamewireError } from './errors.js';
+import { checkArg, GamewireError } from './errors.js';
+import { NonCryptoRng } from './rng.js';
 
 /**
  * A source of cryptographically strong random bytes: fills `out` completely. The core reads no global
@@ -19,6 +20,24 @@ export const cryptoRandom: RandomSource = (out) => {
   }
   c.getRandomValues(out);
 };
+
+/**
+ * A seeded, NON-CRYPTOGRAPHIC `RandomSource` for replayable tests and simulations: the same seed gives
+ * the same bytes, call for call, on every platform (sfc32 seeded through splitmix32). Pass it as the
+ * `random` option of a `ConnectionHost`, `Server`, `KcpServer` or `generateConnectToken` in a test so
+ * connection ids, cookie keys and tokens repeat run to run. Never use it in production: anyone who
+ * sees a few of its bytes can predict the rest. Each call draws whole 32-bit words: the bytes a call
+ * gets depend on the lengths asked for before it.
+ *
+ * @param seed an integer; only its low 32 bits matter. Throws `invalid-argument` for anything else.
+ */
+export function seededRandom(seed: number): RandomSource {
+  checkArg(Number.isInteger(seed), 'seed must be an integer');
+  const rng = new NonCryptoRng(seed);
+  return (out) => {
+    rng.fill(out);
+  };
+}
 
 /** A uniformly random u32 (0..2^32−1) drawn from `random`. */
 export function randomU32(random: RandomSource): number {
