@@ -5,6 +5,7 @@ export default defineConfig({
   // examples/ import the package by name, as a user would; tests run them against the source.
   resolve: {
     alias: [
+      { find: /^gamewire\/state$/, replacement: fileURLToPath(new URL('./src/state/index.ts', import.meta.url)) },
       { find: /^gamewire\/testing$/, replacement: fileURLToPath(new URL('./src/testing.ts', import.meta.url)) },
       { find: /^gamewire\/node$/, replacement: fileURLToPath(new URL('./src/node.ts', import.meta.url)) },
       { find: /^gamewire$/, replacement: fileURLToPath(new URL('./src/index.ts', import.meta.url)) },

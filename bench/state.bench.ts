@@ -21,6 +21,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { table, writeReadmeSection } from './readme.js';
 import { colyseusSystem } from './state/colyseus.js';
+import { gamewireSystem } from './state/gamewire.js';
 import {
   lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessLink, type HarnessOptions,
   type HarnessRun, type RateWindow, type StateSystem,
@@ -63,8 +64,8 @@ interface SystemEntry {
  * newest tick it holds, and whose `finish` checks the client against the trace. Samples read by the
  * tables: `messageBytes` (snapshot bytes per tick) and `encodeUs` (per client per tick).
  */
-const GAMEWIRE_S1: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots' };
-const GAMEWIRE_S2: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots' };
+const GAMEWIRE_S1: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots', make: (t) => gamewireSystem(t) };
+const GAMEWIRE_S2: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots', make: (t) => gamewireSystem(t) };
 
 const S1_SYSTEMS: SystemEntry[] = [
   { key: 'colyseus-f32', label: 'colyseus float32, reliable-ordered lane', make: (t) => colyseusSystem(t, 'float32') },

@@ -68,6 +68,15 @@ export class BitWriter {
    * bits (order 0: 1 bit for 0, 3 bits for 1..2, 5 bits for 3..6…), none is unbounded.
    */
   expGolomb(value: number, k: number): void {
+    if (value < 0x400000 && k < 22) {
+      const v = value + (1 << k);
+      const len = 31 - Math.clz32(v) - k;
+      const width = 2 * len + k + 1;
+      if (width <= 24) {
+        this.bits((1 << len) | ((v - (1 << (len + k))) << (len + 1)), width);
+        return;
+      }
+    }
     const v = value + 2 ** k;
     const len = 31 - Math.clz32(Math.floor(v / 2 ** k));
     this.bits(0, len);
@@ -153,6 +162,23 @@ export class BitReader {
 
   /** Read an order-`k` Exp-Golomb code; a prefix longer than 32 zeros is malformed (overflow, 0). */
   expGolomb(k: number): number {
+    while (this.accBits < 24 && this.pos < this.end) {
+      this.acc |= this.buf[this.pos++]! << this.accBits;
+      this.accBits += 8;
+    }
+    const a = this.acc;
+    if (a !== 0) {
+      const len = 31 - Math.clz32(a & -a);
+      const n = len + k;
+      if (len + 1 + n <= this.accBits && n < 24) {
+        this.acc >>>= len + 1;
+        this.accBits -= len + 1;
+        const rest = this.acc & ((1 << n) - 1);
+        this.acc >>>= n;
+        this.accBits -= n;
+        return (1 << n) + rest - (1 << k);
+      }
+    }
     let len = 0;
     while (this.bits(1) === 0) {
       if (this.overflow || ++len > 32) {

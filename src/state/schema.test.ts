@@ -16,6 +16,8 @@ describe('schema', () => {
   it('lays out slots and kinds per type', () => {
     const p = schema.type('player');
     expect(p.slots).toBe(6);
+    expect(p.deltaSlots).toBe(4); // x, y, angle, hp: not the bool or the enum
+    expect(schema.type('cube').deltaSlots).toBe(3 + 2 + 3); // a quaternion's index is not a step
     expect(p.kinds).toEqual(['linear', 'linear', 'angle', 'step', 'step', 'step']);
     const c = schema.type('cube');
     expect(c.slots).toBe(3 + 2 + 4);
@@ -85,13 +87,14 @@ describe('schema', () => {
         const buf = new Uint8Array(128);
         const w = new BitWriter(buf);
         t.writeFull(w, a, 0);
-        t.writeDelta(w, a, 0, b, 0);
+        const ks = Array.from({ length: t.deltaSlots }, (_, i) => (i * 5) % 16);
+        t.writeDelta(w, a, 0, b, 0, ks);
         const end = w.finish();
         const r = new BitReader(buf, 0, end);
         const full = new Int32Array(t.slots);
         const delta = new Int32Array(t.slots);
         expect(t.readFull(r, full, 0)).toBe(true);
-        expect(t.readDelta(r, b, 0, delta, 0)).toBe(true);
+        expect(t.readDelta(r, b, 0, delta, 0, ks)).toBe(true);
         expect([...full]).toEqual([...a]);
         expect([...delta]).toEqual([...a]);
       }),
@@ -103,19 +106,21 @@ describe('schema', () => {
     const a = new Int32Array(p.slots);
     p.quantizeObject({ x: 3, y: 4, angle: 1, hp: 50, alive: true, mode: 'run' }, a);
     const w = new BitWriter(new Uint8Array(16));
-    p.writeDelta(w, a, 0, a, 0);
+    p.writeDelta(w, a, 0, a, 0, [0, 0, 0, 0]);
     expect(w.bitLength).toBe(6);
   });
 
-  it('a small move costs few bits: x moved 0.3 m at 0.01 precision (30 steps) is 1 + 10 bits, the rest 1 bit each', () => {
+  it('a small move costs few bits: x moved 0.3 m at 0.01 precision (30 steps, zigzag 60) is 1 + 9 bits at order 4, the rest 1 bit each', () => {
     const p = schema.type('player');
     const a = new Int32Array(p.slots);
     const b = new Int32Array(p.slots);
     p.quantizeObject({ x: 3, y: 4, angle: 1, hp: 50, alive: true, mode: 'run' }, b);
     p.quantizeObject({ x: 3.3, y: 4, angle: 1, hp: 50, alive: true, mode: 'run' }, a);
     const w = new BitWriter(new Uint8Array(16));
-    p.writeDelta(w, a, 0, b, 0);
-    expect(w.bitLength).toBe(6 + 10);
+    const sums = new Float64Array(2 * p.deltaSlots);
+    p.writeDelta(w, a, 0, b, 0, [4, 4, 4, 4], sums);
+    expect(w.bitLength).toBe(6 + 9);
+    expect([...sums]).toEqual([60, 0, 0, 0, 1, 0, 0, 0]);
   });
 
   it('angles take the short way round in deltas', () => {
@@ -126,10 +131,10 @@ describe('schema', () => {
     s.quantizeObject({ r: -Math.PI + 0.001 }, a);
     const buf = new Uint8Array(16);
     const w = new BitWriter(buf);
-    s.writeDelta(w, a, 0, b, 0);
+    s.writeDelta(w, a, 0, b, 0, [3]);
     expect(w.bitLength).toBeLessThanOrEqual(1 + 10);
     const out = new Int32Array(1);
-    expect(s.readDelta(new BitReader(buf, 0, w.finish()), b, 0, out, 0)).toBe(true);
+    expect(s.readDelta(new BitReader(buf, 0, w.finish()), b, 0, out, 0, [3])).toBe(true);
     expect(out[0]).toBe(a[0]);
   });
 

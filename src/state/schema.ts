@@ -1,6 +1,6 @@
 import { BitReader, BitWriter, bitsFor, unzigzag, zigzag } from '../core/bits.js';
 import { crc32Of } from '../core/crc32.js';
-import { checkArg, checkConfig } from '../core/errors.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import type { SlotKind } from './lerp.js';
 
 export type { SlotKind };
@@ -92,12 +92,15 @@ interface FieldPlan {
   step: number;
   /** Largest q of one slot. */
   maxQ: number;
+  /** First delta slot (numeric slots written as steps: not booleans, enums or a quaternion's index). */
+  dslot: number;
 }
 
-function planFields(fields: Fields, where: string): { plans: FieldPlan[]; slots: number } {
+function planFields(fields: Fields, where: string): { plans: FieldPlan[]; slots: number; deltaSlots: number } {
   checkConfig(typeof fields === 'object' && fields !== null, `${where}: fields must be an object`);
   const plans: FieldPlan[] = [];
   let slot = 0;
+  let dslot = 0;
   for (const [name, field] of Object.entries(fields)) {
     const at = `${where}.${name}`;
     checkConfig(typeof field === 'object' && field !== null && typeof (field as Field).kind === 'string', `${at}: not a field (use float, int, bool, oneOf, angle, vec2, vec3, quat)`);
@@ -109,37 +112,39 @@ function planFields(fields: Fields, where: string): { plans: FieldPlan[]; slots:
         checkConfig(Number.isFinite(field.precision) && field.precision > 0, `${at}: precision must be > 0`);
         const maxQ = Math.ceil((field.max - field.min) / field.precision - 1e-9);
         checkConfig(maxQ <= 0x7fffffff, `${at}: (max − min) / precision must be below 2^31`);
-        plan = { name, field, slot, slots: field.kind === 'vec' ? field.dims : 1, bits: bitsFor(maxQ), min: field.min, step: field.precision, maxQ };
+        plan = { name, field, slot, slots: field.kind === 'vec' ? field.dims : 1, bits: bitsFor(maxQ), min: field.min, step: field.precision, maxQ, dslot: 0 };
         break;
       }
       case 'int':
         checkConfig(Number.isSafeInteger(field.min) && Number.isSafeInteger(field.max) && field.max >= field.min && field.max - field.min <= 0x7fffffff, `${at}: needs integers min ≤ max with max − min < 2^31`);
-        plan = { name, field, slot, slots: 1, bits: bitsFor(field.max - field.min), min: field.min, step: 1, maxQ: field.max - field.min };
+        plan = { name, field, slot, slots: 1, bits: bitsFor(field.max - field.min), min: field.min, step: 1, maxQ: field.max - field.min, dslot: 0 };
         break;
       case 'bool':
-        plan = { name, field, slot, slots: 1, bits: 1, min: 0, step: 1, maxQ: 1 };
+        plan = { name, field, slot, slots: 1, bits: 1, min: 0, step: 1, maxQ: 1, dslot: 0 };
         break;
       case 'enum':
         checkConfig(Array.isArray(field.values) && field.values.length >= 1 && field.values.length <= 65536 && new Set(field.values).size === field.values.length, `${at}: needs 1..65536 distinct values`);
-        plan = { name, field, slot, slots: 1, bits: bitsFor(field.values.length - 1), min: 0, step: 1, maxQ: field.values.length - 1 };
+        plan = { name, field, slot, slots: 1, bits: bitsFor(field.values.length - 1), min: 0, step: 1, maxQ: field.values.length - 1, dslot: 0 };
         break;
       case 'angle':
         checkConfig(Number.isInteger(field.bits) && field.bits >= 2 && field.bits <= 24, `${at}: bits must be 2..24`);
-        plan = { name, field, slot, slots: 1, bits: field.bits, min: 0, step: TWO_PI / 2 ** field.bits, maxQ: 2 ** field.bits - 1 };
+        plan = { name, field, slot, slots: 1, bits: field.bits, min: 0, step: TWO_PI / 2 ** field.bits, maxQ: 2 ** field.bits - 1, dslot: 0 };
         break;
       case 'quat':
         checkConfig(Number.isInteger(field.bits) && field.bits >= 4 && field.bits <= 20, `${at}: bits must be 4..20`);
-        plan = { name, field, slot, slots: 4, bits: field.bits, min: -SQRT1_2, step: (2 * SQRT1_2) / (2 ** field.bits - 1), maxQ: 2 ** field.bits - 1 };
+        plan = { name, field, slot, slots: 4, bits: field.bits, min: -SQRT1_2, step: (2 * SQRT1_2) / (2 ** field.bits - 1), maxQ: 2 ** field.bits - 1, dslot: 0 };
         break;
       default:
         checkConfig(false, `${at}: unknown field kind ${(field as { kind: string }).kind}`);
         throw new Error('unreachable');
     }
+    plan.dslot = dslot;
+    dslot += plan.field.kind === 'bool' || plan.field.kind === 'enum' ? 0 : plan.field.kind === 'quat' ? 3 : plan.slots;
     plans.push(plan);
     slot += plan.slots;
   }
   checkConfig(plans.length >= 1 && plans.length <= 64, `${where}: needs 1..64 fields`);
-  return { plans, slots: slot };
+  return { plans, slots: slot, deltaSlots: dslot };
 }
 
 /**
@@ -160,6 +165,8 @@ export class TypeCodec<F extends Fields = Fields> {
   readonly fieldNames: readonly string[];
   /** Bits of a full (non-delta) encoding. */
   readonly fullBits: number;
+  /** Numeric slots a delta writes as steps, each with its own Exp-Golomb order. */
+  readonly deltaSlots: number;
   private readonly plans: FieldPlan[];
   private readonly scratchQ: Int32Array;
   private readonly scratchV: Float64Array;
@@ -167,9 +174,10 @@ export class TypeCodec<F extends Fields = Fields> {
   constructor(id: number, name: string, fields: F) {
     this.id = id;
     this.name = name;
-    const { plans, slots } = planFields(fields, name);
+    const { plans, slots, deltaSlots } = planFields(fields, name);
     this.plans = plans;
     this.slots = slots;
+    this.deltaSlots = deltaSlots;
     this.fieldNames = plans.map((p) => p.name);
     const kinds: SlotKind[] = [];
     let fullBits = 0;
@@ -188,52 +196,120 @@ export class TypeCodec<F extends Fields = Fields> {
    * missing field, NaN, or an unknown enum value throws `invalid-argument`. */
   quantizeObject(values: ValuesOf<F>, q: Int32Array, off = 0): void {
     const o = values as Record<string, unknown>;
-    for (const p of this.plans) {
-      const v = o[p.name];
-      const f = p.field;
-      switch (f.kind) {
-        case 'float':
-        case 'int':
-          checkArg(typeof v === 'number' && !Number.isNaN(v), `${this.name}.${p.name} must be a number`);
-          q[off + p.slot] = this.qLinear(p, v as number);
-          break;
-        case 'bool':
-          checkArg(typeof v === 'boolean', `${this.name}.${p.name} must be a boolean`);
-          q[off + p.slot] = v ? 1 : 0;
-          break;
-        case 'enum': {
-          const i = f.values.indexOf(v as string);
-          checkArg(i >= 0, `${this.name}.${p.name}: ${String(v)} is not one of ${f.values.join(', ')}`);
-          q[off + p.slot] = i;
-          break;
-        }
-        case 'angle':
-          checkArg(typeof v === 'number' && Number.isFinite(v), `${this.name}.${p.name} must be a finite number`);
-          q[off + p.slot] = qAngle(p, v as number);
-          break;
-        case 'vec': {
-          const c = v as Record<string, number>;
-          checkArg(typeof c === 'object' && c !== null, `${this.name}.${p.name} must be { x, y${f.dims === 3 ? ', z' : ''} }`);
-          for (let i = 0; i < f.dims; i++) {
-            const x = c['xyz'[i]!];
-            checkArg(typeof x === 'number' && !Number.isNaN(x), `${this.name}.${p.name}.${'xyz'[i]} must be a number`);
-            q[off + p.slot + i] = this.qLinear(p, x!);
-          }
-          break;
-        }
-        case 'quat': {
-          const c = v as Record<string, number>;
-          checkArg(typeof c === 'object' && c !== null && [c.x, c.y, c.z, c.w].every((x) => typeof x === 'number' && Number.isFinite(x)), `${this.name}.${p.name} must be { x, y, z, w }`);
-          qQuat(p, c.x!, c.y!, c.z!, c.w!, q, off + p.slot);
-          break;
-        }
+    for (let i = 0, plans = this.plans; i < plans.length; i++) this.quantizeField(plans[i]!, o, q, off);
+  }
+
+  private quantizeField(p: FieldPlan, o: Record<string, unknown>, q: Int32Array, off = 0): void {
+    const v = o[p.name];
+    const f = p.field;
+    switch (f.kind) {
+      case 'float':
+      case 'int':
+        if (typeof v !== 'number' || Number.isNaN(v)) this.bad(p, 'must be a number');
+        q[off + p.slot] = this.qLinear(p, v as number);
+        break;
+      case 'bool':
+        if (typeof v !== 'boolean') this.bad(p, 'must be a boolean');
+        q[off + p.slot] = v ? 1 : 0;
+        break;
+      case 'enum': {
+        const i = f.values.indexOf(v as string);
+        if (i < 0) this.bad(p, `${String(v)} is not one of ${f.values.join(', ')}`);
+        q[off + p.slot] = i;
+        break;
+      }
+      case 'angle':
+        if (typeof v !== 'number' || !Number.isFinite(v)) this.bad(p, 'must be a finite number');
+        q[off + p.slot] = qAngle(p, v as number);
+        break;
+      case 'vec': {
+        const c = v as Record<string, number> | null;
+        if (typeof c !== 'object' || c === null) this.bad(p, `must be { x, y${f.dims === 3 ? ', z' : ''} }`);
+        const x = c!.x;
+        const y = c!.y;
+        const z = f.dims === 3 ? c!.z : 0;
+        if (typeof x !== 'number' || typeof y !== 'number' || typeof z !== 'number' || Number.isNaN(x + y + z)) this.bad(p, 'components must be numbers');
+        q[off + p.slot] = this.qLinear(p, x!);
+        q[off + p.slot + 1] = this.qLinear(p, y!);
+        if (f.dims === 3) q[off + p.slot + 2] = this.qLinear(p, z!);
+        break;
+      }
+      case 'quat': {
+        const c = v as Record<string, number> | null;
+        if (typeof c !== 'object' || c === null || !Number.isFinite(c.x! + c.y! + c.z! + c.w!)) this.bad(p, 'must be { x, y, z, w } of finite numbers');
+        qQuat(p, c!.x!, c!.y!, c!.z!, c!.w!, q, off + p.slot);
+        break;
       }
     }
   }
 
+  private bad(p: FieldPlan, what: string): never {
+    throw new GamewireError('invalid-argument', `${this.name}.${p.name} ${what}`);
+  }
+
+  /**
+   * Quantize a game object's values into `q[off…]` and snap the object in place to what the wire
+   * carries, in one pass. Returns true if any wire value differs from what `q` held before.
+   */
+  absorb(values: ValuesOf<F>, q: Int32Array, off: number): boolean {
+    const o = values as Record<string, unknown>;
+    let changed = false;
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
+      const f = p.field;
+      const at = off + p.slot;
+      if (f.kind === 'float' || f.kind === 'int') {
+        const v = o[p.name];
+        if (typeof v !== 'number' || Number.isNaN(v)) this.bad(p, 'must be a number');
+        const x = this.qLinear(p, v as number);
+        if (x !== q[at]) {
+          q[at] = x;
+          changed = true;
+        }
+        const snapped = p.min + x * p.step;
+        if (snapped !== v) o[p.name] = snapped;
+      } else if (f.kind === 'angle') {
+        const v = o[p.name];
+        if (typeof v !== 'number' || !Number.isFinite(v)) this.bad(p, 'must be a finite number');
+        const x = qAngle(p, v as number);
+        if (x !== q[at]) {
+          q[at] = x;
+          changed = true;
+        }
+        const a = x * p.step;
+        const snapped = a >= Math.PI ? a - TWO_PI : a;
+        if (snapped !== v) o[p.name] = snapped;
+      } else {
+        // What the wire holds, if the game left the field alone: re-quantizing a snapped quaternion
+        // may pick another largest component when two are nearly equal, and must not count as a change.
+        if (f.kind === 'quat' && this.holds(p, o, q, at)) continue;
+        const tmp = this.scratchQ;
+        this.quantizeField(p, o, tmp);
+        for (let i = 0; i < p.slots; i++) {
+          if (tmp[p.slot + i] !== q[at + i]) {
+            q[at + i] = tmp[p.slot + i]!;
+            changed = true;
+          }
+        }
+        dequantizeField(p, tmp, 0, this.scratchV, 0);
+        this.assignField(p, o, this.scratchV, 0);
+      }
+    }
+    return changed;
+  }
+
+  private holds(p: FieldPlan, o: Record<string, unknown>, q: Int32Array, at: number): boolean {
+    const c = o[p.name] as Record<string, number> | null;
+    if (typeof c !== 'object' || c === null) return false;
+    const v = this.scratchV;
+    dequantizeField(p, q, at - p.slot, v, 0);
+    return c.x === v[p.slot] && c.y === v[p.slot + 1] && c.z === v[p.slot + 2] && c.w === v[p.slot + 3];
+  }
+
   /** Quantize real slot values (`values[voff…]`) into `q[off…]`. */
   quantizeValues(values: ArrayLike<number>, voff: number, q: Int32Array, off = 0): void {
-    for (const p of this.plans) {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       const s = voff + p.slot;
       switch (p.field.kind) {
         case 'angle':
@@ -250,22 +326,7 @@ export class TypeCodec<F extends Fields = Fields> {
 
   /** Real values of `q[off…]` into `out[ooff…]`. */
   dequantize(q: Int32Array, off: number, out: Float64Array, ooff = 0): void {
-    for (const p of this.plans) {
-      const s = off + p.slot;
-      const d = ooff + p.slot;
-      switch (p.field.kind) {
-        case 'angle': {
-          const a = q[s]! * p.step;
-          out[d] = a >= Math.PI ? a - TWO_PI : a;
-          break;
-        }
-        case 'quat':
-          dqQuat(p, q, s, out, d);
-          break;
-        default:
-          for (let i = 0; i < p.slots; i++) out[d + i] = p.min + q[s + i]! * p.step;
-      }
-    }
+    for (let i = 0, plans = this.plans; i < plans.length; i++) dequantizeField(plans[i]!, q, off, out, ooff);
   }
 
   /** Snap real values in place to what the wire carries (what the other end will see). */
@@ -284,7 +345,8 @@ export class TypeCodec<F extends Fields = Fields> {
   /** A new game object from real values. */
   toObject(values: ArrayLike<number>, off = 0): ValuesOf<F> {
     const o: Record<string, unknown> = {};
-    for (const p of this.plans) {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       const s = off + p.slot;
       const f = p.field;
       switch (f.kind) {
@@ -309,26 +371,27 @@ export class TypeCodec<F extends Fields = Fields> {
 
   /** Write real values into an existing game object, in place (vectors and quaternions too). */
   assignObject(o: ValuesOf<F>, values: ArrayLike<number>, off = 0): void {
-    const t = o as Record<string, unknown>;
-    for (const p of this.plans) {
-      const s = off + p.slot;
-      const f = p.field;
-      switch (f.kind) {
-        case 'bool':
-          t[p.name] = values[s] !== 0;
-          break;
-        case 'enum':
-          t[p.name] = f.values[values[s]!] ?? f.values[0];
-          break;
-        case 'vec':
-        case 'quat': {
-          const c = t[p.name] as Record<string, number>;
-          for (let i = 0; i < p.slots; i++) c['xyzw'[i]!] = values[s + i]!;
-          break;
-        }
-        default:
-          t[p.name] = values[s]!;
+    for (let i = 0, plans = this.plans; i < plans.length; i++) this.assignField(plans[i]!, o as Record<string, unknown>, values, off);
+  }
+
+  private assignField(p: FieldPlan, t: Record<string, unknown>, values: ArrayLike<number>, off: number): void {
+    const s = off + p.slot;
+    const f = p.field;
+    switch (f.kind) {
+      case 'bool':
+        t[p.name] = values[s] !== 0;
+        break;
+      case 'enum':
+        t[p.name] = f.values[values[s]!] ?? f.values[0];
+        break;
+      case 'vec':
+      case 'quat': {
+        const c = t[p.name] as Record<string, number>;
+        for (let i = 0; i < p.slots; i++) c['xyzw'[i]!] = values[s + i]!;
+        break;
       }
+      default:
+        t[p.name] = values[s]!;
     }
   }
 
@@ -340,7 +403,8 @@ export class TypeCodec<F extends Fields = Fields> {
 
   /** Write `q[off…]` in full. */
   writeFull(w: BitWriter, q: Int32Array, off: number): void {
-    for (const p of this.plans) {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       if (p.field.kind === 'quat') {
         w.bits(q[off + p.slot]!, 2);
         for (let i = 1; i < 4; i++) w.bits(q[off + p.slot + i]!, p.bits);
@@ -353,7 +417,8 @@ export class TypeCodec<F extends Fields = Fields> {
   /** Read a full encoding into `q[off…]`; false if a value is out of its range (malformed). */
   readFull(r: BitReader, q: Int32Array, off: number): boolean {
     let ok = true;
-    for (const p of this.plans) {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       if (p.field.kind === 'quat') {
         q[off + p.slot] = r.bits(2);
         for (let i = 1; i < 4; i++) q[off + p.slot + i] = r.bits(p.bits);
@@ -376,10 +441,13 @@ export class TypeCodec<F extends Fields = Fields> {
 
   /**
    * Write `q[off…]` as a delta against `base[boff…]`: per field one bit (changed); a changed field's
-   * slots as small signed differences (see docs/state.md, "Field deltas").
+   * numeric slots as signed step counts in order-k Exp-Golomb codes, `k` per delta slot from `ks`
+   * (docs/state.md, "Field deltas"). `sums`, if given, gains each written slot's zigzag value (per
+   * delta slot; its second half counts them), for the caller to pick the next `ks`.
    */
-  writeDelta(w: BitWriter, q: Int32Array, off: number, base: Int32Array, boff: number): void {
-    for (const p of this.plans) {
+  writeDelta(w: BitWriter, q: Int32Array, off: number, base: Int32Array, boff: number, ks: ArrayLike<number>, sums?: Float64Array): void {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       const a = off + p.slot;
       const b = boff + p.slot;
       let changed = false;
@@ -397,20 +465,21 @@ export class TypeCodec<F extends Fields = Fields> {
           for (let i = 1; i < 4; i++) w.bits(q[a + i]!, p.bits);
         } else {
           w.bits(0, 1);
-          for (let i = 1; i < 4; i++) writeSlotDelta(w, q[a + i]! - base[b + i]!, q[a + i]!, p.bits);
+          for (let i = 1; i < 4; i++) writeStep(w, q[a + i]! - base[b + i]!, ks[p.dslot + i - 1]!, sums, p.dslot + i - 1);
         }
       } else if (f.kind === 'angle') {
-        writeSlotDelta(w, wrapDelta(q[a]! - base[b]!, p.bits), q[a]!, p.bits);
+        writeStep(w, wrapDelta(q[a]! - base[b]!, p.bits), ks[p.dslot]!, sums, p.dslot);
       } else {
-        for (let i = 0; i < p.slots; i++) writeSlotDelta(w, q[a + i]! - base[b + i]!, q[a + i]!, p.bits);
+        for (let i = 0; i < p.slots; i++) writeStep(w, q[a + i]! - base[b + i]!, ks[p.dslot + i]!, sums, p.dslot + i);
       }
     }
   }
 
-  /** Read a delta against `base[boff…]` into `q[off…]`; false if malformed. */
-  readDelta(r: BitReader, base: Int32Array, boff: number, q: Int32Array, off: number): boolean {
+  /** Read a delta against `base[boff…]` into `q[off…]`, with the writer's `ks`; false if malformed. */
+  readDelta(r: BitReader, base: Int32Array, boff: number, q: Int32Array, off: number, ks: ArrayLike<number>): boolean {
     let ok = true;
-    for (const p of this.plans) {
+    for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
+      const p = plans[pi]!;
       const a = off + p.slot;
       const b = boff + p.slot;
       for (let i = 0; i < p.slots; i++) q[a + i] = base[b + i]!;
@@ -427,17 +496,17 @@ export class TypeCodec<F extends Fields = Fields> {
           for (let i = 1; i < 4; i++) q[a + i] = r.bits(p.bits);
         } else {
           for (let i = 1; i < 4; i++) {
-            const v = readSlotDelta(r, base[b + i]!, p.bits);
+            const v = base[b + i]! + unzigzag(r.expGolomb(ks[p.dslot + i - 1]!));
             if (v < 0 || v > p.maxQ) ok = false;
             q[a + i] = v;
           }
         }
       } else if (f.kind === 'angle') {
-        const v = readSlotDelta(r, base[b]!, p.bits);
-        q[a] = ((v % (p.maxQ + 1)) + p.maxQ + 1) % (p.maxQ + 1);
+        const m = p.maxQ + 1;
+        q[a] = (((base[b]! + unzigzag(r.expGolomb(ks[p.dslot]!))) % m) + m) % m;
       } else {
         for (let i = 0; i < p.slots; i++) {
-          const v = readSlotDelta(r, base[b + i]!, p.bits);
+          const v = base[b + i]! + unzigzag(r.expGolomb(ks[p.dslot + i]!));
           if (v < 0 || v > p.maxQ) ok = false;
           q[a + i] = v;
         }
@@ -457,6 +526,23 @@ export class TypeCodec<F extends Fields = Fields> {
   }
 }
 
+function dequantizeField(p: FieldPlan, q: Int32Array, off: number, out: Float64Array, ooff: number): void {
+  const s = off + p.slot;
+  const d = ooff + p.slot;
+  switch (p.field.kind) {
+    case 'angle': {
+      const a = q[s]! * p.step;
+      out[d] = a >= Math.PI ? a - TWO_PI : a;
+      break;
+    }
+    case 'quat':
+      dqQuat(p, q, s, out, d);
+      break;
+    default:
+      for (let i = 0; i < p.slots; i++) out[d + i] = p.min + q[s + i]! * p.step;
+  }
+}
+
 function qAngle(p: FieldPlan, v: number): number {
   const turns = v / TWO_PI;
   const q = Math.round((turns - Math.floor(turns)) * (p.maxQ + 1));
@@ -465,17 +551,28 @@ function qAngle(p: FieldPlan, v: number): number {
 
 function qQuat(p: FieldPlan, x: number, y: number, z: number, w: number, q: Int32Array, at: number): void {
   const n = Math.hypot(x, y, z, w) || 1;
-  const c = [x / n, y / n, z / n, w / n];
+  const ax = Math.abs(x);
+  const ay = Math.abs(y);
+  const az = Math.abs(z);
+  const aw = Math.abs(w);
   let largest = 0;
-  for (let i = 1; i < 4; i++) if (Math.abs(c[i]!) > Math.abs(c[largest]!)) largest = i;
-  const sign = c[largest]! < 0 ? -1 : 1;
+  let big = ax;
+  if (ay > big) (largest = 1), (big = ay);
+  if (az > big) (largest = 2), (big = az);
+  if (aw > big) largest = 3;
+  const sign = (largest === 0 ? x : largest === 1 ? y : largest === 2 ? z : w) < 0 ? -1 : 1;
+  const k = sign / n;
   q[at] = largest;
-  let k = 1;
-  for (let i = 0; i < 4; i++) {
-    if (i === largest) continue;
-    const v = Math.round((c[i]! * sign - p.min) / p.step);
-    q[at + k++] = v < 0 ? 0 : v > p.maxQ ? p.maxQ : v;
-  }
+  let i = 1;
+  if (largest !== 0) q[at + i++] = qComponent(p, x * k);
+  if (largest !== 1) q[at + i++] = qComponent(p, y * k);
+  if (largest !== 2) q[at + i++] = qComponent(p, z * k);
+  if (largest !== 3) q[at + i] = qComponent(p, w * k);
+}
+
+function qComponent(p: FieldPlan, c: number): number {
+  const v = Math.round((c - p.min) / p.step);
+  return v < 0 ? 0 : v > p.maxQ ? p.maxQ : v;
 }
 
 function dqQuat(p: FieldPlan, q: Int32Array, at: number, out: Float64Array, d: number): void {
@@ -492,32 +589,27 @@ function dqQuat(p: FieldPlan, q: Int32Array, at: number, out: Float64Array, d: n
 }
 
 function wrapDelta(d: number, bits: number): number {
-  const m = 2 ** bits;
-  let x = ((d % m) + m) % m;
-  if (x >= m / 2) x -= m;
-  return x;
+  const m = 1 << bits;
+  const x = d & (m - 1);
+  return x >= m >>> 1 ? x - m : x;
 }
 
-/** Slot delta code: '0' + 4 bits of zigzag(d) (|d| ≤ 8), '10' + 8 bits (|d| ≤ 136), '11' + the raw value. */
-function writeSlotDelta(w: BitWriter, d: number, value: number, bits: number): void {
+/** Largest Exp-Golomb order of a delta slot (4 bits in the snapshot header). */
+export const MAX_DELTA_K = 15;
+
+function writeStep(w: BitWriter, d: number, k: number, sums: Float64Array | undefined, j: number): void {
   const z = zigzag(d);
-  if (z < 16 && bits > 4) {
-    w.bits(0, 1);
-    w.bits(z, 4);
-  } else if (z < 16 + 256 && bits > 8) {
-    w.bits(1, 1);
-    w.bits(0, 1);
-    w.bits(z - 16, 8);
-  } else {
-    w.bits(3, 2);
-    w.bits(value, bits);
+  w.expGolomb(z, k);
+  if (sums !== undefined) {
+    sums[j] += z;
+    sums[sums.length / 2 + j]++;
   }
 }
 
-function readSlotDelta(r: BitReader, base: number, bits: number): number {
-  if (r.bits(1) === 0) return bits > 4 ? base + unzigzag(r.bits(4)) : -1;
-  if (r.bits(1) === 0) return bits > 8 ? base + unzigzag(r.bits(8) + 16) : -1;
-  return r.bits(bits);
+/** The Exp-Golomb order that suits a mean zigzag step of `mean`. */
+export function orderFor(mean: number): number {
+  const k = Math.floor(Math.log2(mean + 1));
+  return k < 0 ? 0 : k > MAX_DELTA_K ? MAX_DELTA_K : k;
 }
 
 /** Entity types by name: what `defineSchema` takes. */
