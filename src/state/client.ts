@@ -511,7 +511,9 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
    */
   input(now: number, values: ValuesOf<I>): void {
     this.inputObj = values;
-    if (!this.welcomed) return;
+    // With prediction, inputs start with the first state of the own entity, so that every input sent
+    // is one the prediction applied too.
+    if (!this.welcomed || (this.options.predict !== undefined && this.predictor === undefined)) return;
     if (this.inputStart < 0) this.inputStart = now - this.tickMs;
     const due = Math.floor((now - this.inputStart) / this.tickMs);
     let sent = false;
