@@ -1,15 +1,8 @@
 import { checkConfig, isInt, isNum, isObject, checkKnownKeys } from '../core/config.js';
 import { checkArg } from '../core/errors.js';
+import { angleDelta, blendSlots, type SlotKind } from './lerp.js';
 
-/**
- * How one value slot of an entity interpolates. `'linear'`: a straight line. `'angle'`: radians,
- * along the shorter way round (the result is not wrapped into a range: it stays near the samples'
- * values). `'step'`: the older sample's value (integers, booleans, enums). `'quat'`: this slot and
- * the next three are x, y, z, w of a unit quaternion, normalized lerp along the shorter arc (the
- * three slots after it are taken by it, whatever `kinds` says for them; a `'quat'` with fewer than
- * three slots after it acts as `'step'`).
- */
-export type SlotKind = 'linear' | 'angle' | 'step' | 'quat';
+export type { SlotKind };
 
 /**
  * What `Track.sample` did:
@@ -669,7 +662,7 @@ export class Track {
       const ta = ticks[a]!;
       const tb = ticks[b]!;
       this.next = tb;
-      mix(ticks, V + a * S, V + b * S, (r - ta) / (tb - ta), kinds, S, out, o);
+      blendSlots(ticks, V + a * S, ticks, V + b * S, (r - ta) / (tb - ta), kinds, out, o, S);
       return 'interpolated';
     }
     this.next = Infinity;
@@ -684,7 +677,7 @@ export class Track {
     if (n >= 2 && tl === known) {
       const p = this.at(n - 2);
       const tp = ticks[p]!;
-      mix(ticks, V + p * S, V + last * S, 1 + (Math.min(r, known + lim) - tl) / (tl - tp), kinds, S, out, o);
+      blendSlots(ticks, V + p * S, ticks, V + last * S, 1 + (Math.min(r, known + lim) - tl) / (tl - tp), kinds, out, o, S);
     } else {
       this.copyOut(last, out, o);
     }
@@ -734,30 +727,6 @@ export class Track {
   }
 }
 
-const TWO_PI = 2 * Math.PI;
-
-/**
- * out[o + k] = a + (b − a)·t for the slots at `ia` and `ib` of `src`, by kind; t > 1 extrapolates
- * (step takes b from t ≥ 1). `out` from `o` may not overlap either.
- */
-function mix(src: Float64Array, ia: number, ib: number, t: number, kinds: readonly SlotKind[], S: number, out: Float64Array, o: number): void {
-  for (let k = 0; k < S; k++) {
-    const kind = kinds[k];
-    const x = src[ia + k]!;
-    if (kind === undefined || kind === 'linear') {
-      out[o + k] = x + (src[ib + k]! - x) * t;
-    } else if (kind === 'angle') {
-      let d = src[ib + k]! - x;
-      d -= TWO_PI * Math.round(d / TWO_PI);
-      out[o + k] = x + d * t;
-    } else if (kind === 'quat' && k + 3 < S) {
-      nlerp(src, ia + k, ib + k, t, out, o + k);
-      k += 3;
-    } else {
-      out[o + k] = t < 1 ? x : src[ib + k]!;
-    }
-  }
-}
 
 /**
  * In place: the estimate at the tick last shown (`buf` from `co`) becomes the correction from it to
@@ -770,9 +739,7 @@ function correction(buf: Float64Array, sh: number, co: number, kinds: readonly S
     if (kind === undefined || kind === 'linear') {
       buf[co + k] = buf[sh + k]! - buf[co + k]!;
     } else if (kind === 'angle') {
-      let d = buf[sh + k]! - buf[co + k]!;
-      d -= TWO_PI * Math.round(d / TWO_PI);
-      buf[co + k] = d;
+      buf[co + k] = angleDelta(buf[co + k]!, buf[sh + k]!);
     } else if (kind === 'quat' && k + 3 < S) {
       const sx = buf[sh + k]!, sy = buf[sh + k + 1]!, sz = buf[sh + k + 2]!, sw = buf[sh + k + 3]!;
       const ex = -buf[co + k]!, ey = -buf[co + k + 1]!, ez = -buf[co + k + 2]!, ew = buf[co + k + 3]!;
@@ -819,34 +786,6 @@ function applyCorrection(c: Float64Array, co: number, f: number, kinds: readonly
       k += 3;
     }
   }
-}
-
-/** Normalized lerp of quaternions src[ia..ia+4) → src[ib..ib+4) along the shorter arc into out[io..io+4). */
-function nlerp(src: Float64Array, ia: number, ib: number, t: number, out: Float64Array, io: number): void {
-  const ax = src[ia]!, ay = src[ia + 1]!, az = src[ia + 2]!, aw = src[ia + 3]!;
-  let bx = src[ib]!, by = src[ib + 1]!, bz = src[ib + 2]!, bw = src[ib + 3]!;
-  if (ax * bx + ay * by + az * bz + aw * bw < 0) {
-    bx = -bx;
-    by = -by;
-    bz = -bz;
-    bw = -bw;
-  }
-  const x = ax + (bx - ax) * t;
-  const y = ay + (by - ay) * t;
-  const z = az + (bz - az) * t;
-  const w = aw + (bw - aw) * t;
-  const len = Math.sqrt(x * x + y * y + z * z + w * w);
-  if (len < 1e-12) {
-    out[io] = ax;
-    out[io + 1] = ay;
-    out[io + 2] = az;
-    out[io + 3] = aw;
-    return;
-  }
-  out[io] = x / len;
-  out[io + 1] = y / len;
-  out[io + 2] = z / len;
-  out[io + 3] = w / len;
 }
 
 function clamp(v: number, lo: number, hi: number): number {

@@ -73,23 +73,22 @@ export function nlerpQuat(
 }
 
 /**
- * Blend two states of one layout slot by slot: `out[0..kinds.length)` = `a[ai..]` at `t` = 0 towards `b[bi..]` at
- * `t` = 1, each slot by its kind (see {@link SlotKind}). `kinds` must have passed {@link checkKinds}. Allocates
- * nothing.
+ * Blend two states of one layout slot by slot: `out[oi..oi + n)` = `a[ai..]` at `t` = 0 towards `b[bi..]` at
+ * `t` = 1, each slot by its kind (see {@link SlotKind}; a slot past the end of `kinds` is `'linear'`). `t` above 1
+ * extrapolates (a `'step'` slot takes `b`). The client's interpolation and the server's history both blend with this,
+ * so a rewind reproduces what a client drew. Allocates nothing; `out` must not overlap `a` or `b`.
  */
 export function blendSlots(
   a: ArrayLike<number>, ai: number, b: ArrayLike<number>, bi: number, t: number,
-  kinds: readonly SlotKind[], out: Float64Array,
+  kinds: readonly SlotKind[], out: Float64Array, oi = 0, n = kinds.length,
 ): void {
-  const n = kinds.length;
   for (let i = 0; i < n; i++) {
     const k = kinds[i];
-    if (k === 'linear') out[i] = lerp(a[ai + i], b[bi + i], t);
-    else if (k === 'angle') out[i] = lerpAngle(a[ai + i], b[bi + i], t);
-    else if (k === 'step') out[i] = t < 1 ? a[ai + i] : b[bi + i];
-    else {
-      nlerpQuat(a, ai + i, b, bi + i, t, out, i);
+    if (k === undefined || k === 'linear') out[oi + i] = lerp(a[ai + i]!, b[bi + i]!, t);
+    else if (k === 'angle') out[oi + i] = lerpAngle(a[ai + i]!, b[bi + i]!, t);
+    else if (k === 'quat' && i + 3 < n) {
+      nlerpQuat(a, ai + i, b, bi + i, t, out, oi + i);
       i += 3;
-    }
+    } else out[oi + i] = t < 1 ? a[ai + i]! : b[bi + i]!;
   }
 }
