@@ -63,6 +63,7 @@ const ENTRIES: [entry: string, file: string][] = [
   ['gamewire/browser', 'src/browser.ts'],
   ['gamewire/sim', 'src/sim/index.ts'],
   ['gamewire/testing', 'src/testing.ts'],
+  ['gamewire/state', 'src/state/index.ts'],
   ['gamewire/extend', 'src/extend.ts'],
 ];
 

@@ -574,7 +574,8 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   /**
    * The entities to draw at local time `now` (ms): the others interpolated on the playback clock,
    * this client's own predicted (with a decaying correction). The array and its objects are reused
-   * by the next call.
+   * by the next call. For the first second after the first snapshot the clock measures the path
+   * before playing: entities are drawn where they were first seen (`placed: 'early'`).
    */
   sample(now: number): readonly ViewEntity<T>[] {
     const out = this.out;
@@ -594,7 +595,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
         this.predictor.render(now, e.raw);
         e.placed = 'predicted';
       } else {
-        if (e.bornTick > render) continue;
+        if (e.bornTick > render && render !== -Infinity) continue;
         e.placed = e.track.sample(render, known, e.codec.kinds, maxEx, e.raw);
       }
       e.codec.assignObject(e.values as never, e.raw);
