@@ -70,6 +70,12 @@ export interface StateClientStats {
 /** Counter names of a `StateClient`. */
 export type StateClientCounter = 'malformed' | 'stale' | 'missingBaseline' | 'schemaMismatch' | 'resyncsSent';
 
+/**
+ * Snapshots a client keeps as baselines, in ticks behind the newest: twice the server's window, so a
+ * snapshot that arrives up to BASELINE_WINDOW ticks late still finds its baselines.
+ */
+const KEEP_TICKS = 2 * BASELINE_WINDOW;
+
 /** Snapshot ticks remembered per slot, to find an update's baseline without a scan. */
 const RECV_RING = 8;
 
@@ -161,6 +167,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private recvTicks = new Int32Array(0);
   private recvCap = 0;
   private awaitEpoch = 0;
+  private epoch = 0;
   private readonly ksOf: (Uint8Array | undefined)[];
 
   constructor(link: StateLink, options: StateClientOptions<T, I>) {
@@ -286,6 +293,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       this.counts.stale++;
       return;
     }
+    if (epoch > this.epoch) this.startOver(tick, epoch);
     const rec = this.pool.pop() ?? newReceived(this.stride);
     rec.tick = tick;
     rec.n = 0;
@@ -338,7 +346,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       } else {
         kind = EntryKind.Destroy;
         type = 0;
-        gen = r.bits(16);
+        gen = 0;
       }
       if (!ok) break;
       rec.slots[at] = slot;
@@ -364,11 +372,11 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       this.newest = tick;
       this.newestAt = now;
       for (const [t, old] of this.records) {
-        if (t > tick - BASELINE_WINDOW) continue;
+        if (t > tick - KEEP_TICKS) continue;
         this.records.delete(t);
         this.pool.push(old);
       }
-      if ((tick & 15) === 0) for (const e of this.visible.values()) if (e.diedTick <= Math.max(this.renderTick, tick - 2 * BASELINE_WINDOW)) this.visible.delete(e.id);
+      if ((tick & 15) === 0) for (const e of this.visible.values()) if (e.diedTick <= Math.max(this.renderTick, tick - KEEP_TICKS)) this.visible.delete(e.id);
     }
     this.snapshots++;
     this.lastBytes = b.length;
@@ -376,6 +384,27 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     this.playback?.received(now, tick);
     this.ownId = ownSlot < 0 ? -1 : entityId(ownSlot, ownGen);
     this.apply(now, rec, inputAck, before);
+  }
+
+  /**
+   * The server started over from full state (after our RESYNC): what we hold may include entities it
+   * no longer tells us about. Everything held ends at `tick`; the new epoch's creates bring back what
+   * exists, and no snapshot of an older epoch is taken any more.
+   */
+  private startOver(tick: number, epoch: number): void {
+    this.epoch = epoch;
+    this.awaitEpoch = epoch;
+    for (const [t, rec] of this.records) {
+      this.records.delete(t);
+      this.pool.push(rec);
+    }
+    this.recvTicks.fill(-1);
+    this.appliedTick.fill(-1);
+    for (let slot = 0; slot < this.bySlot.length; slot++) {
+      const e = this.bySlot[slot];
+      if (e !== undefined) e.diedTick = Math.min(e.diedTick, tick);
+      this.bySlot[slot] = undefined;
+    }
   }
 
   /** The newest snapshot of tick ≤ `common` that holds `slot`: what the server knows this client holds of it. */
@@ -447,7 +476,8 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       const id = entityId(slot, gen);
       const cur = this.bySlot[slot];
       if (rec.kinds[i] === EntryKind.Destroy) {
-        if (cur !== undefined && cur.id === id) {
+        // Whatever the slot holds ends: anything created in it later has a later applied tick.
+        if (cur !== undefined) {
           cur.diedTick = tick;
           this.bySlot[slot] = undefined;
         }

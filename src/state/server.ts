@@ -29,8 +29,11 @@ export interface LinkEvent {
   client?: StateLink;
 }
 
-/** Snapshots a client may be told to decode against: a base older than this many ticks is not used. */
+/** Snapshots a client may be told to decode against: a base older than this many ticks is not used. @internal */
 export const BASELINE_WINDOW = 64;
+
+/** Snapshots in flight per client (outcome unknown); beyond, the oldest is treated as lost. @internal */
+export const MAX_IN_FLIGHT = 64;
 
 /** One replicated entity. Change `values` freely between ticks; `tick` reads and quantizes them. */
 export class Entity<T extends SchemaTypes = SchemaTypes, K extends keyof T & string = keyof T & string> {
@@ -148,7 +151,6 @@ class Held {
   ackHeld = new Uint8Array(0);
   ackQ = new Int32Array(0);
   sentTick = new Int32Array(0);
-  sentGen = new Uint16Array(0);
   sentHeld = new Uint8Array(0);
   accum = new Float64Array(0);
   /** The last SEND_RING ticks each slot was sent in (newest at `sendHead`), and how many are kept. */
@@ -198,7 +200,6 @@ class Held {
     this.ackHeld = grow(this.ackHeld, cap, 0);
     this.ackQ = grow(this.ackQ, cap * this.stride, 0);
     this.sentTick = grow(this.sentTick, cap, -1);
-    this.sentGen = grow(this.sentGen, cap, 0);
     this.sentHeld = grow(this.sentHeld, cap, 0);
     this.accum = grow(this.accum, cap, 0);
     this.sends = grow(this.sends, cap * SEND_RING, -1);
@@ -825,18 +826,17 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       if (chosen[j] === 0) continue;
       const slot = cand[j]!;
       const kind = kinds[j]!;
-      const gen = kind === EntryKind.Destroy ? (h.ackHeld[slot] === 1 ? h.ackGen[slot]! : h.sentGen[slot]!) : this.bySlot[slot]!.gen;
+      const gen = kind === EntryKind.Destroy ? 0 : this.bySlot[slot]!.gen;
       rec.push(slot, kind, gen, this.q, slot * stride);
       h.sentTick[slot] = tick;
       h.sent(slot, tick);
-      h.sentGen[slot] = gen;
       h.sentHeld[slot] = kind === EntryKind.Destroy ? 0 : 1;
       acc[slot] = 0;
     }
     const id = p.link.send(this.lane + SNAPSHOTS, bytes);
     if (id >= 0) {
       p.records.set(id, rec);
-      if (p.records.size > BASELINE_WINDOW) {
+      if (p.records.size > MAX_IN_FLIGHT) {
         const [oldId, old] = p.records.entries().next().value as [number, SnapRecord];
         p.records.delete(oldId);
         this.recordPool.push(old);
@@ -877,7 +877,6 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       e.codec.writeFull(w, this.q, off);
     } else {
       w.bits(0, 2);
-      w.bits(h.ackHeld[slot] === 1 ? h.ackGen[slot]! : h.sentGen[slot]!, 16);
     }
   }
 

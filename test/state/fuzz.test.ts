@@ -54,7 +54,7 @@ describe('the snapshot and input readers under hostile bytes', () => {
           }
           expect(client.ids().length).toBeLessThanOrEqual(65536);
           const r = (client as never as { records: Map<number, unknown> }).records;
-          expect(r.size).toBeLessThanOrEqual(64 * 2);
+          expect(r.size).toBeLessThanOrEqual(128);
         },
       ),
       { numRuns: 300 },
