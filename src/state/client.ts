@@ -167,6 +167,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private recvTicks = new Int32Array(0);
   private recvCap = 0;
   private awaitEpoch = 0;
+  private completeTick = -1;
   private epoch = 0;
   private readonly ksOf: (Uint8Array | undefined)[];
 
@@ -270,6 +271,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     const commonOff = r.expGolomb(0);
     const common = commonOff === 0 ? -1 : tick - commonOff;
     const epoch = r.expGolomb(0);
+    const complete = r.bool();
     const k = r.bits(3);
     const tables = r.expGolomb(0);
     const ksOf = this.ksOf;
@@ -378,6 +380,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       }
       if ((tick & 15) === 0) for (const e of this.visible.values()) if (e.diedTick <= Math.max(this.renderTick, tick - KEEP_TICKS)) this.visible.delete(e.id);
     }
+    if (complete && tick > this.completeTick) this.completeTick = tick;
     this.snapshots++;
     this.lastBytes = b.length;
     this.totalBytes += b.length;
@@ -400,6 +403,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     }
     this.recvTicks.fill(-1);
     this.appliedTick.fill(-1);
+    this.completeTick = -1;
     for (let slot = 0; slot < this.bySlot.length; slot++) {
       const e = this.bySlot[slot];
       if (e !== undefined) e.diedTick = Math.min(e.diedTick, tick);
@@ -614,7 +618,9 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     if (pb === undefined) return out;
     const render = pb.advance(now);
     this.renderTick = render;
-    const known = pb.newestTick;
+    // An entity the newest complete snapshot left out had not changed by then; one a budget-bound
+    // snapshot left out is known only up to its own last sample.
+    const complete = this.completeTick;
     const maxEx = (this.options.interpolation?.maxExtrapolationMs ?? 100) / this.tickMs;
     for (const e of this.visible.values()) {
       if (e.diedTick <= render) {
@@ -626,7 +632,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
         e.placed = 'predicted';
       } else {
         if (e.bornTick > render && render !== -Infinity) continue;
-        e.placed = e.track.sample(render, known, e.codec.kinds, maxEx, e.raw);
+        e.placed = e.track.sample(render, Math.max(complete, e.track.lastTick), e.codec.kinds, maxEx, e.raw);
       }
       e.codec.assignObject(e.values as never, e.raw);
       out.push(e as unknown as ViewEntity<T>);

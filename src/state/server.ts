@@ -414,7 +414,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     this.stepMeans = this.schema.types.map((t) => new Float64Array(t.deltaSlots).fill(15));
     this.stepSums = this.schema.types.map((t) => new Float64Array(2 * t.deltaSlots));
     this.tablesUsed = new Uint8Array(this.schema.types.length);
-    this.headerBits = 8 + 32 + 33 + 33 + 16 + 3 + 17 + 8 + this.schema.types.reduce((a, t) => a + this.schema.typeBits + 4 * t.deltaSlots, 0);
+    this.headerBits = 8 + 32 + 33 + 33 + 16 + 1 + 3 + 17 + 8 + this.schema.types.reduce((a, t) => a + this.schema.typeBits + 4 * t.deltaSlots, 0);
     this.paddedKinds = this.schema.types.map((t) => [...t.kinds, ...new Array<SlotKind>(this.stride - t.slots).fill('step')]);
     this.gens = new Uint16Array(this.maxEntities);
     this.q = new Int32Array(64 * this.stride);
@@ -907,6 +907,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     }
     w.expGolomb(common < 0 ? 0 : tick - common, 0);
     w.expGolomb(p.epoch, 0);
+    w.bool(taken === nc);
     const k = taken === 0 ? 0 : Math.min(7, Math.max(0, Math.floor(Math.log2(Math.max(1, this.high / taken))) - 1));
     w.bits(k, 3);
     const tables = this.tablesUsed;
