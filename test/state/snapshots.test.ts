@@ -24,6 +24,7 @@ function churn(seed: number, loss: number, opts: { maxBytes?: number; entities?:
   const problems: string[] = [];
   let checked = 0;
   let overBudget = 0;
+  const lastRender = [-Infinity, -Infinity];
   let skipped = 0;
   sw.run(12_000, {
     beforeTick() {
@@ -52,6 +53,12 @@ function churn(seed: number, loss: number, opts: { maxBytes?: number; entities?:
     },
     frame() {
       if (sw.world.now > 9000) moving = false;
+      sw.clients.forEach((c, i) => {
+        c.sample(sw.world.now);
+        const render = c.stats(sw.world.now).playback?.renderTick ?? -Infinity;
+        if (render < lastRender[i]!) problems.push(`t=${sw.world.now} client ${i}: render time went back from ${lastRender[i]} to ${render}`);
+        lastRender[i] = render;
+      });
       for (const c of sw.clients) {
         for (const id of c.ids()) {
           const held = c.latest(id)!;
@@ -70,7 +77,7 @@ function churn(seed: number, loss: number, opts: { maxBytes?: number; entities?:
 describe('snapshots over lossy, jittery, reordering, duplicating links', () => {
   for (const loss of [0, 0.1, 0.2]) {
     for (const seed of [1, 2]) {
-      it(`loss ${loss * 100} % seed ${seed}: every held state equals the server's at its tick, nothing applies to another entity, and both clients converge`, () => {
+      it(`loss ${loss * 100} % seed ${seed}: every held state equals the server's at its tick, nothing applies to another entity, render time never goes back, and both clients converge`, () => {
         const r = churn(seed, loss);
         if (process.env.STATE_DEBUG) console.log(loss, seed, r.checked, r.skipped, r.final.length, JSON.stringify(r.sw.clients[0]!.counters()), JSON.stringify([...r.sw.server.players()][0]!.stats()), JSON.stringify(r.sw.server.counters()));
         expect(r.problems.slice(0, 5)).toEqual([]);
