@@ -2,18 +2,13 @@
 // bytesReceived) against what the simulator's drivers saw, datagram for datagram.
 import { describe, expect, it } from 'vitest';
 import type { LaneConfig } from './options.js';
-import { NonCryptoRng } from '../core/rng.js';
+import { seededRandom } from '../core/random.js';
 import { World } from '../sim/world.js';
 import type { Connection, ConnectionEvent } from './connection.js';
 import { ConnectionHost } from './host.js';
 import { FrameKind } from './wire.js';
 
 const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }, { mode: 'block', maxMessageBytes: 1 << 20 }];
-
-function seeded(seed: number): (out: Uint8Array) => void {
-  const rng = new NonCryptoRng(seed);
-  return (out) => void rng.fill(out);
-}
 
 interface Seen {
   datagrams: number;
@@ -26,8 +21,8 @@ const seen = (): Seen => ({ datagrams: 0, bytes: 0, kinds: [], lengths: [] });
 
 function rig(seed: number) {
   const world = new World({ seed, link: { latencyMs: 25 } });
-  const server = new ConnectionHost({ lanes: LANES, listen: true, random: seeded(seed + 1) });
-  const client = new ConnectionHost({ lanes: LANES, random: seeded(seed + 2) });
+  const server = new ConnectionHost({ lanes: LANES, listen: true, random: seededRandom(seed + 1) });
+  const client = new ConnectionHost({ lanes: LANES, random: seededRandom(seed + 2) });
   world.add('server', server);
   world.add('client', client);
   // What each driver handed to its endpoint, by receiving address.

@@ -7,7 +7,7 @@ import { Playback, type PlaybackOptions, type PlaybackStats, type SampleOutcome,
 import { Predictor } from './prediction.js';
 import type { Fields, Schema, SchemaTypes, TypeCodec, ValuesOf } from './schema.js';
 import { BASELINE_WINDOW, type LinkEvent, type StateLink } from './server.js';
-import { CONTROL, EntryKind, entityId, INPUTS, Kind, RENDER_SCALE, SNAPSHOTS } from './wire.js';
+import { CONTROL, Entries, EntryKind, entityId, INPUTS, Kind, RENDER_SCALE, SNAPSHOTS } from './wire.js';
 
 /** An entity as the client draws it. `values` is updated in place by each `sample`. */
 export interface ViewEntity<T extends SchemaTypes = SchemaTypes, K extends keyof T & string = keyof T & string> {
@@ -79,17 +79,6 @@ const KEEP_TICKS = 2 * BASELINE_WINDOW;
 /** Snapshot ticks remembered per slot, to find an update's baseline without a scan. */
 const RECV_RING = 8;
 
-/** A received snapshot's entries: the bases later snapshots decode against. @internal */
-interface Received {
-  tick: number;
-  n: number;
-  slots: Int32Array;
-  kinds: Uint8Array;
-  gens: Uint16Array;
-  types: Uint8Array;
-  q: Int32Array;
-}
-
 class Visible {
   readonly id: number;
   readonly slot: number;
@@ -133,8 +122,8 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private readonly lane: number;
   private readonly stride: number;
   private readonly options: StateClientOptions<T, I>;
-  private readonly records = new Map<number, Received>();
-  private readonly pool: Received[] = [];
+  private readonly records = new Map<number, Entries>();
+  private readonly pool: Entries[] = [];
   private readonly bySlot: (Visible | undefined)[] = [];
   private readonly visible = new Map<number, Visible>();
   private appliedTick = new Int32Array(64).fill(-1);
@@ -296,7 +285,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       return;
     }
     if (epoch > this.epoch) this.startOver(tick, epoch);
-    const rec = this.pool.pop() ?? newReceived(this.stride);
+    const rec = this.pool.pop() ?? new Entries(this.stride);
     rec.tick = tick;
     rec.n = 0;
     const stride = this.stride;
@@ -320,17 +309,17 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       let gen: number;
       let type: number;
       const at = rec.n;
-      ensureReceived(rec, at + 1, stride);
+      rec.ensure(at + 1);
       if (r.bits(1) === 1) {
         kind = EntryKind.Update;
-        let baseRec: Received | undefined;
+        let baseRec: Entries | undefined;
         let bi = -1;
         if (r.bool()) {
           baseRec = this.guessBase(slot, common);
-          if (baseRec !== undefined) bi = findSlot(baseRec, slot);
+          if (baseRec !== undefined) bi = baseRec.find(slot);
         } else {
           baseRec = this.records.get(tick - 1 - r.expGolomb(0));
-          if (baseRec !== undefined) bi = findSlot(baseRec, slot);
+          if (baseRec !== undefined) bi = baseRec.find(slot);
         }
         if (bi < 0 || baseRec!.kinds[bi] === EntryKind.Destroy) {
           missing = true;
@@ -368,7 +357,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       return;
     }
     this.records.set(tick, rec);
-    for (let i = 0; i < rec.n; i++) this.noteReceived(rec.slots[i]!, tick);
+    for (let i = 0; i < rec.n; i++) this.noteEntries(rec.slots[i]!, tick);
     const before = tick > this.newest ? this.records.get(this.newest) : undefined;
     if (tick > this.newest) {
       this.newest = tick;
@@ -412,7 +401,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   }
 
   /** The newest snapshot of tick ≤ `common` that holds `slot`: what the server knows this client holds of it. */
-  private guessBase(slot: number, common: number): Received | undefined {
+  private guessBase(slot: number, common: number): Entries | undefined {
     if (common < 0) return undefined;
     if (slot < this.recvCap) {
       // The slot's newest RECV_RING snapshot ticks, newest first: the first at or below `common` is the one.
@@ -429,13 +418,13 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     }
     for (let t = common; t > common - BASELINE_WINDOW; t--) {
       const rec = this.records.get(t);
-      if (rec !== undefined && findSlot(rec, slot) >= 0) return rec;
+      if (rec !== undefined && rec.find(slot) >= 0) return rec;
     }
     return undefined;
   }
 
   /** Keep `tick` among the slot's newest RECV_RING snapshot ticks (sorted, newest first). */
-  private noteReceived(slot: number, tick: number): void {
+  private noteEntries(slot: number, tick: number): void {
     if (slot >= this.recvCap) {
       let cap = Math.max(64, this.recvCap);
       while (cap <= slot) cap *= 2;
@@ -467,7 +456,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
    * it is the tick before this one's in arrival: an entity it left out had not changed then (the
    * server sends each entity until the client holds its newest state), so its track rests until then.
    */
-  private apply(now: number, rec: Received, inputAck: number, before: Received | undefined): void {
+  private apply(now: number, rec: Entries, inputAck: number, before: Entries | undefined): void {
     const tick = rec.tick;
     const stride = this.stride;
     const v = this.scratchV;
@@ -496,14 +485,14 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
         this.bySlot[slot] = e;
         this.visible.set(id, e);
       }
-      e.track.push(tick, v.subarray(0, codec.slots), before !== undefined && findSlot(before, slot) < 0 ? before.tick : undefined);
+      e.track.push(tick, v.subarray(0, codec.slots), before !== undefined && before.find(slot) < 0 ? before.tick : undefined);
       e.q.set(rec.q.subarray(i * stride, i * stride + codec.slots));
       e.qTick = tick;
       if (id === this.ownId && this.options.predict !== undefined) this.reconcile(now, e, inputAck, v);
     }
   }
 
-  private ensureSlots(rec: Received): void {
+  private ensureSlots(rec: Entries): void {
     let max = 0;
     for (let i = 0; i < rec.n; i++) if (rec.slots[i]! > max) max = rec.slots[i]!;
     if (max < this.appliedTick.length) return;
@@ -674,42 +663,4 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       snapshotAgeMs: this.newest < 0 ? -1 : now - this.newestAt,
     };
   }
-}
-
-function newReceived(stride: number): Received {
-  const cap = 64;
-  return { tick: 0, n: 0, slots: new Int32Array(cap), kinds: new Uint8Array(cap), gens: new Uint16Array(cap), types: new Uint8Array(cap), q: new Int32Array(cap * stride) };
-}
-
-function ensureReceived(rec: Received, n: number, stride: number): void {
-  if (n <= rec.slots.length) return;
-  const cap = rec.slots.length * 2;
-  const s = new Int32Array(cap);
-  s.set(rec.slots);
-  rec.slots = s;
-  const k = new Uint8Array(cap);
-  k.set(rec.kinds);
-  rec.kinds = k;
-  const g = new Uint16Array(cap);
-  g.set(rec.gens);
-  rec.gens = g;
-  const t = new Uint8Array(cap);
-  t.set(rec.types);
-  rec.types = t;
-  const q = new Int32Array(cap * stride);
-  q.set(rec.q);
-  rec.q = q;
-}
-
-function findSlot(rec: Received, slot: number): number {
-  let lo = 0;
-  let hi = rec.n - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const s = rec.slots[mid]!;
-    if (s === slot) return mid;
-    if (s < slot) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
 }

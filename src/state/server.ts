@@ -7,7 +7,7 @@ import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { clampRewind, StateHistory } from './history.js';
 import type { SlotKind } from './lerp.js';
 import { type Fields, orderFor, type Schema, type SchemaTypes, type TypeCodec, type ValuesOf } from './schema.js';
-import { CONTROL, copyBits, EntryKind, entityId, INPUTS, Kind, RENDER_SCALE, SNAPSHOTS } from './wire.js';
+import { CONTROL, copyBits, Entries, EntryKind, entityId, INPUTS, Kind, RENDER_SCALE, SNAPSHOTS } from './wire.js';
 
 /**
  * What the state layer needs of a connection: the unsecured `Connection`, a netcode `ServerClient`
@@ -108,7 +108,7 @@ export class Player<T extends SchemaTypes = SchemaTypes, I extends Fields = Fiel
   /** @internal */
   readonly inputs: InputQueue<I>;
   /** @internal */
-  readonly records = new Map<number, SnapRecord>();
+  readonly records = new Map<number, Entries>();
   /** @internal */
   epoch = 0;
   /** @internal */
@@ -223,48 +223,6 @@ const GAP_GUESS_BITS = 4;
 /** Sends remembered per slot, to tell when the client can find an update's baseline itself. */
 const SEND_RING = 8;
 
-/** One sent snapshot: what it carried, so its fate can update what the client holds. @internal */
-class SnapRecord {
-  tick = 0;
-  epoch = 0;
-  n = 0;
-  slots = new Int32Array(64);
-  kinds = new Uint8Array(64);
-  gens = new Uint16Array(64);
-  q: Int32Array;
-
-  constructor(readonly stride: number) {
-    this.q = new Int32Array(64 * stride);
-  }
-
-  push(slot: number, kind: number, gen: number, src: Int32Array, off: number): void {
-    if (this.n === this.slots.length) {
-      const cap = this.n * 2;
-      const s = new Int32Array(cap);
-      s.set(this.slots);
-      this.slots = s;
-      const k = new Uint8Array(cap);
-      k.set(this.kinds);
-      this.kinds = k;
-      const g = new Uint16Array(cap);
-      g.set(this.gens);
-      this.gens = g;
-      const q = new Int32Array(cap * this.stride);
-      q.set(this.q);
-      this.q = q;
-    }
-    const i = this.n++;
-    this.slots[i] = slot;
-    this.kinds[i] = kind;
-    this.gens[i] = gen;
-    if (kind !== EntryKind.Destroy) {
-      const q = this.q;
-      const at = i * this.stride;
-      for (let j = 0; j < this.stride; j++) q[at + j] = src[off + j]!;
-    }
-  }
-}
-
 /** A client's inputs waiting for their tick. @internal */
 class InputQueue<I extends Fields> {
   ticks: number[] = [];
@@ -355,7 +313,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private interestFn: ((player: Player<T, I>, entity: Entity<T>) => boolean) | undefined;
   private readonly handlers = { join: [] as Handler<[Player<T, I>]>[], leave: [] as Handler<[Player<T, I>]>[], input: [] as Handler<[Player<T, I>, number, ValuesOf<I>]>[] };
   private readonly counts = newCounters<StateServerCounter>(['malformed', 'schemaMismatch', 'resyncs', 'unknownLink', 'recordsEvicted']);
-  private readonly recordPool: SnapRecord[] = [];
+  private readonly recordPool: Entries[] = [];
   private readonly w = new BitWriter();
   private readonly scratch = new BitWriter();
   private scratchBuf = new Uint8Array(4096);
@@ -818,7 +776,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       const n = mean.length;
       for (let j = 0; j < n; j++) if (sums[n + j]! > 0) mean[j] += (sums[j]! / sums[n + j]! - mean[j]!) * 0.25;
     }
-    const rec = this.recordPool.pop() ?? new SnapRecord(stride);
+    const rec = this.recordPool.pop() ?? new Entries(stride);
     rec.tick = tick;
     rec.epoch = p.epoch;
     rec.n = 0;
@@ -826,8 +784,9 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       if (chosen[j] === 0) continue;
       const slot = cand[j]!;
       const kind = kinds[j]!;
-      const gen = kind === EntryKind.Destroy ? 0 : this.bySlot[slot]!.gen;
-      rec.push(slot, kind, gen, this.q, slot * stride);
+      const e = this.bySlot[slot];
+      const gen = kind === EntryKind.Destroy ? 0 : e!.gen;
+      rec.push(slot, kind, gen, kind === EntryKind.Destroy ? 0 : e!.codec.id, this.q, slot * stride);
       h.sentTick[slot] = tick;
       h.sent(slot, tick);
       h.sentHeld[slot] = kind === EntryKind.Destroy ? 0 : 1;
@@ -837,7 +796,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     if (id >= 0) {
       p.records.set(id, rec);
       if (p.records.size > MAX_IN_FLIGHT) {
-        const [oldId, old] = p.records.entries().next().value as [number, SnapRecord];
+        const [oldId, old] = p.records.entries().next().value as [number, Entries];
         p.records.delete(oldId);
         this.recordPool.push(old);
         this.counts.recordsEvicted++;

@@ -5,16 +5,11 @@ import { describe, expect, it } from 'vitest';
 import { AUTO_CLEAN_OUTCOMES } from '../../src/channels/index.js';
 import { ConnectionHost } from '../../src/connection/host.js';
 import type { LaneConfig } from '../../src/connection/options.js';
-import { NonCryptoRng } from '../../src/core/rng.js';
+import { seededRandom } from '../../src/core/random.js';
 import { World } from '../../src/sim/world.js';
 
 const MESSAGE_BYTES = 1672;
 const TICK_MS = 50;
-
-function seeded(seed: number): (out: Uint8Array) => void {
-  const r = new NonCryptoRng(seed);
-  return (out) => void r.fill(out);
-}
 
 interface Run {
   ticks: number;
@@ -36,8 +31,8 @@ function run(seed: number, loss: number, redundancy: number | 'auto' | undefined
   const lanes: LaneConfig[] = [{ mode: 'reliable-ordered' }];
   const world = new World({ seed, link: { latencyMs: 50, loss } });
   const channels = redundancy === undefined ? undefined : { redundancy };
-  const server = new ConnectionHost({ lanes, listen: true, random: seeded(seed), ...(channels && { channels }) });
-  const client = new ConnectionHost({ lanes, random: seeded(seed + 7), ...(channels && { channels }) });
+  const server = new ConnectionHost({ lanes, listen: true, random: seededRandom(seed), ...(channels && { channels }) });
+  const client = new ConnectionHost({ lanes, random: seededRandom(seed + 7), ...(channels && { channels }) });
   world.add('server', server);
   world.add('client', client);
   const conn = client.connect(0, 'server');
@@ -113,8 +108,8 @@ describe("'auto' redundancy on a clean path and under loss", () => {
   it('riders stop once AUTO_CLEAN_OUTCOMES outcomes in a row were deliveries: 10 % loss for 4 s, then a clean path', () => {
     const lanes: LaneConfig[] = [{ mode: 'reliable-ordered' }];
     const world = new World({ seed: 3, link: { latencyMs: 50, loss: 0.1 } });
-    const server = new ConnectionHost({ lanes, listen: true, random: seeded(3) });
-    const client = new ConnectionHost({ lanes, random: seeded(10) });
+    const server = new ConnectionHost({ lanes, listen: true, random: seededRandom(3) });
+    const client = new ConnectionHost({ lanes, random: seededRandom(10) });
     world.add('server', server);
     world.add('client', client);
     const conn = client.connect(0, 'server');
