@@ -76,6 +76,9 @@ export type StateClientCounter = 'malformed' | 'stale' | 'missingBaseline' | 'sc
  */
 const KEEP_TICKS = 2 * BASELINE_WINDOW;
 
+/** Input ticks one `input` call runs at most; beyond, the input clock skips ahead. */
+const MAX_CATCH_UP = 8;
+
 /** Snapshot ticks remembered per slot, to find an update's baseline without a scan. */
 const RECV_RING = 8;
 
@@ -142,8 +145,6 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private welcomed = false;
   private ownId = -1;
   private predictor: Predictor<ValuesOf<I>> | undefined;
-  private ownValues: Record<string, unknown> | undefined;
-  private inputObj: ValuesOf<I> | undefined;
   private inputStart = -1;
   private inputTick = 0;
   private renderTick = -1;
@@ -509,7 +510,6 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     if (this.predictor === undefined) {
       const predict = this.options.predict!;
       const obj = codec.toObject(server) as Record<string, unknown>;
-      this.ownValues = obj;
       this.predictor = new Predictor<ValuesOf<I>>(server, {
         slots: codec.slots,
         kinds: codec.kinds,
@@ -533,12 +533,16 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
    * prediction and sent, with every input not yet acknowledged (bounded), and the render time.
    */
   input(now: number, values: ValuesOf<I>): void {
-    this.inputObj = values;
     // With prediction, inputs start with the first state of the own entity, so that every input sent
     // is one the prediction applied too.
     if (!this.welcomed || (this.options.predict !== undefined && this.predictor === undefined)) return;
     if (this.inputStart < 0) this.inputStart = now - this.tickMs;
-    const due = Math.floor((now - this.inputStart) / this.tickMs);
+    let due = Math.floor((now - this.inputStart) / this.tickMs);
+    if (due - this.inputTick > MAX_CATCH_UP) {
+      // After a long pause (a hidden tab) the input clock moves on: the missed ticks had no input.
+      this.inputStart += (due - this.inputTick - MAX_CATCH_UP) * this.tickMs;
+      due = this.inputTick + MAX_CATCH_UP;
+    }
     let sent = false;
     while (this.inputTick < due) {
       this.inputTick++;

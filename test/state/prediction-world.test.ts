@@ -74,3 +74,30 @@ describe('prediction with reconciliation over the world', () => {
     for (let i = 1; i < visible.length; i++) expect(visible[i]!.d).toBeLessThanOrEqual(visible[i - 1]!.d + 1e-9);
   });
 });
+
+describe('input clock', () => {
+  it('after a long pause (no frames for 3 s) the client sends at most 8 catch-up inputs, and prediction still agrees', () => {
+    const sw = stateWorld({ seed: 9, link: { latencyMs: 50, jitterMs: 10, loss: 0.05 }, schema, server: { tickHz: 60 }, client: { predict: step as never } });
+    sw.server.on('join', (p) => {
+      p.entity = sw.server.spawn('player', { x: 0, y: 0, hp: 100 });
+    });
+    sw.server.on('input', (p, _tick, input) => step(p.entity!.values as P, input));
+    const client = sw.clients[0]!;
+    let applied = 0;
+    sw.run(8000, {
+      frame(now) {
+        if (now > 3000 && now < 6000) return;
+        client.input(now, { dx: 1, dy: 0 });
+        client.sample(now);
+      },
+      afterTick() {
+        applied = [...sw.server.players()][0]?.stats().inputsApplied ?? 0;
+      },
+    });
+    expect(client.stats(8000).corrections).toBe(0);
+    expect([...sw.server.players()][0]!.stats().inputsDropped).toBe(0);
+    // about 5 s of frames at 60 input ticks a second, plus at most 8 for the pause
+    expect(applied).toBeLessThanOrEqual(5 * 60 + 8 + 2);
+    expect(applied).toBeGreaterThan(4.5 * 60);
+  });
+});
