@@ -195,8 +195,9 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   }
 
   /**
-   * Give the client a connection event. A `connected` event (or the first call on a connection
-   * already connected) sends the schema check. Returns true if the event was the layer's.
+   * Give the client a connection event. A `connected` event sends the schema check (on a
+   * connection that was connected before this client was made, call `hello()`). Returns true if
+   * the event was the layer's.
    */
   handle(now: number, event: LinkEvent): boolean {
     if (event.type === 'connected') {
