@@ -26,7 +26,7 @@ describe('game-demo.js arguments (spawned)', () => {
 });
 
 describe('npm run demo (src/cli/game-demo.ts, spawned, real loopback UDP, not a terminal)', () => {
-  it('three bots for three seconds: plain progress lines, the summary, every check passes, exit 0', async () => {
+  it('three bots for three seconds: plain progress lines, the summary with the state layer figures, every check passes, exit 0', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/game-demo.ts', '--bots', '3', '--seconds', '3'], {
       cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -38,7 +38,8 @@ describe('npm run demo (src/cli/game-demo.ts, spawned, real loopback UDP, not a 
     expect(out).toMatch(/^t=\d+\.\ds {2}connected \d\/3/m);
     expect(out).toMatch(/^bot +srtt ms +loss/m);
     expect(out.match(/^\d +\d+ +\d+\.\d%/gm)).toHaveLength(3);
-    expect(out).toContain('OK: every chat line arrived once');
+    expect(out).toMatch(/^state: \d+ ticks at 20 Hz; snapshot bytes per tick, all bots: p50 \d+/m);
+    expect(out).toMatch(/^OK: every chat line arrived once.*every bot holds every ship as the server has it/m);
     expect(out).not.toContain('\x1b[');
   }, 60_000);
 });
