@@ -91,7 +91,7 @@ describe('the state layer in Chromium (examples/browser)', () => {
         // Between two snapshots it is on the path (to rounding); after an extrapolated frame the track
         // blends back over a tick or two (nothing pops), off the path by a fraction of that motion.
         expect(p(0.5), figures).toBeLessThan(0.05);
-        expect(p(0.95), figures).toBeLessThan(3);
+        expect(p(0.95), figures).toBeLessThan(SPEED / 2);
         expect(r.errors.at(-1)!, figures).toBeLessThan(3 * SPEED);
       }
       for (const t of tabs) await t.close();
