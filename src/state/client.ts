@@ -523,6 +523,9 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
           codec.fromObject(obj as never, s);
         },
       });
+      e.predicted = true;
+      // No input was sent yet: an ack names none of ours, and adopting it would refuse every input after.
+      return;
     }
     e.predicted = true;
     if (inputAck >= 0) this.predictor.reconcile(now, inputAck, server);

@@ -39,4 +39,14 @@ describe('prediction from the first input', () => {
     }
     expect(corrected).toEqual([]);
   });
+
+  it('a first snapshot acknowledging an input tick never sent is not adopted: input() goes on without throwing', () => {
+    const sw = stateWorld({ seed: 1, link: { latencyMs: 50 }, schema, client: { predict: step as never } });
+    sw.server.on('join', (p) => {
+      p.entity = sw.server.spawn('player', { x: 0 });
+      (p as unknown as { s: { lastInputTick: number } }).s.lastInputTick = 4_000_000_000; // a server that lies
+    });
+    const c = sw.clients[0]!;
+    expect(() => sw.run(1000, { frame(now) { c.input(now, { dx: 1 }); c.sample(now); } })).not.toThrow();
+  });
 });
