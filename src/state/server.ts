@@ -239,7 +239,7 @@ export interface SnapshotBudget {
   share?: number;
   /** Bytes per snapshot at least, whatever the rate says. Default 200. */
   minBytes?: number;
-  /** Bytes per snapshot at most. Default 1100 (one datagram, so a lost datagram loses one snapshot). */
+  /** Bytes per snapshot at most. Default 4096 (about three datagrams: a join's full state goes out over a few ticks; a snapshot over one datagram is lost if any of its datagrams is). */
   maxBytes?: number;
 }
 
