@@ -115,6 +115,7 @@ export function colyseusSystem(trace: Trace, variant: ColyseusVariant): StateSys
       ctx.sample('encodeUs', (t2 - t1) * 1000);
       ctx.sample('discardUs', (t4 - t3) * 1000);
     },
+    heldTickOf: () => received - 1,
     clientEvent(_now: number, e: ConnectionEvent, ctx: HarnessContext): void {
       if (e.type !== 'message') return;
       const t0 = performance.now();

@@ -69,24 +69,67 @@ function fresh(v: ArrayLike<number>, s2: boolean): Vals {
   return o;
 }
 
-/** The gamewire snapshot system for `trace` (S1 or S2 by its fields). Samples: `messageBytes`, `encodeUs` (the whole server tick, one client), `decodeUs`, `entitiesSent`, `skippedByBudget`. */
-export function gamewireSystem(trace: Trace, options: Omit<StateServerOptions<never, never>, 'schema'> = {}): StateSystem {
+/**
+ * Entity types other than S1's or S2's one: `schema` (each type with S1's or S2's fields) and the type
+ * of each trace entity.
+ */
+export interface GamewireLayout {
+  schema: Schema;
+  typeOf(traceId: number): string;
+}
+
+/** The gamewire system, with what the bench reads of it beside the harness's figures. */
+export interface GamewireSystem extends StateSystem {
+  /** The client, once the first client event made it. */
+  readonly client: StateClient | undefined;
+  /** The server's entity of a trace entity (undefined once despawned). */
+  entity(traceId: number): Entity | undefined;
+  /** The trace tick of a server tick (valid once the join ran). */
+  traceTickOf(serverTick: number): number;
+  /** The trace tick of the newest state the client holds of a trace entity (−1: none). */
+  heldTickOf(traceId: number): number;
+}
+
+/**
+ * The gamewire snapshot system for `trace` (S1 or S2 by its fields). Samples per tick 1..ticks:
+ * `messageBytes`, `encodeUs` (the whole server tick, one client), `entitiesSent`, `skippedByBudget`,
+ * `budgetBytes`, `pacingBytesPerSec` (the server connection's pacing rate as the tick began); per
+ * snapshot received: `decodeUs`.
+ */
+export function gamewireSystem(trace: Trace, options: Omit<StateServerOptions<never, never>, 'schema'> = {}, layout?: GamewireLayout): GamewireSystem {
   const s2 = trace.fields.length === 7;
-  const schema = (s2 ? S2_SCHEMA : S1_SCHEMA) as Schema;
-  const type = s2 ? 'cube' : 'unit';
+  const schema = layout?.schema ?? ((s2 ? S2_SCHEMA : S1_SCHEMA) as Schema);
+  const typeOf = layout?.typeOf ?? ((): string => (s2 ? 'cube' : 'unit'));
   const replay = new TraceState(trace);
   const server = new StateServer({ schema, tickHz: trace.tickHz, lagCompensation: { historyMs: 0, maxRewindMs: 0 }, ...(options as object) });
   const byTrace = new Map<number, Entity>();
-  for (const [id, v] of replay.entities) byTrace.set(id, server.spawn(type, fresh(v, s2) as never));
+  for (const [id, v] of replay.entities) byTrace.set(id, server.spawn(typeOf(id), fresh(v, s2) as never));
   let client: StateClient | undefined;
   /** Server ticks whose snapshot carried everything (no entity skipped by the budget). */
   const complete = new Set<number>();
   let held = -1;
-  let traceTickOf = (serverTick: number): number => serverTick - 1;
+  /** The server tick that ran trace tick 1; server ticks before it (the join's) hold trace tick 0. */
+  let firstTick = Infinity;
+  const traceTickOf = (serverTick: number): number => (serverTick < firstTick ? 0 : serverTick - firstTick + 1);
+  const tickServer = (now: number): void => {
+    server.tick(now);
+    const p = [...server.players()][0];
+    if (p !== undefined && p.stats().skippedByBudget === 0) complete.add(server.tickNo);
+  };
   return {
     name: 'gamewire snapshots',
     lanes: STATE_LANES,
-    serverTick(now: number, tick: number, _connection: Connection, ctx: HarnessContext): void {
+    get client() {
+      return client;
+    },
+    entity: (traceId) => byTrace.get(traceId),
+    traceTickOf: (serverTick) => traceTickOf(serverTick),
+    heldTickOf(traceId: number): number {
+      const e = byTrace.get(traceId);
+      const l = e === undefined ? undefined : client?.latest(e.id);
+      return l === undefined ? -1 : traceTickOf(l.tick);
+    },
+    serverTick(now: number, tick: number, connection: Connection, ctx: HarnessContext): void {
       if (tick > 0) {
         const step = replay.apply();
         const n = trace.fields.length;
@@ -94,29 +137,32 @@ export function gamewireSystem(trace: Trace, options: Omit<StateServerOptions<ne
           server.despawn(byTrace.get(id)!);
           byTrace.delete(id);
         }
-        step.spawned.forEach((id, i) => byTrace.set(id, server.spawn(type, fresh(step.spawnedValues.subarray(i * n, i * n + n), s2) as never)));
+        step.spawned.forEach((id, i) => byTrace.set(id, server.spawn(typeOf(id), fresh(step.spawnedValues.subarray(i * n, i * n + n), s2) as never)));
         step.changed.forEach((id, i) => assign(byTrace.get(id)!.values as Vals, step.values.subarray(i * n, i * n + n), s2));
       }
+      const pacing = connection.stats(now).pacingRateBytesPerSec;
       const t0 = performance.now();
-      server.tick(now);
+      tickServer(now);
       const t1 = performance.now();
       if (tick === 0) {
-        const join = server.tickNo;
-        traceTickOf = (serverTick) => serverTick - join;
+        // A game ticks while a client joins: the join's state reaches the client before tick 1, as colyseus's full state does.
+        for (let i = 1; now + i * ctx.tickMs < ctx.tickTime(1) - 1e-6; i++) ctx.world.at(now + i * ctx.tickMs, () => tickServer(ctx.world.now));
       }
+      if (tick === 1) firstTick = server.tickNo;
       if (tick === ctx.ticks) {
         // A game goes on ticking: what the last ticks lost still reaches the client, as colyseus's resends do.
-        for (let i = 1; i * ctx.tickMs < 1500; i++) ctx.world.at(now + i * ctx.tickMs, () => server.tick(ctx.world.now));
+        for (let i = 1; i * ctx.tickMs < 1500; i++) ctx.world.at(now + i * ctx.tickMs, () => tickServer(ctx.world.now));
       }
       const p = [...server.players()][0];
       if (p === undefined) return;
       const s = p.stats();
-      if (s.skippedByBudget === 0) complete.add(server.tickNo);
       if (tick > 0) {
         ctx.sample('messageBytes', s.snapshotBytes);
         ctx.sample('encodeUs', (t1 - t0) * 1000);
         ctx.sample('entitiesSent', s.entitiesSent);
         ctx.sample('skippedByBudget', s.skippedByBudget);
+        ctx.sample('budgetBytes', s.budgetBytes);
+        ctx.sample('pacingBytesPerSec', pacing);
       }
     },
     serverEvent(_now: number, e: ConnectionEvent): void {
@@ -141,7 +187,7 @@ export function gamewireSystem(trace: Trace, options: Omit<StateServerOptions<ne
       if (client === undefined) throw new Error('gamewire: the client saw no event');
       const ids = client.ids();
       if (ids.length !== replay.entities.size) throw new Error(`gamewire: client holds ${ids.length} entities, trace ${replay.entities.size}`);
-      const codec = schema.type(type);
+      const codec = schema.type(typeOf(replay.entities.keys().next().value!));
       const got = new Float64Array(codec.slots);
       const exact = new Float64Array(codec.slots);
       let maxErr = 0;

@@ -14,6 +14,7 @@ import type { ConnectionOptions, LaneConfig } from '../../src/connection/options
 import { NonCryptoRng } from '../../src/core/rng.js';
 import type { LinkConfig } from '../../src/sim/config.js';
 import { World } from '../../src/sim/world.js';
+import type { Trace } from './trace.js';
 
 /** The server's address on the world. */
 export const SERVER = 'server';
@@ -75,6 +76,11 @@ export interface StateSystem {
    * the raw results.
    */
   finish(ctx: HarnessContext): Record<string, unknown> | void;
+  /**
+   * The trace tick of the newest state of trace entity `traceId` the client holds now (−1: none), for
+   * figures per entity (`EntityLag`). A system that only ever holds whole ticks answers its newest tick.
+   */
+  heldTickOf?(traceId: number): number;
 }
 
 /** The link between the two hosts. Each direction gets the same settings and its own seeded stream. */
@@ -451,4 +457,55 @@ export function rateWindows(run: HarnessRun, step: RateStep, settleMs: number, w
     ...bytesPerWindow(run.sends, beforeFrom, at, windowMs).map((w) => judge(w, 'before')),
     ...bytesPerWindow(run.sends, at + settleMs, end, windowMs).map((w) => judge(w, 'after')),
   ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entity lag
+
+/**
+ * How far behind the client's copy of each entity is: for an entity whose newest held state (trace
+ * tick `j`) is still the server's, 0; otherwise the time since the server first changed it after `j`.
+ * A system that holds whole ticks in order (a reliable patch stream) lags the same for every entity
+ * that changed; one whose budget leaves entities out lags per entity. Built once per trace.
+ */
+export class EntityLag {
+  /** Per trace id: the trace ticks at which its state was set (0 for the entities of tick 0, the spawn tick, each change), ascending. */
+  private readonly changes = new Map<number, number[]>();
+  /** Per trace id: the tick that despawned it. */
+  private readonly despawnedAt = new Map<number, number>();
+  private readonly ids: number[];
+
+  constructor(trace: Trace) {
+    for (const id of trace.initialIds) this.changes.set(id, [0]);
+    trace.ticks.forEach((t, i) => {
+      const k = i + 1;
+      for (const id of t.despawned) this.despawnedAt.set(id, k);
+      for (const id of t.spawned) this.changes.set(id, [k]);
+      for (const id of t.changed) this.changes.get(id)!.push(k);
+    });
+    this.ids = [...this.changes.keys()];
+  }
+
+  /**
+   * Push to `out` the lag (ms) at time `now` of every entity alive at trace tick `tick` (the newest
+   * tick the server has run): 0 if the client holds its state of `tick` (its newest held tick
+   * `heldTick(id)` is at or after its last change up to `tick`), else `now − tickTime(c)` for the
+   * first change `c` after the held tick (−1 held: not held at all, `c` its first state).
+   */
+  sample(now: number, tick: number, tickTime: (k: number) => number, heldTick: (id: number) => number, out: number[]): void {
+    for (const id of this.ids) {
+      const ch = this.changes.get(id)!;
+      if (ch[0]! > tick || (this.despawnedAt.get(id) ?? Infinity) <= tick) continue;
+      const j = heldTick(id);
+      let lo = 0;
+      let hi = ch.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (ch[mid]! <= j) lo = mid + 1;
+        else hi = mid;
+      }
+      const c = ch[lo];
+      out.push(c === undefined || c > tick ? 0 : now - tickTime(c));
+    }
+  }
 }
