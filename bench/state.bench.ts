@@ -2,12 +2,14 @@
  * Game-state benchmark (not a test): `npm run bench:state` (issue 21's "Benchmark"). Prints one table
  * per part, writes raw figures to bench/results/state.json and the tables into the "## state" section
  * of bench/README.md. Every system runs in bench/state/harness.ts: two `ConnectionHost`s on a seeded
- * `World`, 50 ms one way, the same seeded traces (bench/state/trace.ts) for every system.
+ * `World`, the same seeded traces (bench/state/trace.ts) for every system. `npm run bench:state`
+ * bundles this file with esbuild (bench/.state.bench.mjs, beside it so that its relative paths hold)
+ * and runs the bundle with node, so the µs figures carry no loader's per-call overhead.
  *
  * 1. Bytes. S1 (900 entities, 10 % move a tick, 20 Hz): colyseus patches (float32 and quantized to 16
  *    bits) on a reliable-ordered lane beside gamewire's snapshots; bytes per tick and state age at 0 %
  *    and 10 % loss, seeds 1..3. S2 (Gaffer's 901 cubes at 60 Hz): bits per cube per snapshot beside his
- *    published figure.
+ *    published figure. Encode cost per client and shared (bench/state/encode.ts).
  * 2. Interpolation against @geckos.io/snapshot-interpolation: its rows come from bench/state/interp.ts.
  * 3. Prediction. 5. Lag compensation: measured by the state layer's own rows.
  * 4. Rate: the path's rate steps from 1 Mbit/s to 128 kbit/s mid-run; bytes per 1 s window against it.
@@ -21,6 +23,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { table, writeReadmeSection } from './readme.js';
 import { colyseusSystem } from './state/colyseus.js';
+import { encodeCost, type EncodeCost } from './state/encode.js';
+import { fmt, PENDING, pct, range, type Verdict, verdictTable } from './state/format.js';
 import { gamewireSystem } from './state/gamewire.js';
 import {
   lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessLink, type HarnessOptions,
@@ -29,6 +33,13 @@ import {
 import { s1Trace, s2Trace, traceSummary, type Trace } from './state/trace.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
+/** `npm run bench:state` runs an esbuild bundle of this file (bench/.state.bench.mjs) with node: no loader between the calls timed. */
+const BUNDLED = import.meta.url.endsWith('.mjs');
+const TIMING = BUNDLED
+  ? 'Timings (µs) come from the bundled build (esbuild bundle of the bench, run by node), wall time on this machine.'
+  : 'Timings (µs) come from the TypeScript source run under a loader, whose per-call module getters inflate them: `npm run bench:state` runs the bundled build.';
+/** Clients of the encode split's second run (bench/state/encode.ts). */
+const ENCODE_CLIENTS = 17;
 const started = Date.now();
 const load0 = loadavg()[0]!;
 const SEEDS = Array.from({ length: Number(process.env.STATE_SEEDS ?? 3) }, (_, i) => i + 1);
@@ -57,12 +68,10 @@ interface SystemEntry {
 }
 
 /**
- * The gamewire state layer, PENDING: plug it in here. `make` returns a `StateSystem`
- * (bench/state/harness.ts) whose `serverTick` drives a StateServer on the harness's server-side
- * connection with the trace (S1: fields x, y, angle at `S1_PRECISION`; S2: x, y, z, qx, qy, qz, qw at
- * `S2_PRECISION`), whose `clientEvent` feeds a StateClient and calls `ctx.clientHolds(tick)` with the
- * newest tick it holds, and whose `finish` checks the client against the trace. Samples read by the
- * tables: `messageBytes` (snapshot bytes per tick) and `encodeUs` (per client per tick).
+ * The gamewire state layer (bench/state/gamewire.ts): a StateServer on the harness's server-side
+ * connection replays the trace, a StateClient decodes; samples read by the tables: `messageBytes`
+ * (snapshot bytes per tick) and `encodeUs` (the whole tick with one client; part 1's encode figure
+ * per client comes from bench/state/encode.ts).
  */
 const GAMEWIRE_S1: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots', make: (t) => gamewireSystem(t) };
 const GAMEWIRE_S2: SystemEntry = { key: 'gamewire', label: 'gamewire snapshots', make: (t) => gamewireSystem(t) };
@@ -73,14 +82,6 @@ const S1_SYSTEMS: SystemEntry[] = [
   GAMEWIRE_S1,
 ];
 const S2_SYSTEMS: SystemEntry[] = [GAMEWIRE_S2];
-
-// ---------------------------------------------------------------------------------------------
-// Formatting
-
-const fmt = (x: number, d = 0): string =>
-  Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d }) : '–';
-const pct = (x: number, d = 1): string => (Number.isFinite(x) ? `${(x * 100).toFixed(d)} %` : '–');
-const PENDING = 'pending';
 
 // ---------------------------------------------------------------------------------------------
 // Part 1: bytes
@@ -173,17 +174,19 @@ const spread = (row: RowResult, f: (r: RunFigures) => number, d = 0): string => 
   return `${fmt(Math.min(...xs), d)}–${fmt(Math.max(...xs), d)}`;
 };
 
-function s1Table(rows: RowResult[]): string {
+function s1Table(rows: RowResult[], enc: EncodeCost | undefined): string {
   return table(
     ['system', 'loss / dir', 'message B median (p95)', 'server UDP B per tick median (p95)', 'mean', 'state age p50 / p99 / max ms',
       'late (> 100 ms)', 'encode µs/tick', 'spread over seeds: UDP median; age p99', 'client = server'],
     rows.map((r) => {
       const m = r.median;
       if (m === undefined) return [r.label, pct(r.loss, 0), PENDING, PENDING, PENDING, PENDING, PENDING, PENDING, '', ''];
+      const encode = r.system !== 'gamewire' ? fmt(m.encodeUs, 1)
+        : enc === undefined ? '–' : `${fmt(enc.perClient.median, 1)} per client + ${fmt(enc.shared.median, 1)} shared`;
       return [
         r.label, pct(r.loss, 0), `${fmt(m.messageMedian)} (${fmt(m.messageP95)})`, `${fmt(m.udpMedian)} (${fmt(m.udpP95)})`, fmt(m.udpMean),
         `${fmt(m.ageP50, 1)} / ${fmt(m.ageP99, 1)} / ${fmt(m.ageMax, 1)}`, pct(m.late) + (m.neverHeld > 0 ? ` (${fmt(m.neverHeld)} never)` : ''),
-        fmt(m.encodeUs, 1), `${spread(r, (x) => x.udpMedian)}; ${spread(r, (x) => x.ageP99, 1)}`, `yes, ${r.runs.length} of ${r.runs.length} runs`,
+        encode, `${spread(r, (x) => x.udpMedian)}; ${spread(r, (x) => x.ageP99, 1)}`, `yes, ${r.runs.length} of ${r.runs.length} runs`,
       ];
     }),
     ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---'],
@@ -239,9 +242,7 @@ function s2Tables(r: S2Result): string {
   ].join('\n');
 }
 
-interface Verdict { what: string; figures: string; met: boolean | undefined }
-
-function part1Verdicts(s1: RowResult[], s2: S2Result): Verdict[] {
+function part1Verdicts(s1: RowResult[], s2: S2Result, enc: EncodeCost | undefined): Verdict[] {
   const get = (sys: string, loss: number): RowResult | undefined => s1.find((r) => r.system === sys && r.loss === loss);
   const out: Verdict[] = [];
   for (const loss of LOSSES) {
@@ -269,18 +270,37 @@ function part1Verdicts(s1: RowResult[], s2: S2Result): Verdict[] {
     figures: g2?.bitsPerCube === undefined ? `bound ${fmt(2 * GAFFER_BITS_PER_CUBE, 2)}; gamewire pending` : `gamewire ${fmt(g2.bitsPerCube, 2)}`,
     met: g2?.bitsPerCube === undefined ? undefined : g2.bitsPerCube <= 2 * GAFFER_BITS_PER_CUBE,
   });
-  const ge = get('gamewire', 0)?.median;
   const ce = get('colyseus-q16', 0)?.median;
+  const colyseus = `colyseus quantized16's \`encode()\` ${fmt(ce?.encodeUs ?? NaN, 1)} µs per tick (one patch for every client)`;
   out.push({
-    what: 'S1: encode ≤ 50 µs per client per tick (median)',
-    figures: ge === undefined ? `colyseus quantized16 ${fmt(ce?.encodeUs ?? NaN, 1)} µs (for reference); gamewire pending` : `gamewire ${fmt(ge.encodeUs, 1)} µs`,
-    met: ge === undefined ? undefined : ge.encodeUs <= 50,
+    what: 'S1: encode ≤ 50 µs per client per tick (median over runs)',
+    figures: enc === undefined ? `${colyseus}; gamewire pending`
+      : `gamewire ${fmt(enc.perClient.median, 1)} µs per client (runs ${range(enc.pairs.map((p) => p.perClient), 1)}), + ${fmt(enc.shared.median, 1)} µs shared per tick; ${colyseus}`,
+    met: enc === undefined ? undefined : enc.perClient.median <= 50,
   });
   return out;
 }
 
-function verdictTable(v: Verdict[]): string {
-  return table(['target', 'measured', 'met'], v.map((x) => [x.what, x.figures, x.met === undefined ? PENDING : x.met ? 'yes' : '**no**']), ['---', '---', ':---:']);
+/** Part 1's encode table: gamewire's split (bench/state/encode.ts) beside colyseus's `encode()` and the harness's whole tick. */
+function encodeTable(enc: EncodeCost, s1: RowResult[]): string {
+  const sp = (x: { median: number; min: number; max: number }): string => `${fmt(x.median, 1)} (${fmt(x.min, 1)}–${fmt(x.max, 1)})`;
+  const n = enc.clients;
+  const rows: (string | number)[][] = [
+    ['gamewire', `per client: (T${n} − T1) / ${n - 1}`, sp(enc.perClient)],
+    ['gamewire', 'shared per tick: T1 − per client (reading and quantizing 900 entities)', sp(enc.shared)],
+    ['gamewire', 'T1: `tick` with 1 client', sp(enc.t1)],
+    ['gamewire', `T${n}: \`tick\` with ${n} clients`, sp(enc.tn)],
+  ];
+  const world = s1.find((r) => r.system === 'gamewire' && r.loss === 0);
+  if (world !== undefined) {
+    rows.push(['gamewire', '`tick` with 1 client on the world (part 1\'s harness runs, 0 % loss; median of seeds)', `${fmt(world.median!.encodeUs, 1)} (${spread(world, (x) => x.encodeUs, 1)})`]);
+  }
+  for (const key of ['colyseus-q16', 'colyseus-f32']) {
+    const r = s1.find((x) => x.system === key && x.loss === 0);
+    if (r?.median === undefined) continue;
+    rows.push([r.label, '`encode()` per tick: one patch, broadcast alike to every client, so also its cost per client with one (median of seeds)', `${fmt(r.median.encodeUs, 1)} (${spread(r, (x) => x.encodeUs, 1)})`]);
+  }
+  return table(['system', 'figure', 'µs per tick: median (spread over runs)'], rows, ['---', '---', '---:']);
 }
 
 function part1(): { data: unknown; text: string } {
@@ -314,7 +334,11 @@ function part1(): { data: unknown; text: string } {
       s2.rows.push(row);
     }
   }
-  const verdicts = part1Verdicts(s1, s2);
+  const enc = S1_SYSTEMS.some((x) => x.key === 'gamewire' && x.make !== undefined)
+    ? encodeCost(SEEDS.map((seed) => ({ seed, trace: s1Traces.get(seed)! })), { clients: ENCODE_CLIENTS, repeats: 2 * SEEDS.length })
+    : undefined;
+  console.error(`part 1 encode: ${enc === undefined ? 'pending' : `${enc.pairs.length} pairs`}`);
+  const verdicts = part1Verdicts(s1, s2, enc);
   const thr = lateThresholdMs({ oneWayMs: ONE_WAY_MS }, 50);
   const text = [
     '### 1. Bytes',
@@ -328,11 +352,25 @@ function part1(): { data: unknown; text: string } {
     'reliable-ordered lane; the client decodes with colyseus\'s `Decoder`). Server UDP B per tick: every datagram the server sent in',
     'the tick\'s 50 ms window (all lanes, framing and acks, lost ones too), counted by the world as sent. State age of tick k: from',
     `the server's tick k to the first time the client holds tick k or a later one; late: age > one way + one tick = ${thr} ms (a tick`,
-    'never held counts as late). Encode µs: `encode()` alone, wall time on this machine. Client = server: at the end the client\'s',
-    'decoded map equals the server\'s and the trace\'s within the precision (the bench stops otherwise).',
+    'never held counts as late). Encode µs/tick: colyseus\'s `encode()` alone; gamewire\'s per client and shared parts of `tick`, from',
+    'the encode runs below. Client = server: at the end the client\'s decoded map equals the server\'s and the trace\'s within the',
+    `precision (the bench stops otherwise). ${TIMING}`,
     '',
-    s1Table(s1),
+    s1Table(s1, enc),
     '',
+    ...(enc === undefined ? [] : [
+      `**Encode cost.** gamewire's \`tick\` does work once per tick (read and quantize every entity) and then builds one snapshot per client,`,
+      `so its figure per client is measured apart from the network (bench/state/encode.ts): the S1 trace replayed by a \`StateServer\` with 1`,
+      `and with ${ENCODE_CLIENTS} clients on fake connections (every snapshot acknowledged two ticks later, as at 100 ms RTT, 0 % loss; each client`,
+      `gets the same snapshots, ${fmt(median(enc.pairs.map((p) => p.snapshotBytes)))} B median as on the world), T1 and T${ENCODE_CLIENTS} the median µs per tick of each run`,
+      `(ticks 101..1200). ${enc.pairs.length} pairs of runs, the order of the two alternating, over seeds ${SEEDS.join(', ')}'s traces (after one pair not kept);`,
+      'each pair gives one split; shown: the median over pairs and their spread. colyseus encodes one patch per tick and sends the same',
+      'bytes to every client (no per-client view in this scenario), so its `encode()` is the whole cost per tick whatever the number of',
+      'clients, and for one client its cost per client.',
+      '',
+      encodeTable(enc, s1),
+      '',
+    ]),
     'Against the figures issue 21 quotes (its research note: a throwaway script, another trace of the same scenario). Its method,',
     'as far as this bench can reproduce it: the ticks start at the join (the join\'s backlog then delays the first ticks), "server UDP',
     'B per tick" is the mean and "ticks late" the share with age > one way (50 ms); the colyseus rows run that way too, on the same',
@@ -348,7 +386,7 @@ function part1(): { data: unknown; text: string } {
     '',
     verdictTable(verdicts),
   ].join('\n');
-  return { data: { s1, s1NoteWay: noteWay, s2, targets: verdicts }, text };
+  return { data: { s1, s1NoteWay: noteWay, s2, encode: enc, targets: verdicts }, text };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -476,7 +514,7 @@ async function main(): Promise<void> {
   const machine =
     `Machine: ${cpu} × ${cpus().length} logical, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version}; ` +
     `${new Date(started).toISOString().slice(0, 10)}; load average ${load0.toFixed(2)} at start, ${loadavg()[0]!.toFixed(2)} at end; ` +
-    `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s.`;
+    `bench took ${((Date.now() - t0) / 1000).toFixed(0)} s; ${BUNDLED ? 'timings from the bundled build' : 'timings under a loader (not the bundled build)'}.`;
   console.log(machine);
   if (only !== undefined) return;
   const round = (_k: string, v: unknown): unknown => (typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v);
