@@ -12,7 +12,8 @@
  *    published figure. Encode cost per client and shared (bench/state/encode.ts).
  * 2. Interpolation against @geckos.io/snapshot-interpolation: its rows come from bench/state/interp.ts.
  * 3. Prediction. 5. Lag compensation: measured by the state layer's own rows.
- * 4. Rate: the path's rate steps from 1 Mbit/s to 128 kbit/s mid-run; bytes per 1 s window against it.
+ * 4. Rate: the path's rate steps from 1 Mbit/s to 128 kbit/s mid-run; bytes per 1 s window against it;
+ *    update rates per priority under a binding budget (bench/state/priority.ts).
  *
  * Parts without a system yet print "pending". STATE_PARTS=14 (any of 1..5) runs only those parts,
  * prints, and writes nothing in the tree; STATE_SEEDS=n sets the seeds (default 3).
@@ -27,9 +28,10 @@ import { encodeCost, type EncodeCost } from './state/encode.js';
 import { fmt, PENDING, pct, range, type Verdict, verdictTable } from './state/format.js';
 import { gamewireSystem } from './state/gamewire.js';
 import {
-  lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessLink, type HarnessOptions,
-  type HarnessRun, type RateWindow, type StateSystem,
+  EntityLag, lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessContext, type HarnessLink,
+  type HarnessOptions, type HarnessRun, type RateWindow, type StateSystem,
 } from './state/harness.js';
+import { PRIORITY_TYPES, PRIORITY_WARM_TICKS, runPriority, type PriorityRun } from './state/priority.js';
 import { s1Trace, s2Trace, traceSummary, type Trace } from './state/trace.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -392,6 +394,30 @@ function part1(): { data: unknown; text: string } {
 // ---------------------------------------------------------------------------------------------
 // Part 4: rate step
 
+/** Entity lag figures (ms) over every (entity, sample instant) pair of a phase (harness.ts `EntityLag`). */
+interface LagSummary {
+  mean: number;
+  p99: number;
+  max: number;
+  /** Share of pairs with the client behind (lag > 0). */
+  behind: number;
+}
+
+function lagSummary(xs: readonly number[]): LagSummary {
+  return {
+    mean: xs.reduce((a, b) => a + b, 0) / xs.length, p99: percentile(xs, 99), max: percentile(xs, 100), behind: xs.filter((x) => x > 0).length / xs.length,
+  };
+}
+
+/** How the gamewire budget followed the step: from the connection's pacing rate at each tick and the snapshot budget taken from it. */
+interface PacingFollow {
+  /** From the step to the first tick whose pacing rate was at or below the link's new rate (ms). */
+  followMs: number;
+  /** From one RTT after the step to the last tick: the pacing rate (kbit/s) and the budget (B per snapshot), lowest / median / p95 / highest. */
+  pacingKbps: number[];
+  budgetBytes: number[];
+}
+
 interface RateRun {
   seed: number;
   windows: RateWindow[];
@@ -401,14 +427,26 @@ interface RateRun {
   afterOver: number;
   queueDrops: number;
   ageBefore: { p50: number; p99: number };
-  ageAfter: { p50: number; p99: number; max: number };
+  /** `never`: ticks of the phase not held whole while the trace ran (never, or only once it stopped changing). */
+  ageAfter: { p50: number; p99: number; max: number; never: number; ticks: number };
+  lagBefore: LagSummary;
+  lagAfter: LagSummary;
+  pacing?: PacingFollow;
 }
 
-function part4(): { data: unknown; text: string } {
+/** Entity lag is sampled every this many ticks, half a tick after the tick ran. */
+const LAG_EVERY_TICKS = 5;
+/** Budgets (`budget.maxBytes`) of the priority scenario. */
+const PRIORITY_BUDGETS = [300, 400, 600];
+
+const lmh = (xs: readonly number[]): number[] => [Math.min(...xs), median(xs), percentile(xs, 95), Math.max(...xs)];
+
+function rateRuns(): { rows: { system: string; label: string; pending: boolean; runs: RateRun[] }[]; desc: ReturnType<typeof rateStep>; settleMs: number } {
   const ticks = S1_TICKS;
   const settleMs = 2 * ONE_WAY_MS;
   const systems: SystemEntry[] = [S1_SYSTEMS.find((s) => s.key === 'colyseus-q16')!, GAMEWIRE_S1];
   const traces = new Map(SEEDS.map((seed) => [seed, s1Trace({ seed, ticks })]));
+  const lags = new Map(SEEDS.map((seed) => [seed, new EntityLag(traces.get(seed)!)]));
   const rows: { system: string; label: string; pending: boolean; runs: RateRun[] }[] = [];
   let desc = rateStep(ticks);
   for (const sys of systems) {
@@ -418,70 +456,208 @@ function part4(): { data: unknown; text: string } {
     for (const seed of SEEDS) {
       const step = rateStep(ticks);
       desc = step;
+      const system = sys.make(traces.get(seed)!);
+      const lagBefore: number[] = [];
+      const lagAfter: number[] = [];
+      const onStart = (ctx: HarnessContext): void => {
+        step.onStart(ctx);
+        const held = (id: number): number => system.heldTickOf?.(id) ?? -1;
+        for (let k = 1; k <= ticks; k += LAG_EVERY_TICKS) {
+          const at = ctx.tickTime(k) + ctx.tickMs / 2;
+          ctx.world.at(at, () => {
+            const phase = at < step.stepAtMs() ? lagBefore : at >= step.stepAtMs() + settleMs ? lagAfter : undefined;
+            if (phase !== undefined) lags.get(seed)!.sample(ctx.world.now, k, ctx.tickTime, held, phase);
+          });
+        }
+      };
       // A reliable stream held behind the slower link needs long after its last tick to deliver everything.
-      const run = runHarness(sys.make(traces.get(seed)!), {
-        seed, ticks, oneWayMs: ONE_WAY_MS, link: step.link, onStart: step.onStart, drainMs: 120_000, connection: sys.connection,
-      });
+      const run = runHarness(system, { seed, ticks, oneWayMs: ONE_WAY_MS, link: step.link, onStart, drainMs: 120_000, connection: sys.connection });
       const windows = rateWindows(run, step, settleMs);
       const kbps = (w: RateWindow): number => (w.wireBytes * 8) / 1000;
       const phase = (p: 'before' | 'after'): RateWindow[] => windows.filter((w) => w.phase === p);
       const stepTick = Math.round((step.stepAtMs() - run.firstTickAtMs) / run.tickMs) + 1;
       const before = run.ages.slice(0, stepTick - 1);
       const after = run.ages.slice(stepTick - 1);
+      const endMs = run.firstTickAtMs + ticks * run.tickMs;
+      const heldLate = after.filter((a, i) => Number.isNaN(a) || run.firstTickAtMs + (stepTick - 1 + i) * run.tickMs + a >= endMs).length;
+      let pacing: PacingFollow | undefined;
+      const rate = run.samples.pacingBytesPerSec;
+      if (rate !== undefined) {
+        const tickAt = (k: number): number => run.firstTickAtMs + (k - 1) * run.tickMs;
+        let follow = NaN;
+        for (let k = stepTick; k <= ticks; k++) {
+          if (rate[k - 1]! * 8 <= step.toBitsPerSec) {
+            follow = tickAt(k) - step.stepAtMs();
+            break;
+          }
+        }
+        const from = stepTick + Math.ceil(settleMs / run.tickMs);
+        pacing = {
+          followMs: follow,
+          pacingKbps: lmh(rate.slice(from - 1).map((x) => (x * 8) / 1000)),
+          budgetBytes: lmh(run.samples.budgetBytes!.slice(from - 1)),
+        };
+      }
       row.runs.push({
         seed, windows,
         beforeMaxKbps: Math.max(...phase('before').map(kbps)), afterMaxKbps: Math.max(...phase('after').map(kbps)),
         beforeOver: phase('before').filter((w) => !w.within).length, afterOver: phase('after').filter((w) => !w.within).length,
         queueDrops: (run.diag.serverToClient as { droppedQueue: number }).droppedQueue,
         ageBefore: { p50: percentile(before, 50), p99: percentile(before, 99) },
-        ageAfter: { p50: percentile(after, 50), p99: percentile(after, 99), max: percentile(after, 100) },
+        ageAfter: {
+          p50: percentile(after, 50), p99: percentile(after, 99), max: percentile(after, 100), never: heldLate, ticks: after.length,
+        },
+        lagBefore: lagSummary(lagBefore), lagAfter: lagSummary(lagAfter), pacing,
       });
     }
     console.error(`part 4: ${sys.label}: done`);
   }
+  return { rows, desc, settleMs };
+}
+
+/** The priority scenario's figures of one budget: per seed, and per type the medians over seeds. */
+interface PriorityRow {
+  maxBytes: number;
+  runs: PriorityRun[];
+  types: { type: string; priority: number; wanted: number; mean: number; min: number; max: number; ratio: number; ratioRange: [number, number]; worstError: number }[];
+}
+
+function priorityRows(): PriorityRow[] {
+  const out: PriorityRow[] = [];
+  for (const maxBytes of PRIORITY_BUDGETS) {
+    const runs = SEEDS.map((seed) => runPriority({ seed, maxBytes }));
+    const types = PRIORITY_TYPES.map((t, i) => {
+      const per = runs.map((r) => r.types[i]!);
+      const ratios = per.map((x) => x.ratio);
+      return {
+        type: t.name, priority: t.priority, wanted: per[0]!.wanted, mean: median(per.map((x) => x.mean)), min: Math.min(...per.map((x) => x.min)),
+        max: Math.max(...per.map((x) => x.max)), ratio: median(ratios), ratioRange: [Math.min(...ratios), Math.max(...ratios)] as [number, number],
+        worstError: per.reduce((w, x) => (Math.abs(x.error) > Math.abs(w) ? x.error : w), 0),
+      };
+    });
+    out.push({ maxBytes, runs, types });
+    console.error(`part 4 priorities: budget ${maxBytes} B: done`);
+  }
+  return out;
+}
+
+function part4(): { data: unknown; text: string } {
+  const { rows, desc, settleMs } = rateRuns();
+  const prio = GAMEWIRE_S1.make === undefined ? [] : priorityRows();
+  const m = (r: { runs: RateRun[] }, f: (x: RateRun) => number): number => median(r.runs.map(f));
+  const lagCell = (r: { runs: RateRun[] }, p: 'lagBefore' | 'lagAfter'): string =>
+    `${fmt(m(r, (x) => x[p].mean), 1)} / ${fmt(m(r, (x) => x[p].p99), 0)} / ${fmt(m(r, (x) => x[p].max), 0)} (${pct(m(r, (x) => x[p].behind))})`;
   const tableRows = rows.map((r) => {
-    if (r.pending) return [r.label, PENDING, PENDING, PENDING, PENDING, PENDING, PENDING];
-    const m = (f: (x: RateRun) => number): number => median(r.runs.map(f));
+    if (r.pending) return [r.label, PENDING, PENDING, PENDING, PENDING, PENDING, PENDING, PENDING];
     const sum = (f: (x: RateRun) => number): number => r.runs.reduce((a, x) => a + f(x), 0);
     const count = (p: 'before' | 'after'): number => r.runs.reduce((a, x) => a + x.windows.filter((w) => w.phase === p).length, 0);
+    const never = sum((x) => x.ageAfter.never);
     return [
       r.label,
-      `${fmt(m((x) => x.beforeMaxKbps), 1)} (${sum((x) => x.beforeOver)} of ${count('before')} over)`,
-      `${fmt(m((x) => x.afterMaxKbps), 1)} (${sum((x) => x.afterOver)} of ${count('after')} over)`,
-      fmt(m((x) => x.queueDrops)),
-      `${fmt(m((x) => x.ageBefore.p50), 1)} / ${fmt(m((x) => x.ageBefore.p99), 1)}`,
-      `${fmt(m((x) => x.ageAfter.p50), 0)} / ${fmt(m((x) => x.ageAfter.p99), 0)} / ${fmt(m((x) => x.ageAfter.max), 0)}`,
-      r.system === 'gamewire' ? PENDING : '–',
+      `${fmt(m(r, (x) => x.beforeMaxKbps), 1)} (${sum((x) => x.beforeOver)} of ${count('before')} over)`,
+      `${fmt(m(r, (x) => x.afterMaxKbps), 1)} (${sum((x) => x.afterOver)} of ${count('after')} over)`,
+      fmt(m(r, (x) => x.queueDrops)),
+      `${fmt(m(r, (x) => x.ageBefore.p50), 1)} / ${fmt(m(r, (x) => x.ageBefore.p99), 1)}`,
+      `${fmt(m(r, (x) => x.ageAfter.p50), 0)} / ${fmt(m(r, (x) => x.ageAfter.p99), 0)} / ${fmt(m(r, (x) => x.ageAfter.max), 0)}`
+        + (never > 0 ? ` (${fmt(never)} of ${fmt(sum((x) => x.ageAfter.ticks))} ticks not held whole before the last tick)` : ''),
+      lagCell(r, 'lagBefore'),
+      lagCell(r, 'lagAfter'),
     ];
   });
   const gw = rows.find((r) => r.system === 'gamewire')!;
+  const toKbps = desc.toBitsPerSec / 1000;
+  const pacingRows = gw.pending ? [] : gw.runs.map((x) => {
+    const p = x.pacing!;
+    const worst = Math.max(...x.windows.filter((w) => w.phase === 'after').map((w) => (w.wireBytes * 8) / 1000));
+    return [
+      x.seed, fmt(p.followMs, 0), p.pacingKbps.map((v) => fmt(v, 0)).join(' / '), p.budgetBytes.map((v) => fmt(v)).join(' / '),
+      `${x.afterOver} of ${x.windows.filter((w) => w.phase === 'after').length}`, `${fmt(worst, 1)} (${worst > toKbps ? '+' : ''}${pct(worst / toKbps - 1)})`,
+    ];
+  });
+  const prioRows = prio.flatMap((p) => p.types.map((t, i) => [
+    i === 0 ? `${fmt(p.maxBytes)} B` : '', i === 0 ? `${fmt(median(p.runs.map((r) => r.sentPerTick)))} of 300` : '', t.type, t.priority,
+    `${fmt(t.mean, 2)} (${fmt(t.min, 2)}–${fmt(t.max, 2)})`, `${fmt(t.ratio, 2)} (${fmt(t.ratioRange[0], 2)}–${fmt(t.ratioRange[1], 2)})`, fmt(t.wanted, 0),
+    i === 0 ? '–' : `${t.worstError > 0 ? '+' : ''}${pct(t.worstError)}`,
+  ]));
+  const worstAfter = gw.pending ? NaN : Math.max(...gw.runs.map((x) => x.afterMaxKbps));
   const verdicts: Verdict[] = [
     {
       what: 'bytes sent ≤ the link\'s rate in every 1 s window, from one RTT after the step (and before it)',
-      figures: gw.pending ? PENDING : `${gw.runs.reduce((a, x) => a + x.beforeOver + x.afterOver, 0)} windows over`,
+      figures: gw.pending ? PENDING : `${gw.runs.reduce((a, x) => a + x.beforeOver + x.afterOver, 0)} of ${gw.runs.reduce((a, x) => a + x.windows.length, 0)} windows over; `
+        + `the largest ${fmt(worstAfter, 1)} kbit/s, ${pct(worstAfter / toKbps - 1)} over ${fmt(toKbps)}`,
       met: gw.pending ? undefined : gw.runs.every((x) => x.beforeOver + x.afterOver === 0),
     },
-    { what: 'update rates follow the priority ratios within ± 10 %', figures: PENDING, met: undefined },
+    ...(prio.length === 0 ? [{ what: 'update rates follow the priority ratios within ± 10 %', figures: PENDING, met: undefined }] : prio.map((p) => {
+      const worst = p.types.reduce((w, t) => (Math.abs(t.worstError) > Math.abs(w) ? t.worstError : w), 0);
+      return {
+        what: `update rates follow the priority ratios 1 : 2 : 4 within ± 10 % in every seed, budget ${fmt(p.maxBytes)} B`,
+        figures: `ratios ${p.types.map((t) => fmt(t.ratio, 2)).join(' : ')} (medians over seeds); furthest off ${pct(worst)}`,
+        met: Math.abs(worst) <= 0.1,
+      };
+    })),
   ];
   const text = [
     '### 4. Rate',
     '',
     `S1 (as part 1), 0 % loss, 50 ms one way; both directions cross a bottleneck of ${fmt(desc.fromBitsPerSec / 1000)} kbit/s that steps to`,
-    `${fmt(desc.toBitsPerSec / 1000)} kbit/s at trace tick ${ticks / 2} (the world's \`reconfigure\`: nothing in flight is lost); drop-tail queue of`,
+    `${fmt(toKbps)} kbit/s at trace tick ${S1_TICKS / 2} (the world's \`reconfigure\`: nothing in flight is lost); drop-tail queue of`,
     `12,500 wire bytes (100 ms at 1 Mbit/s, 780 ms at 128 kbit/s). Windows of 1 s of the server's datagrams: before the step (tick 1 to`,
     `the step, aligned to end at it) and after it (from one RTT, ${settleMs} ms, after the step to the last tick); wire bytes = UDP payload + 28`,
     'per datagram (what the link\'s rate is charged for), judged against the link\'s rate. Medians over seeds; windows over the rate',
     `summed over seeds ${SEEDS.join(', ')}. colyseus is here to show the scenario: a reliable patch stream of ~180 kbit/s cannot fit`,
-    '128 kbit/s, so its backlog (and state age) grows for as long as the run lasts.',
+    '128 kbit/s, so its backlog (and state age) grows for as long as the run lasts. State age is part 1\'s (a tick counts once the',
+    'client holds all of it); under a budget that leaves entities out, a snapshot rarely carries a whole tick, so for gamewire after',
+    `the step it is over the few ticks held whole. Entity lag measures both the same way: every ${LAG_EVERY_TICKS} ticks, half a tick after the`,
+    'tick, for each entity, 0 if the client holds its current state, else the time since the server first changed it after the',
+    'newest state the client holds of it (bench/state/harness.ts `EntityLag`); shown over all (entity, instant) pairs of the phase:',
+    'mean / p99 / max ms (share of pairs behind).',
     '',
     table(['system', 'before: max kbit/s per window (windows over)', 'after: max kbit/s (windows over)', 'queue drops',
-      'state age before p50 / p99 ms', 'state age after p50 / p99 / max ms', 'priority ratios'], tableRows,
-    ['---', '---:', '---:', '---:', '---:', '---:', '---:']),
+      'state age before p50 / p99 ms', 'state age after p50 / p99 / max ms', 'entity lag before', 'entity lag after'], tableRows,
+    ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
     '',
+    ...(gw.pending ? [] : [
+      `**How gamewire's budget follows the step.** The snapshot budget is 0.75 of the connection's pacing rate per tick (200..4,096 B,`,
+      '`StateServer` `budget`), read each tick; the pacing rate is the rate controller\'s (congestion/: bandwidth × loss compensation ×',
+      'gain, the gain probing above 1 in turns). Per seed: the time from the step to the first tick with the pacing rate at or below',
+      `${fmt(toKbps)} kbit/s; from one RTT after the step to the end, the pacing rate and the budget (lowest / median / p95 / highest), and the`,
+      'windows over the link\'s rate with the largest.',
+      '',
+      table(['seed', 'step → pacing ≤ link rate (ms)', 'pacing rate after, kbit/s', 'budget after, B per snapshot', 'windows over', 'largest window kbit/s (over the rate)'],
+        pacingRows, ['---:', '---:', '---:', '---:', '---:', '---:']),
+      '',
+      ...(gw.runs.every((x) => x.afterOver === 0) ? [] : [
+      'The budget takes 75 % of whatever the pacing rate is at each tick. The pacing rate falls to the new rate within a few ticks,',
+      'but then swings above it while the controller probes for more bandwidth; 75 % of a probing rate, plus the framing and the',
+      '28 B per datagram the budget does not count, is more than the link carries, so a window in which the probes weigh most goes',
+      `over, and the next (the controller backing off from the queue it built) comes under${gw.runs.every((x) => x.queueDrops === 0) ? '; the queue absorbs it (no drops)' : ''}.`,
+      '',
+      ]),
+    ]),
+    ...(prio.length === 0 ? [] : [
+      `**Priority ratios.** ${fmt(300)} entities with S1's fields in three types, 100 each, priorities low 1, mid 2, high 4 (\`priorities\`), every`,
+      'entity changing every tick (S1\'s random walk with all of them moving), 20 Hz, 1,200 ticks, 50 ms one way, no loss or rate limit;',
+      'the budget is bound by `budget.maxBytes` (the rate allows more). Updates: the snapshots that carried an entity to the client',
+      `(its newest held tick is the snapshot's), counted from tick ${PRIORITY_WARM_TICKS + 1} on; per entity per second; per type the mean over its entities`,
+      '(lowest–highest entity over all seeds), the median over seeds, and its ratio to the low type\'s (the median over seeds, and the',
+      'range over seeds); off by: the ratio\'s furthest seed from the priorities\' ratio.',
+      '',
+      table(['budget', 'entities sent per tick', 'type', 'priority', 'updates per entity per s: mean (lowest–highest)', 'ratio to low (seeds)', 'wanted', 'off by'],
+        prioRows, ['---:', '---:', '---', '---:', '---:', '---:', '---:', '---:']),
+      '',
+      ...(prio.every((p) => p.types.every((t) => Math.abs(t.worstError) <= 0.1)) ? [] : [
+        'The accumulator is reset to 0 when an entity is sent, so each entity goes out when its accumulated priority is among the',
+        'highest, after a whole number of ticks: a type whose ideal interval is a few ticks is rounded up to the next whole tick and',
+        'loses what it had accumulated beyond the cut-off. The ratios hold when the budget is tight enough that every type waits',
+        'many ticks, and the highest priority falls short first as the budget grows.',
+        '',
+      ]),
+    ]),
     verdictTable(verdicts),
   ].join('\n');
-  return { data: { rows: rows.map((r) => ({ ...r, runs: r.runs })), targets: verdicts }, text };
+  return { data: { rows: rows.map((r) => ({ ...r, runs: r.runs })), priorities: prio, targets: verdicts }, text };
 }
+
 
 // ---------------------------------------------------------------------------------------------
 
