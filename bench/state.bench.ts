@@ -11,9 +11,11 @@
  *    and 10 % loss, seeds 1..3. S2 (Gaffer's 901 cubes at 60 Hz): bits per cube per snapshot beside his
  *    published figure. Encode cost per client and shared (bench/state/encode.ts).
  * 2. Interpolation against @geckos.io/snapshot-interpolation: its rows come from bench/state/interp.ts.
- * 3. Prediction. 5. Lag compensation: measured by the state layer's own rows.
+ * 3. Prediction (bench/state/prediction.ts): 10,000 inputs at 100 ms RTT, 10 % loss; an injected
+ *    disagreement.
  * 4. Rate: the path's rate steps from 1 Mbit/s to 128 kbit/s mid-run; bytes per 1 s window against it;
  *    update rates per priority under a binding budget (bench/state/priority.ts).
+ * 5. Lag compensation: measured by the state layer's own rows.
  *
  * Parts without a system yet print "pending". STATE_PARTS=14 (any of 1..5) runs only those parts,
  * prints, and writes nothing in the tree; STATE_SEEDS=n sets the seeds (default 3).
@@ -31,6 +33,7 @@ import {
   EntityLag, lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessContext, type HarnessLink,
   type HarnessOptions, type HarnessRun, type RateWindow, type StateSystem,
 } from './state/harness.js';
+import { runPrediction, settle, SPEED_M_PER_TICK } from './state/prediction.js';
 import { PRIORITY_TYPES, PRIORITY_WARM_TICKS, runPriority, type PriorityRun } from './state/priority.js';
 import { s1Trace, s2Trace, traceSummary, type Trace } from './state/trace.js';
 
@@ -660,12 +663,110 @@ function part4(): { data: unknown; text: string } {
 
 
 // ---------------------------------------------------------------------------------------------
+// Part 3: prediction
+
+/** Inputs each agreeing run must carry, the input (and server tick) rate, the link. */
+const PRED_INPUTS = 10_000;
+const PRED_HZ = 60;
+const PRED_LINK: HarnessLink = { oneWayMs: 50, jitterMs: 15, loss: 0.1 };
+/** The injected run: its server ticks, and the tick before which the server moves the entity 1 m. */
+const INJECT_TICKS = 600;
+const INJECT_AT_TICK = 300;
+/** The largest share of a correction one frame may show for it to count as smoothed (not a jump). */
+const JUMP_SHARE = 1 / 3;
+
+function part3(): { data: unknown; text: string } {
+  const agree = SEEDS.map((seed) => {
+    // One second of ticks beyond the inputs counted, so the last of them are applied before the server stops.
+    const { frames: _frames, ...r } = runPrediction({ seed, ticks: PRED_INPUTS + PRED_HZ, tickHz: PRED_HZ, countTo: PRED_INPUTS, ...PRED_LINK });
+    return r;
+  });
+  console.error('part 3: agreeing runs done');
+  const injected = SEEDS.map((seed) => {
+    const r = runPrediction({ seed, ticks: INJECT_TICKS, tickHz: PRED_HZ, injectAtTick: INJECT_AT_TICK, ...PRED_LINK });
+    const { frames, ...rest } = r;
+    return {
+      ...rest, settle: settle(frames, r.injectedAtMs, r.correctedAtMs),
+      frames: frames.filter((f) => f.t >= r.injectedAtMs - 50 && f.t <= r.correctedAtMs + 200),
+    };
+  });
+  console.error('part 3: injected runs done');
+  const agreeRows = agree.map((r) => [
+    r.seed, fmt(r.inputsSent), `${fmt(r.unapplied)} / ${fmt(r.appliedTwice)}`, fmt(r.inputsDropped),
+    `${fmt(r.corrections)} (${fmt(r.largestCorrectionM * 1000, 2)} mm)`, `${fmt(r.framesOff)} of ${fmt(r.framesCompared)} (${fmt(r.largestFrameErrorM * 1000, 2)} mm)`,
+    `${fmt(r.perMessageMean, 2)} / ${fmt(r.perMessageMax)}`, fmt(r.inputMessages), fmt(r.inputBytesPerSec), fmt(r.clientUdpBytesPerSec),
+  ]);
+  const share = (r: (typeof injected)[number]): number => r.settle.largestStepM / r.largestCorrectionM;
+  const injRows = injected.map((r) => {
+    const st = r.settle;
+    return [
+      r.seed, fmt(st.toCorrectionMs, 1), `${fmt(r.corrections)} (${fmt(r.largestCorrectionM * 1000, 1)} mm)`, fmt(st.offsetM * 1000, 1), fmt(st.lastOffMs, 1),
+      fmt(st.firstWithinMs, 1), `${fmt(st.largestStepM * 1000, 1)} (${pct(share(r))})`, fmt(st.framesMoving), fmt(st.grew),
+    ];
+  });
+  const maxLastOff = Math.max(...injected.map((r) => r.settle.lastOffMs));
+  const maxShare = Math.max(...injected.map(share));
+  const grew = injected.reduce((a, r) => a + r.settle.grew, 0);
+  const verdicts: Verdict[] = [
+    {
+      what: `0 corrections > 1 mm per ${fmt(PRED_INPUTS)} inputs at 100 ms RTT, 10 % loss, when the server agrees`,
+      figures: `${agree.map((r) => fmt(r.corrections)).join(', ')} corrections (seeds ${SEEDS.join(', ')}; largest ${fmt(Math.max(...agree.map((r) => r.largestCorrectionM)) * 1000, 2)} mm); `
+        + `frames drawn > 1 mm from the server's state: ${fmt(agree.reduce((a, r) => a + r.framesOff, 0))} of ${fmt(agree.reduce((a, r) => a + r.framesCompared, 0))}`,
+      met: agree.every((r) => r.corrections === 0 && r.framesOff === 0 && r.inputsSent >= PRED_INPUTS),
+    },
+    {
+      what: `every input 1..${fmt(PRED_INPUTS)} applied by the server exactly once`,
+      figures: `never applied ${fmt(agree.reduce((a, r) => a + r.unapplied, 0))}, twice ${fmt(agree.reduce((a, r) => a + r.appliedTwice, 0))}, dropped ${fmt(agree.reduce((a, r) => a + r.inputsDropped, 0))}`,
+      met: agree.every((r) => r.unapplied === 0 && r.appliedTwice === 0 && r.inputsDropped === 0),
+    },
+    {
+      what: 'an injected disagreement (1 m) is smoothed within 100 ms: every frame drawn 100 ms or more after the correction is within 1 mm',
+      figures: `last frame > 1 mm off at ${injected.map((r) => fmt(r.settle.lastOffMs, 1)).join(', ')} ms after the correction`,
+      met: injected.every((r) => r.corrections === 1) && maxLastOff <= 100,
+    },
+    {
+      what: `it never jumps: no frame shows more than ${pct(JUMP_SHARE, 0)} of the correction, and the offset never grows`,
+      figures: `largest change in one frame ${pct(maxShare)} of the correction; offset grew at ${fmt(grew)} frames`,
+      met: maxShare <= JUMP_SHARE && grew === 0,
+    },
+  ];
+  const text = [
+    '### 3. Prediction',
+    '',
+    `A \`StateServer\` and a \`StateClient\` with \`predict\` on the harness's connection (bench/state/prediction.ts), ${PRED_HZ} Hz server ticks`,
+    `and input ticks, client frames at 60 fps, 50 ms ± 15 ms one way, 10 % loss each way; seeds ${SEEDS.join(', ')}. The client's own entity`,
+    `(x, y at 1 mm) moves by a deterministic step: ${SPEED_M_PER_TICK} m per tick along x and half that along y per unit of input (dx, dy in −1..1),`,
+    'clamped to ±900 m; the input changes at random (2 % of frames, seeded); the server runs the same step in its `input` handler.',
+    'Each frame the client calls `input` then `sample`; the bench compares what it draws of its entity with the server\'s state after',
+    'the client\'s newest input tick, as the server\'s handler computed it (snapped to the wire\'s precision), once the server has',
+    'applied that input. Inputs per message: the client\'s `inputsUnacked` after each send (equal to the count in the message on the',
+    'wire, checked each time). Input B/s: the INPUT messages\' bytes on the lane while inputs were sent; client UDP B/s: every datagram',
+    'the client sent over the run (its acks of 60 snapshots a second included). Corrections: the client\'s count of reconciliations',
+    `that moved its prediction by more than 1 mm. ${fmt(PRED_INPUTS + PRED_HZ)} server ticks; the inputs counted are 1..${fmt(PRED_INPUTS)}.`,
+    '',
+    table(['seed', 'input ticks sent', `of 1..${fmt(PRED_INPUTS)}: never applied / applied twice`, 'dropped by the server', 'corrections > 1 mm (largest)',
+      'frames > 1 mm from the server (largest)', 'inputs per message mean / max', 'input messages', 'input B/s', 'client UDP B/s'], agreeRows,
+    ['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    '',
+    `**An injected disagreement**: the same scenario for ${fmt(INJECT_TICKS)} ticks; before tick ${INJECT_AT_TICK} the server moves the entity 1 m along x`,
+    'outside the step, once. The correction arrives with the first snapshot that acknowledges an input applied after the move; the',
+    'offset is the distance from what the client draws to the server\'s state at its input tick (1 m from the move until the',
+    'correction, since the prediction does not know of it yet). Times from the snapshot that corrected the prediction.',
+    '',
+    table(['seed', 'move → correction ms', 'client corrections (largest)', 'offset at the first frame after, mm', 'last frame > 1 mm off, ms after',
+      'first frame from which all ≤ 1 mm, ms after', 'largest change in one frame mm (of the correction)', 'frames the offset moved', 'frames it grew'], injRows,
+    ['---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
+    '',
+    verdictTable(verdicts),
+  ].join('\n');
+  return { data: { link: PRED_LINK, tickHz: PRED_HZ, agree, injected, targets: verdicts }, text };
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const PENDING_PARTS: Record<string, string> = {
   '2': '### 2. Interpolation\n\nPending: the rows against @geckos.io/snapshot-interpolation 1.1.1 come from bench/state/interp.ts (20 Hz server, '
     + '60 fps client, 50 ms ± 15 and ± 40 ms one way, 10 % loss; stalls, display delay, RMS error, backward clock jumps, cost per frame for 900 entities).',
-  '3': '### 3. Prediction\n\nPending: 10,000 inputs at 100 ms RTT, 10 % loss: corrections larger than 1 mm when the server agrees; how fast an '
-    + 'injected disagreement is smoothed.',
   '5': '### 5. Lag compensation\n\nPending: at RTT ≤ 200 ms with loss and jitter, the rewound target against what the client rendered; '
     + 'false negatives on a deterministic target.',
 };
@@ -680,6 +781,7 @@ async function main(): Promise<void> {
     if (!wants(p)) continue;
     let r: { data: unknown; text: string };
     if (p === '1') r = part1();
+    else if (p === '3') r = part3();
     else if (p === '4') r = part4();
     else r = { data: 'pending', text: PENDING_PARTS[p]! };
     data[`part${p}`] = r.data;

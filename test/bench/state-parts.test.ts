@@ -2,8 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { splitTick, tickMicros } from '../../bench/state/encode.js';
 import { gamewireSystem } from '../../bench/state/gamewire.js';
 import { EntityLag, rateStep, runHarness } from '../../bench/state/harness.js';
+import { inputsInMessage, type PredictionFrame, runPrediction, settle } from '../../bench/state/prediction.js';
 import { runPriority, typeRates } from '../../bench/state/priority.js';
 import { s1Trace, type Trace } from '../../bench/state/trace.js';
+import { StateClient } from '../../src/state/client.js';
+import { defineSchema, float, int } from '../../src/state/schema.js';
+import { INPUTS, Kind } from '../../src/state/wire.js';
 
 // The pieces parts 1 (encode), 3, 4 and 5 of bench:state are measured with: that each figure means
 // what the bench says. The bench's own figures are not asserted here.
@@ -76,6 +80,54 @@ describe('gamewire system', () => {
     const budget = r.samples.budgetBytes!;
     expect(rate).toHaveLength(120);
     for (let i = 0; i < 120; i++) expect(budget[i]).toBe(Math.floor(Math.min(4096, Math.max(200, (0.75 * rate[i]!) / 20))));
+  });
+});
+
+describe('prediction scenario', () => {
+  const schema = defineSchema({ dot: { x: float(-10, 10, 0.01), y: float(-10, 10, 0.01) } }, { a: int(0, 3), b: int(0, 3) });
+
+  it('inputsInMessage reads the count the client wrote', () => {
+    const sent: Uint8Array[] = [];
+    const client = new StateClient({ send: (lane: number, b: Uint8Array) => (lane === INPUTS && sent.push(b), sent.length), stats: () => undefined }, { schema });
+    const welcome = new Uint8Array(11);
+    welcome[0] = Kind.Welcome;
+    new DataView(welcome.buffer).setUint32(1, schema.hash, true);
+    welcome[5] = 20;
+    client.handle(0, { type: 'message', lane: 0, bytes: welcome });
+    const counts: number[] = [];
+    for (let t = 1000; t <= 1200; t += 50) {
+      client.input(t, { a: t % 4, b: 1 });
+      counts.push(client.stats(t).inputsUnacked);
+    }
+    expect(sent.map(inputsInMessage)).toEqual(counts);
+    expect(counts).toEqual([1, 2, 3, 4, 5]);
+    expect(inputsInMessage(Uint8Array.of(Kind.Snapshot, 0, 0, 0, 0, 0, 0, 0, 0, 1))).toBe(-1);
+  });
+
+  it('settle: a smoothed correction, and a jump', () => {
+    const frames = (ds: number[]): PredictionFrame[] => ds.map((d, i) => ({ t: 1000 + i * 20, tick: i, x: 0, y: 0, d }));
+    const smooth = settle(frames([1, 1, 1, 0.9, 0.6, 0.3, 0.05, 0.0005, 0, 0]), 990, 1050);
+    expect(smooth).toMatchObject({ toCorrectionMs: 60, offsetM: 0.9, lastOffMs: 70, firstWithinMs: 90, framesMoving: 4, grew: 0 });
+    expect(smooth.largestStepShare).toBeCloseTo(1 / 3, 9);
+    const jump = settle(frames([1, 1, 0, 0]), 990, 1020);
+    expect(jump).toMatchObject({ lastOffMs: 0, largestStepShare: 1, framesMoving: 1 });
+    expect(settle(frames([1, 0.5, 0.7, 0]), 990, 1000).grew).toBe(1);
+  });
+
+  it('when the server agrees every drawn frame matches its state; a 1 m move is one correction, drawn within 1 mm once smoothed', () => {
+    const agree = runPrediction({ seed: 4, ticks: 240, oneWayMs: 50, jitterMs: 15, loss: 0.1 });
+    expect(agree.corrections).toBe(0);
+    expect(agree.framesCompared).toBeGreaterThan(150);
+    expect(agree.framesOff).toBe(0);
+    expect(agree.unapplied).toBe(0);
+    expect(agree.perMessageWireMismatch).toBe(0);
+    const moved = runPrediction({ seed: 4, ticks: 240, oneWayMs: 50, injectAtTick: 120 });
+    expect(moved.corrections).toBe(1);
+    expect(moved.framesOff).toBeGreaterThan(0);
+    const s = settle(moved.frames, moved.injectedAtMs, moved.correctedAtMs);
+    expect(s.offsetM).toBeCloseTo(1, 2);
+    expect(s.lastOffMs).toBeLessThanOrEqual(100);
+    expect(s.largestStepShare).toBeLessThan(0.5);
   });
 });
 
