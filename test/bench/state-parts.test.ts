@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { splitTick, tickMicros } from '../../bench/state/encode.js';
 import { gamewireSystem } from '../../bench/state/gamewire.js';
 import { EntityLag, rateStep, runHarness } from '../../bench/state/harness.js';
+import { runLagComp, TARGET_STEP_M } from '../../bench/state/lagcomp.js';
 import { inputsInMessage, type PredictionFrame, runPrediction, settle } from '../../bench/state/prediction.js';
 import { runPriority, typeRates } from '../../bench/state/priority.js';
 import { s1Trace, type Trace } from '../../bench/state/trace.js';
@@ -128,6 +129,24 @@ describe('prediction scenario', () => {
     expect(s.offsetM).toBeCloseTo(1, 2);
     expect(s.lastOffMs).toBeLessThanOrEqual(100);
     expect(s.largestStepShare).toBeLessThan(0.5);
+  });
+});
+
+describe('lag-compensation scenario', () => {
+  it('a clean path: every shot is matched to its drawn frame, within one step, and hits', () => {
+    const r = runLagComp({ seed: 1, ticks: 200, oneWayMs: 50, maxRewindMs: 500 });
+    expect(r.shots).toBeGreaterThan(100);
+    expect(r.unmatched).toBe(0);
+    expect(r.matched.length).toBe(r.shots);
+    expect(r.misses).toBe(0);
+    expect(r.clamped).toBe(0);
+    for (const s of r.matched) expect(s.error).toBeLessThanOrEqual(TARGET_STEP_M);
+  });
+
+  it('a rewind clamped short of the render time misses', () => {
+    const r = runLagComp({ seed: 1, ticks: 200, oneWayMs: 100, maxRewindMs: 100 });
+    expect(r.clamped).toBe(r.shots);
+    expect(r.misses).toBeGreaterThan(r.shots / 2);
   });
 });
 
