@@ -29,6 +29,7 @@ import { table, writeReadmeSection } from './readme.js';
 import { colyseusSystem } from './state/colyseus.js';
 import { encodeCost, type EncodeCost } from './state/encode.js';
 import { fmt, PENDING, pct, range, type Verdict, verdictTable } from './state/format.js';
+import { DEFAULT_MAX_REWIND_MS } from '../src/state/server.js';
 import { gamewireSystem } from './state/gamewire.js';
 import {
   EntityLag, lateShare, lateThresholdMs, median, percentile, rateStep, rateWindows, runHarness, type HarnessContext, type HarnessLink,
@@ -774,7 +775,6 @@ const LAG_LINKS = [
 ] as const;
 /** The `maxRewindMs` chosen for RTT ≤ 200 ms (why: in part 5's text), and the library's default beside it. */
 const LAG_MAX_REWIND_MS = 500;
-const DEFAULT_MAX_REWIND_MS = 220;
 const LAG_TICKS = 1200;
 const LAG_HZ = 20;
 const HIT_RADIUS_M = 0.1;

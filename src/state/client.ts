@@ -145,7 +145,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
   private welcomed = false;
   private ownId = -1;
   private predictor: Predictor<ValuesOf<I>> | undefined;
-  private inputStart = -1;
+  private inputStart = Number.NaN;
   private inputTick = 0;
   private renderTick = -1;
   private readonly scratchQ: Int32Array;
@@ -173,7 +173,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     checkConfig(options.smoothMs === undefined || isNum(options.smoothMs, 0, 10_000), 'StateClient: smoothMs must be 0..10000');
     checkConfig(options.maxUnackedInputs === undefined || isInt(options.maxUnackedInputs, 1, 256), 'StateClient: maxUnackedInputs must be 1..256');
     this.stride = Math.max(...this.schema.types.map((t) => t.slots));
-    this.scratchQ = new Int32Array(this.stride);
+    this.scratchQ = new Int32Array(Math.max(this.stride, this.schema.inputs.slots));
     this.scratchV = new Float64Array(this.stride);
     this.ksBuf = this.schema.types.map((t) => new Uint8Array(t.deltaSlots));
     this.ksOf = new Array<Uint8Array | undefined>(this.schema.types.length).fill(undefined);
@@ -540,7 +540,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     // With prediction, inputs start with the first state of the own entity, so that every input sent
     // is one the prediction applied too.
     if (!this.welcomed || (this.options.predict !== undefined && this.predictor === undefined)) return;
-    if (this.inputStart < 0) this.inputStart = now - this.tickMs;
+    if (Number.isNaN(this.inputStart)) this.inputStart = now - this.tickMs;
     let due = Math.floor((now - this.inputStart) / this.tickMs);
     if (due - this.inputTick > MAX_CATCH_UP) {
       // After a long pause (a hidden tab) the input clock moves on: the missed ticks had no input.

@@ -111,6 +111,8 @@ export class Player<T extends SchemaTypes = SchemaTypes, I extends Fields = Fiel
   readonly records = new Map<number, Entries>();
   /** @internal */
   epoch = 0;
+  /** @internal The pacing rate's minimum over the last second. */
+  readonly rate = new WindowMin();
   /** @internal */
   newestAck = -1;
   /** @internal */
@@ -220,6 +222,37 @@ class Held {
 /** What a slot gap is reckoned to cost while the budget is filled, before the gaps are known (bits). */
 const GAP_GUESS_BITS = 4;
 
+/** What a datagram of snapshot costs on the wire beside its payload: IP and UDP, framing, ack header (bytes). */
+const DATAGRAM_OVERHEAD_BYTES = 60;
+
+/** The rewind depth allowed by default (ms): Overwatch's ~220 ms RTT plus an interpolation delay and a tick. @internal */
+export const DEFAULT_MAX_REWIND_MS = 400;
+
+/**
+ * The smallest value added in the last second: the pacing rate a budget may trust. The controller
+ * probes above the path's rate by design (up to a quarter for a round trip); the minimum over a
+ * second leaves those probes out. @internal
+ */
+export class WindowMin {
+  private readonly at: number[] = [];
+  private readonly value: number[] = [];
+  constructor(private readonly windowMs = 1000) {}
+
+  add(now: number, v: number): number {
+    while (this.value.length > 0 && this.value[this.value.length - 1]! >= v) {
+      this.value.pop();
+      this.at.pop();
+    }
+    this.value.push(v);
+    this.at.push(now);
+    while (this.at[0]! < now - this.windowMs) {
+      this.at.shift();
+      this.value.shift();
+    }
+    return this.value[0]!;
+  }
+}
+
 /** Sends remembered per slot, to tell when the client can find an update's baseline itself. */
 const SEND_RING = 8;
 
@@ -263,8 +296,9 @@ export interface StateServerOptions<T extends SchemaTypes, I extends Fields> {
   maxQueuedInputs?: number;
   /**
    * Lag compensation: how much of every entity's past is kept for `rewind` (ms, default 1000; 0 keeps none
-   * and `rewind` throws), and how far back a rewind may go (ms, default 220: a client further behind
-   * is not rewound further; it must lead its target). The history takes maxEntities × (historyMs ×
+   * and `rewind` throws), and how far back a rewind may go (ms, default 400: a client on a round
+   * trip up to ~220 ms, where Overwatch stops, plus its interpolation delay and a tick; a client
+   * further behind is not rewound further and must lead its target). The history takes maxEntities × (historyMs ×
    * tickHz / 1000 + 2) × the largest type's slots × 8 bytes, allocated at the first tick.
    */
   lagCompensation?: { historyMs?: number; maxRewindMs?: number };
@@ -365,7 +399,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     this.stride = Math.max(...this.schema.types.map((t) => t.slots));
     const lag = options.lagCompensation ?? {};
     this.historyMs = lag.historyMs ?? 1000;
-    this.maxRewindMs = lag.maxRewindMs ?? 220;
+    this.maxRewindMs = lag.maxRewindMs ?? Math.min(DEFAULT_MAX_REWIND_MS, this.historyMs);
     checkConfig(isNum(this.historyMs, 0, 60_000), 'StateServer: lagCompensation.historyMs must be 0..60000');
     checkConfig(isNum(this.maxRewindMs, 0, this.historyMs), 'StateServer: lagCompensation.maxRewindMs must be 0..historyMs');
     this.stepKs = this.schema.types.map((t) => new Uint8Array(t.deltaSlots));
@@ -690,8 +724,9 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     h.ensure(this.high);
     const tick = this.tickNo;
     const stride = this.stride;
-    const rate = stats.pacingRateBytesPerSec;
-    const budget = Math.floor(Math.min(this.budget.maxBytes, Math.max(this.budget.minBytes, (this.budget.share * rate) / this.tickHz)));
+    const rate = p.rate.add(now, stats.pacingRateBytesPerSec);
+    const share = (this.budget.share * rate) / this.tickHz;
+    const budget = Math.floor(Math.min(this.budget.maxBytes, Math.max(this.budget.minBytes, share - DATAGRAM_OVERHEAD_BYTES * Math.ceil(share / 1200))));
     const own = p.entity;
     let nc = 0;
     if (this.cand.length < this.high) this.growCand(this.high);
@@ -776,6 +811,9 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       const n = mean.length;
       for (let j = 0; j < n; j++) if (sums[n + j]! > 0) mean[j] += (sums[j]! / sums[n + j]! - mean[j]!) * 0.25;
     }
+    // Under a binding budget a sent entity keeps what it had above the cut-off, so update rates follow
+    // the priorities instead of every interval rounding up to whole ticks.
+    const cutoff = taken < nc && taken > 0 ? this.prioOf[this.sel[taken - 1]!]! : 0;
     const rec = this.recordPool.pop() ?? new Entries(stride);
     rec.tick = tick;
     rec.epoch = p.epoch;
@@ -790,7 +828,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
       h.sentTick[slot] = tick;
       h.sent(slot, tick);
       h.sentHeld[slot] = kind === EntryKind.Destroy ? 0 : 1;
-      acc[slot] = 0;
+      acc[slot] = cutoff === 0 ? 0 : Math.max(0, acc[slot]! - cutoff);
     }
     const id = p.link.send(this.lane + SNAPSHOTS, bytes);
     if (id >= 0) {
