@@ -1,5 +1,5 @@
 /**
- * Prints the interpolation table of `bench:state` part 2 (bench/state/interp.ts).
+ * Prints the interpolation table of `bench:state` part 2 (bench/state/interp.ts) on its own.
  *
  *   npx tsx bench/state/interp-run.ts            (seeds 1–10, 120 s each, 5 cost runs per system)
  *   npx tsx bench/state/interp-run.ts --write    (also writes bench/results/state-interp.json)
@@ -9,49 +9,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { table } from '../readme.js';
-import { runInterpBench, type InterpBenchResult } from './interp.js';
+import { interpTable, interpTargets, runInterpBench } from './interp.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
-
-/** The table as markdown: one row per system and scenario. */
-export function interpTable(res: InterpBenchResult): string {
-  const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
-  return table(
-    ['system', 'one way 50 ms ±', 'stalled frames %', 'extrapolated %', 'longest stall ms', 'display delay ms (sd)', 'RMS err mm', 'p99 err mm', 'shape RMS mm', 'RMS after 10 s mm', 'backward jumps / run', '900 entities ms / frame'],
-    res.rows.map((r) => [
-      r.system,
-      r.scenario,
-      f(r.stalledPct, 3),
-      f(r.extrapolatedPct, 2),
-      f(r.longestStallMs, 0),
-      `${f(r.meanDelayMs, 0)} (${f(r.sdDelayMs, 1)})`,
-      f(r.rmsMm, 1),
-      f(r.p99Mm, 0),
-      f(r.shapeRmsMm, 1),
-      f(r.settledRmsMm, 1),
-      f(r.backwardJumps, 1),
-      f(r.frameMs900, 3),
-    ]),
-  );
-}
-
-/** The issue's targets for gamewire's rows, each with what was measured and whether it is met. */
-export function interpTargets(res: InterpBenchResult): string[] {
-  const gw = res.rows.filter((r) => r.system === 'gamewire' && r.scenario.includes('loss') && !r.scenario.startsWith('0'));
-  const lines: string[] = [];
-  const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
-  for (const r of gw) {
-    const ok = r.stalledPct <= 0.15 && r.meanDelayMs <= 150;
-    lines.push(`target stalls ≤ 0.15 % at display delay ≤ 150 ms, ${r.scenario}: ${r.stalledPct.toFixed(3)} % at ${r.meanDelayMs.toFixed(0)} ms: ${mark(ok)}`);
-  }
-  for (const r of gw.filter((x) => x.scenario.startsWith('±40'))) lines.push(`target RMS error ≤ 25 mm at ±40 ms: ${r.rmsMm.toFixed(1)} mm: ${mark(r.rmsMm <= 25)}`);
-  const back = Math.max(...res.rows.filter((r) => r.system === 'gamewire').map((r) => r.backwardJumps));
-  lines.push(`target zero backward clock jumps: ${back}: ${mark(back === 0)}`);
-  const cost = res.cost.find((c) => c.system === 'gamewire');
-  if (cost !== undefined) lines.push(`target ≤ 0.2 ms per frame for 900 entities: ${cost.medianMs.toFixed(3)} ms: ${mark(cost.medianMs <= 0.2)}`);
-  return lines;
-}
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const n = Number(process.env.INTERP_SEEDS ?? 10);

@@ -17,6 +17,7 @@
  * The per-frame cost is measured separately: 900 entities on the same kind of path (time-shifted),
  * 20 s of frames per run, the systems alternating run by run; per run the median frame cost.
  */
+import { table } from '../readme.js';
 import { performance } from 'node:perf_hooks';
 import geckos from '@geckos.io/snapshot-interpolation';
 import { NonCryptoRng } from '../../src/core/rng.js';
@@ -574,4 +575,43 @@ function aggregate(system: 'gamewire' | 'geckos', scenario: string, runs: Interp
     backwardJumps: mean((r) => r.backwardJumps),
     frameMs900: NaN,
   };
+}
+
+/** The table as markdown: one row per system and scenario. */
+export function interpTable(res: InterpBenchResult): string {
+  const f = (x: number, d = 1): string => (Number.isFinite(x) ? x.toFixed(d) : '–');
+  return table(
+    ['system', 'one way 50 ms ±', 'stalled frames %', 'extrapolated %', 'longest stall ms', 'display delay ms (sd)', 'RMS err mm', 'p99 err mm', 'shape RMS mm', 'RMS after 10 s mm', 'backward jumps / run', '900 entities ms / frame'],
+    res.rows.map((r) => [
+      r.system,
+      r.scenario,
+      f(r.stalledPct, 3),
+      f(r.extrapolatedPct, 2),
+      f(r.longestStallMs, 0),
+      `${f(r.meanDelayMs, 0)} (${f(r.sdDelayMs, 1)})`,
+      f(r.rmsMm, 1),
+      f(r.p99Mm, 0),
+      f(r.shapeRmsMm, 1),
+      f(r.settledRmsMm, 1),
+      f(r.backwardJumps, 1),
+      f(r.frameMs900, 3),
+    ]),
+  );
+}
+
+/** The issue's targets for gamewire's rows, each with what was measured and whether it is met. */
+export function interpTargets(res: InterpBenchResult): string[] {
+  const gw = res.rows.filter((r) => r.system === 'gamewire' && r.scenario.includes('loss') && !r.scenario.startsWith('0'));
+  const lines: string[] = [];
+  const mark = (ok: boolean): string => (ok ? 'met' : 'MISSED');
+  for (const r of gw) {
+    const ok = r.stalledPct <= 0.15 && r.meanDelayMs <= 150;
+    lines.push(`target stalls ≤ 0.15 % at display delay ≤ 150 ms, ${r.scenario}: ${r.stalledPct.toFixed(3)} % at ${r.meanDelayMs.toFixed(0)} ms: ${mark(ok)}`);
+  }
+  for (const r of gw.filter((x) => x.scenario.startsWith('±40'))) lines.push(`target RMS error ≤ 25 mm at ±40 ms: ${r.rmsMm.toFixed(1)} mm: ${mark(r.rmsMm <= 25)}`);
+  const back = Math.max(...res.rows.filter((r) => r.system === 'gamewire').map((r) => r.backwardJumps));
+  lines.push(`target zero backward clock jumps: ${back}: ${mark(back === 0)}`);
+  const cost = res.cost.find((c) => c.system === 'gamewire');
+  if (cost !== undefined) lines.push(`target ≤ 0.2 ms per frame for 900 entities: ${cost.medianMs.toFixed(3)} ms: ${mark(cost.medianMs <= 0.2)}`);
+  return lines;
 }
