@@ -624,8 +624,8 @@ function part4(): { data: unknown; text: string } {
     ['---', '---:', '---:', '---:', '---:', '---:', '---:', '---:']),
     '',
     ...(gw.pending ? [] : [
-      `**How gamewire's budget follows the step.** The snapshot budget is 0.75 of the connection's pacing rate per tick (200..4,096 B,`,
-      '`StateServer` `budget`), read each tick; the pacing rate is the rate controller\'s (congestion/: bandwidth × loss compensation ×',
+      `**How gamewire's budget follows the step.** The snapshot budget is 0.6 of the connection's pacing rate (its lowest over the last second)`,
+      'per tick, less each datagram\'s overhead (200..4,096 B, `StateServer` `budget`), read each tick; the pacing rate is the rate controller\'s (congestion/: bandwidth × loss compensation ×',
       'gain, the gain probing above 1 in turns). Per seed: the time from the step to the first tick with the pacing rate at or below',
       `${fmt(toKbps)} kbit/s; from one RTT after the step to the end, the pacing rate and the budget (lowest / median / p95 / highest), and the`,
       'windows over the link\'s rate with the largest.',
@@ -634,9 +634,9 @@ function part4(): { data: unknown; text: string } {
         pacingRows, ['---:', '---:', '---:', '---:', '---:', '---:']),
       '',
       ...(gw.runs.every((x) => x.afterOver === 0) ? [] : [
-      'The budget takes 75 % of whatever the pacing rate is at each tick. The pacing rate falls to the new rate within a few ticks,',
-      'but then swings above it while the controller probes for more bandwidth; 75 % of a probing rate, plus the framing and the',
-      '28 B per datagram the budget does not count, is more than the link carries, so a window in which the probes weigh most goes',
+      'The budget takes 60 % of the pacing rate\'s lowest over the last second. The pacing rate falls to the new rate within a few ticks,',
+      'but then swings above it while the controller probes for more bandwidth; 60 % of a probing rate, plus the framing,',
+      'is more than the link carries, so a window in which the probes weigh most goes',
       `over, and the next (the controller backing off from the queue it built) comes under${gw.runs.every((x) => x.queueDrops === 0) ? '; the queue absorbs it (no drops)' : ''}.`,
       '',
       ]),

@@ -268,7 +268,7 @@ class InputQueue<I extends Fields> {
 
 /** Snapshot budget: a share of the connection's measured path rate, between a floor and a cap. */
 export interface SnapshotBudget {
-  /** Share of the path's pacing rate that snapshots may use (0..1). Default 0.75. */
+  /** Share of the path's pacing rate (its minimum over the last second) that snapshots may use (0..1). Default 0.6: the rate controller runs above the bottleneck while it probes, and other lanes need room too. */
   share?: number;
   /** Bytes per snapshot at least, whatever the rate says. Default 200. */
   minBytes?: number;
@@ -383,7 +383,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
     this.maxEntities = options.maxEntities ?? 4096;
     checkConfig(isInt(this.maxEntities, 1, 65536), 'StateServer: maxEntities must be 1..65536');
     const b = options.budget ?? {};
-    this.budget = { share: b.share ?? 0.75, minBytes: b.minBytes ?? 200, maxBytes: b.maxBytes ?? 4096 };
+    this.budget = { share: b.share ?? 0.6, minBytes: b.minBytes ?? 200, maxBytes: b.maxBytes ?? 4096 };
     checkConfig(isNum(this.budget.share, 0.01, 1), 'StateServer: budget.share must be 0.01..1');
     checkConfig(isInt(this.budget.minBytes, 32, 1 << 20) && isInt(this.budget.maxBytes, this.budget.minBytes, 1 << 20), 'StateServer: budget needs 32 ≤ minBytes ≤ maxBytes ≤ 1 MiB');
     this.maxInputsPerTick = options.maxInputsPerTick ?? 3;
