@@ -433,6 +433,7 @@ export class StateServer<T extends SchemaTypes = SchemaTypes, I extends Fields =
   /** Create an entity of type `type` with its first values (quantized at the next tick). Throws `queue-full` at `maxEntities`. */
   spawn<K extends keyof T & string>(type: K, values: ValuesOf<T[K]>): Entity<T, K> {
     const codec = this.schema.type(type) as unknown as TypeCodec;
+    // Bad values throw here, before a slot is taken.
     codec.quantizeObject(values as never, new Int32Array(this.stride), 0);
     let slot = this.free.pop();
     if (slot === undefined) {

@@ -2,16 +2,10 @@
 // walks its own dot round a loop, and each draws the other's dot interpolated: at every frame's
 // render time, where the other tab's dot was by the states the server sent that tab (its own
 // snapshots of its own dot: the server's values at those ticks).
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join, resolve } from 'node:path';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
+import { openExample } from './example-server.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const ARGS = [
-  '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--allow-loopback-in-peer-connection', '--disable-features=WebRtcHideLocalIpsWithMdns',
-];
 /** Pixels a dot moves per tick at most (examples/browser/shared.ts). */
 const SPEED = 12;
 
@@ -59,19 +53,10 @@ function compare(a: Seen, b: Seen): { frames: number; interpolated: number; erro
 
 describe('the state layer in Chromium (examples/browser)', () => {
   it('two tabs each walk their dot and draw the other\'s interpolated along its true path', async () => {
-    const server: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'examples/browser/server.ts'), '--port', '0', '--bots', '0', '--seconds', '50'], {
-      stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TSX_TSCONFIG_PATH: join(ROOT, 'examples/browser/tsconfig.json') },
-    });
-    let out = '';
-    server.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    server.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const exit = new Promise<number | null>((r) => server.on('close', (c) => r(c)));
-    const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
+    const run = await openExample(0);
+    const { tabs } = run;
+    let code: number | null;
     try {
-      await expect.poll(() => /open (http:\S+) in a browser/.test(out), { timeout: 15_000 }).toBe(true);
-      const url = /open (http:\S+) in a browser/.exec(out)![1]!;
-      const tabs = [await browser.newPage(), await browser.newPage()];
-      for (const t of tabs) await t.goto(url);
       for (const t of tabs) await expect.poll(async () => (await seen(t)).ownId >= 0, { timeout: 15_000 }).toBe(true);
       for (const t of tabs) await t.check('#walk');
       const started = performance.now();
@@ -96,10 +81,9 @@ describe('the state layer in Chromium (examples/browser)', () => {
       }
       for (const t of tabs) await t.close();
     } finally {
-      await browser.close();
-      server.kill('SIGINT');
+      code = await run.stop();
     }
-    expect(await exit, out).toBe(0);
-    expect(out).toMatch(/^state: \d+ ticks at 20 Hz, \d dots$/m);
+    expect(code, run.out()).toBe(0);
+    expect(run.out()).toMatch(/^state: \d+ ticks at 20 Hz, \d dots$/m);
   }, 60_000);
 });
