@@ -490,7 +490,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       e.track.push(tick, v.subarray(0, codec.slots), before !== undefined && before.find(slot) < 0 ? before.tick : undefined);
       e.q.set(rec.q.subarray(i * stride, i * stride + codec.slots));
       e.qTick = tick;
-      if (id === this.ownId && this.options.predict !== undefined) this.reconcile(now, e, inputAck, v);
+      if (id === this.ownId && this.options.predict !== undefined) this.reconcile(now, e, inputAck, v, tick);
     }
   }
 
@@ -505,7 +505,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     this.appliedTick = a;
   }
 
-  private reconcile(now: number, e: Visible, inputAck: number, v: Float64Array): void {
+  private reconcile(now: number, e: Visible, inputAck: number, v: Float64Array, tick: number): void {
     const codec = e.codec;
     const server = v.subarray(0, codec.slots);
     if (this.predictor === undefined) {
@@ -528,7 +528,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       return;
     }
     e.predicted = true;
-    if (inputAck >= 0) this.predictor.reconcile(now, inputAck, server);
+    if (inputAck >= 0) this.predictor.reconcile(now, inputAck, server, tick);
   }
 
   /**

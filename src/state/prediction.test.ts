@@ -253,6 +253,20 @@ describe('Predictor', () => {
     expect(ticks).toEqual([6, 7, 8, 9]);
   });
 
+  it('a later snapshot with the same ack reconciles too: the server moved the entity without an input', () => {
+    const p = new Predictor<Move>(new Float64Array(4), options());
+    for (let t = 0; t < 10; t++) p.apply(t, move);
+    expect(p.reconcile(0, 5, Float64Array.of(0.48, 0, 0, 1), 100)).toBeCloseTo(0, 9);
+    // Snapshot 101: no new input applied, but the server pushed the entity 1 m along y.
+    expect(p.reconcile(0, 5, Float64Array.of(0.48, 1, 0, 1), 101)).toBeCloseTo(1, 9);
+    expect(p.state[1]).toBeCloseTo(1, 9);
+    // The same snapshot again, or an older one with that ack, changes nothing.
+    expect(p.reconcile(0, 5, Float64Array.of(0.48, 0, 0, 1), 101)).toBe(-1);
+    expect(p.reconcile(0, 5, Float64Array.of(0.48, 0, 0, 1), 99)).toBe(-1);
+    expect(p.state[1]).toBeCloseTo(1, 9);
+    expect(p.stats().staleAcks).toBe(2);
+  });
+
   it('ignores stale, duplicate, future and malformed acks, counted, without touching the state', () => {
     const p = new Predictor<Move>(new Float64Array(4), options());
     for (let t = 0; t < 10; t++) p.apply(t, move);

@@ -107,6 +107,8 @@ export class Predictor<I> {
   private count = 0;
   private presentTick = -1;
   private lastAck = -1;
+  /** Newest snapshot tick reconciled (−Infinity: none, or the caller passes none). */
+  private lastServerTick = -Infinity;
   /** Newest tick dropped at `maxUnacked` and not yet covered by an ack; −1 when none. */
   private droppedThrough = -1;
 
@@ -220,11 +222,15 @@ export class Predictor<I> {
    * visual offset that fades to zero over `smoothMs` from `now` (local ms), starting from what was drawn at `now`, so
    * the drawn state never jumps. Until the first input is applied, adopts `serverState` as the present at `ackTick`.
    *
-   * Returns the error (game units, see `error`), or −1 when the ack is ignored: at or below the newest reconciled
-   * (`staleAcks`), not a tick, or after the present (`invalidAcks`). These come from the network and never throw.
+   * `serverTick`, the snapshot's own tick, lets a later snapshot with the same `ackTick` count: the server may have
+   * changed the entity without an input (a push, a respawn), and its newer state is reconciled too.
+   *
+   * Returns the error (game units, see `error`), or −1 when the ack is ignored: older than the newest reconciled, or
+   * equal to it without a newer `serverTick` (`staleAcks`), not a tick, or after the present (`invalidAcks`). These
+   * come from the network and never throw.
    * @throws GamewireError `invalid-argument` if `serverState` does not have `slots` values.
    */
-  reconcile(now: number, ackTick: number, serverState: ArrayLike<number>): number {
+  reconcile(now: number, ackTick: number, serverState: ArrayLike<number>, serverTick?: number): number {
     if (serverState === null || typeof serverState !== 'object' || serverState.length !== this.slots) {
       throw new GamewireError('invalid-argument', `server state must have ${this.slots} values`);
     }
@@ -232,10 +238,12 @@ export class Predictor<I> {
       this.c.invalidAcks++;
       return -1;
     }
-    if (ackTick <= this.lastAck) {
+    const newer = serverTick !== undefined && serverTick > this.lastServerTick;
+    if (ackTick < this.lastAck || (ackTick === this.lastAck && !newer)) {
       this.c.staleAcks++;
       return -1;
     }
+    if (serverTick !== undefined && serverTick > this.lastServerTick) this.lastServerTick = serverTick;
     if (this.c.inputsApplied === 0) {
       this.present.set(serverState);
       this.presentTick = ackTick;
