@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createSocket } from 'node:dgram';
+import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
 import { ipGroup } from '../../core/address-group.js';
 import { newCounters } from '../../core/counters.js';
@@ -19,8 +20,31 @@ export interface WebRtcSignallingOptions {
   port?: number;
   /** Path of the endpoint. Default `'/gamewire/webrtc'`. */
   path?: string;
-  /** Address ICE binds the peer connections to (libdatachannel gathers no loopback candidate without it). Default: `host`, unless that is a wildcard. */
+  /** Address ICE binds the peer connections to, an IP literal (libdatachannel gathers no loopback candidate without it). Default: `host`, unless that is a wildcard. */
   bindAddress?: string;
+  /**
+   * The one UDP port every peer connection shares (ICE UDP mux: connectivity checks are told apart by
+   * their ICE username), so a firewall rule or a container port mapping can expose it. Default: the
+   * same number as the signalling `port` (TCP); when that is 0, a free port (see `udpPort` of the
+   * instance). `open` binds it once to check it is free; libjuice holds it from the first peer
+   * connection to the last, so with no player connected another process could take it. In one
+   * process, instances asking for the same port share one socket, bound to the `bindAddress` of the
+   * first. Not with `udpPortRange`.
+   */
+  udpPort?: number;
+  /**
+   * Instead of the one shared port: each peer connection takes its own UDP port from this inclusive
+   * range `[first, last]`; an offer when as many peer connections exist as the range has ports is
+   * answered 503 `busy`. Not with `udpPort`.
+   */
+  udpPortRange?: readonly [number, number];
+  /**
+   * The public IP address clients reach this server at, when it differs from the address of its
+   * interface (1:1 NAT: a cloud VM's private address with a public one mapped to it). The answer's
+   * host candidates name it in place of the interface addresses (pion's `SetNAT1To1IPs`). Default:
+   * the interface addresses.
+   */
+  publicAddress?: string;
   /** STUN/TURN servers for the server's peer connections (`'stun:host:port'`). Default none: the server must be reachable. */
   iceServers?: string[];
   /**
@@ -136,6 +160,35 @@ function withoutCandidates(sdp: string): string {
   return sdp.split(/\r?\n/).filter((l) => !l.startsWith('a=candidate:')).join('\r\n');
 }
 
+/**
+ * `sdp` with `address` in place of its host candidates' addresses (one candidate per port: interfaces
+ * that differ only in their address become one) and in its `c=` lines.
+ */
+export function withPublicAddress(sdp: string, address: string): string {
+  const family = isIP(address) === 6 ? 'IP6' : 'IP4';
+  const seen = new Set<string>();
+  const out: string[] = [];
+  for (const l of sdp.split(/\r?\n/)) {
+    if (l.startsWith('c=IN ')) {
+      out.push(`c=IN ${family} ${address}`);
+      continue;
+    }
+    if (l.startsWith('a=candidate:')) {
+      const f = l.split(' ');
+      if (f.length >= 8 && f[6] === 'typ' && f[7] === 'host') {
+        f[4] = address;
+        const key = `${f[1]} ${f[2].toLowerCase()} ${f[5]}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        out.push(f.join(' '));
+        continue;
+      }
+    }
+    out.push(l);
+  }
+  return out.join('\r\n');
+}
+
 /** The per-source key of a request's remote IP (`ipGroup`; '' when the socket has none). */
 function sourceKey(ip: string | undefined): string {
   return ip === undefined ? '' : ipGroup(ip);
@@ -161,12 +214,15 @@ function bump(m: Map<string, number>, key: string, d: number): void {
 export class WebRtcSignalling {
   /** The endpoint's URL (`http://host:port/path`). */
   readonly url: string;
+  /** The UDP port every peer connection shares, or undefined with `udpPortRange`. */
+  readonly udpPort: number | undefined;
 
   private readonly ndc: Ndc;
   private readonly http: HttpServer;
   private readonly server: Server;
   private readonly feed: (from: Address, bytes: Uint8Array) => void;
-  private readonly opts: Required<Omit<WebRtcSignallingOptions, 'bindAddress' | 'maxPeers'>> & { bindAddress: string | undefined; maxPeers: number };
+  private readonly opts: Required<Omit<WebRtcSignallingOptions, 'bindAddress' | 'maxPeers' | 'udpPort' | 'udpPortRange' | 'publicAddress'>>
+    & { bindAddress: string | undefined; maxPeers: number; ports: readonly [number, number]; mux: boolean; publicAddress: string | undefined };
   private readonly peers = new Map<Address, Peer>();
   // Tokens (by authentication tag) that have a peer connection; bounded by maxPending + maxPeers.
   private readonly tokens = new Set<string>();
@@ -181,8 +237,11 @@ export class WebRtcSignalling {
   private pending = 0;
   private closing: Promise<void> | undefined;
 
-  private constructor(ndc: Ndc, http: HttpServer, driver: UdpDriver<ServerEvent>, server: Server, opts: WebRtcSignalling['opts']) {
+  private constructor(
+    ndc: Ndc, http: HttpServer, driver: UdpDriver<ServerEvent>, server: Server, opts: WebRtcSignalling['opts'],
+  ) {
     this.ndc = ndc;
+    this.udpPort = opts.mux ? opts.ports[0] : undefined;
     this.http = http;
     this.server = server;
     this.opts = opts;
@@ -214,11 +273,18 @@ export class WebRtcSignalling {
     checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
     const host = options.host ?? '127.0.0.1';
     const wildcard = host === '0.0.0.0' || host === '::';
+    const port = options.port ?? 0;
+    const range = options.udpPortRange;
+    checkConfig(options.udpPort === undefined || range === undefined, 'udpPort and udpPortRange exclude each other');
+    const udpPort = options.udpPort ?? port;
     const opts: WebRtcSignalling['opts'] = {
       host,
-      port: options.port ?? 0,
+      port,
       path: options.path ?? '/gamewire/webrtc',
       bindAddress: options.bindAddress ?? (wildcard ? undefined : host),
+      mux: range === undefined,
+      ports: range === undefined ? [udpPort, udpPort] : [range[0], range[1]],
+      publicAddress: options.publicAddress,
       iceServers: options.iceServers ?? [],
       maxPending: options.maxPending ?? 64,
       maxPendingPerAddress: options.maxPendingPerAddress ?? 4,
@@ -234,6 +300,16 @@ export class WebRtcSignalling {
       allowOrigin: options.allowOrigin ?? '*',
     };
     checkConfig(Number.isInteger(opts.port) && opts.port >= 0 && opts.port <= 65535, 'port must be 0..65535');
+    if (range === undefined) {
+      checkConfig(Number.isInteger(udpPort) && udpPort >= 0 && udpPort <= 65535, 'udpPort must be 0..65535');
+    } else {
+      checkConfig(Array.isArray(range) && range.length === 2 && range.every((p) => Number.isInteger(p) && p >= 1 && p <= 65535)
+        && range[0] <= range[1], 'udpPortRange must be [first, last] with 1 ≤ first ≤ last ≤ 65535');
+    }
+    checkConfig(options.bindAddress === undefined || (typeof options.bindAddress === 'string' && isIP(options.bindAddress) !== 0),
+      'bindAddress must be an IP address');
+    checkConfig(opts.publicAddress === undefined || (typeof opts.publicAddress === 'string' && isIP(opts.publicAddress) !== 0),
+      'publicAddress must be an IP address');
     checkConfig(typeof opts.path === 'string' && opts.path.startsWith('/'), 'path must start with /');
     checkConfig(Array.isArray(opts.iceServers) && opts.iceServers.every((s) => typeof s === 'string'), 'iceServers must be strings');
     for (const k of [
@@ -249,6 +325,10 @@ export class WebRtcSignalling {
     } catch (err) {
       throw new GamewireError('invalid-state', `WebRTC needs the optional dependency node-datachannel (npm install node-datachannel): ${String(err)}`);
     }
+    if (opts.mux) {
+      const bound = await WebRtcSignalling.probePort(opts);
+      opts.ports = [bound, bound];
+    }
     const http = createServer({
       headersTimeout: opts.headersTimeoutMs,
       requestTimeout: opts.requestTimeoutMs,
@@ -263,6 +343,38 @@ export class WebRtcSignalling {
     });
     liveInstances++;
     return new WebRtcSignalling(ndc, http, driver, server, opts);
+  }
+
+  /**
+   * Bind the shared port once and release it, so a port in use or an address not of this host fails
+   * `open`, not the first player; for port 0, the free port found. libjuice binds it again with the
+   * first peer connection and releases it with the last.
+   */
+  private static async probePort(opts: WebRtcSignalling['opts']): Promise<number> {
+    const address = opts.bindAddress ?? (opts.host === '::' ? '::' : '0.0.0.0');
+    const socket = createSocket(isIP(address) === 6 ? 'udp6' : 'udp4');
+    try {
+      return await new Promise<number>((resolve, reject) => {
+        socket.once('error', reject);
+        socket.bind({ port: opts.ports[0], address, exclusive: true }, () => resolve(socket.address().port));
+      });
+    } catch (err) {
+      throw new GamewireError('invalid-config',
+        `WebRTC cannot use UDP port ${opts.ports[0]} on ${address} (in use, or not an address of this host? set udpPort or bindAddress): ${String(err)}`);
+    } finally {
+      socket.close();
+    }
+  }
+
+  /** libdatachannel's configuration of every server-side peer connection. */
+  private static rtcConfig(opts: WebRtcSignalling['opts']): ConstructorParameters<Ndc['PeerConnection']>[1] {
+    return {
+      iceServers: opts.iceServers,
+      ...(opts.bindAddress === undefined ? {} : { bindAddress: opts.bindAddress }),
+      enableIceUdpMux: opts.mux,
+      portRangeBegin: opts.ports[0],
+      portRangeEnd: opts.ports[1],
+    };
   }
 
   /** Open data channels. */
@@ -446,7 +558,8 @@ export class WebRtcSignalling {
       this.reply(res, 429, { error: 'busy' });
       return;
     }
-    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers) {
+    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers
+      || (!this.opts.mux && this.peers.size > this.opts.ports[1] - this.opts.ports[0])) {
       this.ctr.busy++;
       this.reply(res, 503, { error: 'busy' });
       return;
@@ -467,14 +580,11 @@ export class WebRtcSignalling {
       this.reply(res, 504, { error: 'ice-timeout' });
       return;
     }
-    this.reply(res, 200, { type: 'answer', sdp: answer });
+    this.reply(res, 200, { type: 'answer', sdp: this.opts.publicAddress === undefined ? answer : withPublicAddress(answer, this.opts.publicAddress) });
   }
 
   private makePeer(address: Address, offer: string, token: string, source: string): Peer {
-    const pc = new this.ndc.PeerConnection(address, {
-      iceServers: this.opts.iceServers,
-      ...(this.opts.bindAddress === undefined ? {} : { bindAddress: this.opts.bindAddress }),
-    });
+    const pc = new this.ndc.PeerConnection(address, WebRtcSignalling.rtcConfig(this.opts));
     let dc: DataChannel;
     try {
       // The offer first: a channel made before it would make libdatachannel offer too (glare).
