@@ -150,6 +150,45 @@ describe('Chromium ↔ Node over WebRTC (real browser, loopback)', () => {
     await expect.poll(() => serverEvents.some((e) => e.type === 'disconnected' && e.reason === 'peer'), { timeout: 5000 }).toBe(true);
   }, 60_000);
 
+  it('two pages connected at once: both server-side peers on the one shared UDP port (answer and selected pair)', async () => {
+    const pages = await Promise.all([openPage(), openPage()]);
+    const results = await Promise.all(pages.map((page) => page.evaluate(async ({ url, token, lanes }) => {
+      const gw = (window as unknown as { gamewire: { connectWebRtc(o: object): Promise<{ close(): Promise<void> }> } }).gamewire;
+      const made: RTCPeerConnection[] = [];
+      class Recording extends RTCPeerConnection {
+        constructor(c?: RTCConfiguration) {
+          super(c);
+          made.push(this);
+        }
+      }
+      let connected = false;
+      try {
+        const conn = await gw.connectWebRtc({
+          url, token: Uint8Array.from(atob(token), (c) => c.charCodeAt(0)), lanes, RTCPeerConnection: Recording,
+          onEvent: (e: { type: string }) => {
+            if (e.type === 'connected') connected = true;
+          },
+        });
+        for (const end = performance.now() + 10_000; !connected && performance.now() < end;) await new Promise((r) => setTimeout(r, 10));
+        const pc = made[0]!;
+        const answerPorts = (pc.remoteDescription?.sdp ?? '').split(/\r?\n/).filter((l) => l.startsWith('a=candidate:')).map((l) => Number(l.split(' ')[5]));
+        const stats = [...(await pc.getStats()).values()] as { type: string; id: string; state?: string; nominated?: boolean; remoteCandidateId?: string; port?: number }[];
+        const pair = stats.find((x) => x.type === 'candidate-pair' && x.state === 'succeeded' && x.nominated === true);
+        const selectedPort = stats.find((x) => x.id === pair?.remoteCandidateId)?.port;
+        await conn.close();
+        return { connected, answerPorts, selectedPort };
+      } catch (err) {
+        return { connected, answerPorts: [], selectedPort: undefined, error: String(err) };
+      }
+    }, { url: signalling.url, token: token64(), lanes: LANES })));
+    await Promise.all(pages.map((p) => p.close()));
+    const port = signalling.udpPort;
+    expect(port).toBeGreaterThan(0);
+    for (const r of results) {
+      expect(r).toEqual({ connected: true, answerPorts: [port], selectedPort: port });
+    }
+  }, 30_000);
+
   it('refuses missing, expired and reused tokens with clear reasons', async () => {
     const page = await openPage();
     const spent = token64();
