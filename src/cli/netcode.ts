@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createSocket } from 'node:dgram';
-import { isIPv4 } from 'node:net';
+import { isIP, isIPv4 } from 'node:net';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
 import { WebRtcSignalling } from '../adapters/node/webrtc.js';
@@ -78,6 +78,10 @@ export interface ServeCommandOptions {
   quiet: boolean;
   /** TCP port of the WebRTC signalling endpoint for browser clients (0 = any), or undefined for none. */
   webrtc: number | undefined;
+  /** UDP port every browser peer shares (default: the signalling port's number). */
+  webrtcUdpPort?: number | undefined;
+  /** A public IPv4/IPv6 address to put in the WebRTC answers (1:1 NAT). */
+  publicAddress?: string | undefined;
 }
 
 /**
@@ -116,7 +120,11 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
     unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
   });
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
-  const webrtc = o.webrtc === undefined ? undefined : await WebRtcSignalling.open(driver, server, { host: o.host, port: o.webrtc });
+  const webrtc = o.webrtc === undefined ? undefined : await WebRtcSignalling.open(driver, server, {
+    host: o.host, port: o.webrtc,
+    ...(o.webrtcUdpPort !== undefined ? { udpPort: o.webrtcUdpPort } : {}),
+    ...(o.publicAddress !== undefined ? { publicAddress: o.publicAddress } : {}),
+  });
   let echoed = 0;
   let notEchoed = 0;
   driver.on('event', (e: ServerEvent) => {
@@ -135,7 +143,9 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
     }
   });
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
-  if (webrtc !== undefined) process.stderr.write(`serve: browser clients (WebRTC) at ${webrtc.url}\n`);
+  if (webrtc !== undefined) {
+    process.stderr.write(`serve: browser clients (WebRTC) at ${webrtc.url}, their peers on UDP port ${webrtc.udpPort}${o.publicAddress !== undefined ? ` (announced as ${o.publicAddress})` : ''}\n`);
+  }
   await aborted(signal);
   const c = server.counters();
   const drops = serverDrops(c);
@@ -320,6 +330,8 @@ interface NetcodeFlags {
   interval: number;
   size?: number;
   webrtc?: number;
+  webrtcUdpPort?: number;
+  publicAddress?: string;
 }
 
 /** `connect --size` ranges: lane messages (the first 4 bytes number them) and raw payloads. */
@@ -367,11 +379,17 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--raw', 'raw payloads (interoperates with any netcode 1.02 client) instead of gamewire lanes')
     .option('--quiet', 'no per-client lines')
     .option('--webrtc <port>', 'also take browser clients: WebRTC signalling on this TCP port (0 = any; the URL is printed)', arg((v) => parsePort(v, '--webrtc')))
+    .option('--webrtc-udp-port <port>', 'with --webrtc: the UDP port every browser peer shares (default: the --webrtc number; it must differ from --port)', arg((v) => parsePort(v, '--webrtc-udp-port')))
+    .option('--public-address <ip>', 'with --webrtc: the public IP address to announce to browsers (a server behind 1:1 NAT)')
     .action(async (o: NetcodeFlags) => {
       if (o.maxClients < 1 || o.maxClients > 65_536) throw new UsageError('--max-clients must be in 1..65536');
+      if (o.webrtc === undefined && (o.webrtcUdpPort !== undefined || o.publicAddress !== undefined)) {
+        throw new UsageError('--webrtc-udp-port and --public-address go with --webrtc');
+      }
+      if (o.publicAddress !== undefined && isIP(o.publicAddress) === 0) throw new UsageError(`--public-address: expected an IP address, got "${o.publicAddress}"`);
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
-        webrtc: o.webrtc,
+        webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress,
       }));
     });
 

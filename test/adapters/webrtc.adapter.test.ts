@@ -13,6 +13,7 @@ import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
+import { freeUdpPort } from '../../src/cli/netcode.js';
 import { gamewire, waitForStderr } from './helpers.js';
 
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 7);
@@ -247,12 +248,16 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
 });
 
 describe('gamewire serve --webrtc (spawned)', () => {
-  it('takes a browser-style client over WebRTC beside UDP: the echo comes back and the client disconnects cleanly', async () => {
+  it('takes a browser-style client over WebRTC beside UDP, its peer on the given UDP port: the echo comes back and the client disconnects cleanly', async () => {
     const KEY_HEX = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
-    const s = gamewire('serve', '--port', '0', '--host', '127.0.0.1', '--key', KEY_HEX, '--protocol-id', 'abcd', '--webrtc', '0');
+    const peersPort = await freeUdpPort('127.0.0.1');
+    const s = gamewire('serve', '--port', '0', '--host', '127.0.0.1', '--key', KEY_HEX, '--protocol-id', 'abcd', '--webrtc', '0',
+      '--webrtc-udp-port', String(peersPort), '--public-address', '127.0.0.1');
     try {
       const udpPort = Number((await waitForStderr(s, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-      const url = (await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+)/))[1]!;
+      const line = await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+), their peers on UDP port (\d+) \(announced as 127\.0\.0\.1\)/);
+      const url = line[1]!;
+      expect(Number(line[2])).toBe(peersPort);
       const token = generateConnectToken({
         protocolId: 0xabcdn, privateKey: Uint8Array.from({ length: 32 }, (_, i) => i), clientId: 5n, serverAddresses: [`127.0.0.1:${udpPort}`],
         nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
@@ -268,5 +273,14 @@ describe('gamewire serve --webrtc (spawned)', () => {
       s.child.kill('SIGINT');
       expect(await s.exit).toBe(130); // Ctrl-C, as for every command (docs/cli.md)
     }
+  }, 30_000);
+
+  it('refuses --webrtc-udp-port or --public-address without --webrtc, and a public address that is not an IP', async () => {
+    const a = gamewire('serve', '--port', '0', '--public-address', '203.0.113.7');
+    expect(await a.exit).toBe(2);
+    expect(a.stderr()).toMatch(/error: --webrtc-udp-port and --public-address go with --webrtc/);
+    const b = gamewire('serve', '--port', '0', '--webrtc', '0', '--public-address', 'example.com');
+    expect(await b.exit).toBe(2);
+    expect(b.stderr()).toMatch(/error: --public-address: expected an IP address, got "example.com"/);
   }, 30_000);
 });
