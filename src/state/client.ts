@@ -645,6 +645,12 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
     return { tick: e.qTick, values: e.codec.toObject(this.scratchV) as ValuesOf<T[keyof T & string]> };
   }
 
+  private heldCount(): number {
+    let n = 0;
+    for (const e of this.visible.values()) if (e.diedTick === Infinity) n++;
+    return n;
+  }
+
   /** Ids of the entities held in the newest state (alive, whatever the render time). */
   ids(): number[] {
     const ids: number[] = [];
@@ -663,7 +669,7 @@ export class StateClient<T extends SchemaTypes = SchemaTypes, I extends Fields =
       lastSnapshotBytes: this.lastBytes,
       snapshotBytes: this.totalBytes,
       newestTick: this.newest,
-      entities: this.ids().length,
+      entities: this.heldCount(),
       playback: this.playback?.stats(),
       corrections: ps?.corrections ?? 0,
       largestCorrection: ps?.largestCorrection ?? 0,

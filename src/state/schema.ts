@@ -347,24 +347,8 @@ export class TypeCodec<F extends Fields = Fields> {
     const o: Record<string, unknown> = {};
     for (let pi = 0, plans = this.plans; pi < plans.length; pi++) {
       const p = plans[pi]!;
-      const s = off + p.slot;
-      const f = p.field;
-      switch (f.kind) {
-        case 'bool':
-          o[p.name] = values[s] !== 0;
-          break;
-        case 'enum':
-          o[p.name] = f.values[values[s]!] ?? f.values[0];
-          break;
-        case 'vec':
-          o[p.name] = f.dims === 2 ? { x: values[s]!, y: values[s + 1]! } : { x: values[s]!, y: values[s + 1]!, z: values[s + 2]! };
-          break;
-        case 'quat':
-          o[p.name] = { x: values[s]!, y: values[s + 1]!, z: values[s + 2]!, w: values[s + 3]! };
-          break;
-        default:
-          o[p.name] = values[s]!;
-      }
+      if (p.field.kind === 'vec' || p.field.kind === 'quat') o[p.name] = {};
+      this.assignField(p, o, values, off);
     }
     return o as ValuesOf<F>;
   }
