@@ -4,18 +4,17 @@ import { describe, expect, it } from 'vitest';
 import type { ConnectionStats } from '../../src/connection/session.js';
 import { StateClient } from '../../src/state/client.js';
 import { defineSchema, float } from '../../src/state/schema.js';
-import { StateServer, type StateLink, WindowMin } from '../../src/state/server.js';
+import { StateServer, type StateLink, type SnapshotBudget, WindowMin } from '../../src/state/server.js';
 import { Kind } from '../../src/state/wire.js';
 
 const types = { low: { x: float(0, 1000, 0.01) }, mid: { x: float(0, 1000, 0.01) }, high: { x: float(0, 1000, 0.01) } };
 const schema = defineSchema(types);
 
 /** A server with one joined client behind a link whose pacing rate is `rate.value`; snapshots reach the client and are acknowledged at once. */
-function rig(options: ConstructorParameters<typeof StateServer<typeof types>>[0]) {
+function rig(options: { tickHz: number; priorities?: Record<string, number>; budget: SnapshotBudget }) {
   const rate = { value: 1_000_000 };
-  let client: StateClient<typeof types> | undefined;
+  let client: StateClient | undefined;
   let next = 0;
-  let server: StateServer<typeof types>;
   const link: StateLink = {
     send(lane, bytes) {
       const id = next++;
@@ -28,8 +27,8 @@ function rig(options: ConstructorParameters<typeof StateServer<typeof types>>[0]
     stats: () => ({ pacingRateBytesPerSec: rate.value }) as ConnectionStats,
   };
   const queueDelivery: number[] = [];
-  server = new StateServer({ ...options, schema });
-  client = new StateClient({ send: () => 0, stats: () => undefined }, { schema });
+  const server = new StateServer({ ...options, schema });
+  client = new StateClient({ send: () => 0, stats: () => undefined }, { schema: schema as never });
   const hello = Uint8Array.of(Kind.Hello, 0, 0, 0, 0);
   new DataView(hello.buffer).setUint32(1, schema.hash, true);
   server.handle({ type: 'message', connection: link, lane: 0, bytes: hello });
