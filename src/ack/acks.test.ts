@@ -548,8 +548,7 @@ describe('PacketAcks: limits', () => {
 });
 
 /** A bare PacketAcks with its outcomes logged, for unit tests that hand-craft headers. */
-function bare(config: AckOptions = {}): { acks: PacketAcks<number>; path: Path; log: string[] } {
-  const path = new Path();
+function bare(config: AckOptions = {}, path = new Path()): { acks: PacketAcks<number>; path: Path; log: string[] } {
   const log: string[] = [];
   const acks = new PacketAcks<number>(path, {
     packetDelivered: (_now, id, seq) => log.push(`d${id}@${seq}`),
@@ -772,6 +771,29 @@ describe('PacketAcks: API', () => {
     pair();
     expect(acks.stats(now).reorderFraction).toBe(0.125);
     expect(acks.counters().lostByTimeout).toBe(0);
+  });
+
+  it('on a reliable transport nothing is lost by timeout; a packet the peer skipped is lost by the threshold', () => {
+    const { acks, log } = bare({}, new Path({ reliableTransport: true }));
+    sendN(acks, 0, 1);
+    expect(acks.pollTimeout()).toBe(1000); // the keep-alive, no loss timer
+    acks.handleTimeout(60_000);
+    expect(log).toEqual([]);
+    // An ack for seq 1 without seq 0: over an ordered transport the peer discarded it.
+    sendN(acks, 60_000, 1);
+    expect(acks.readHeader(60_050, header({ seq: 0, ack: 1, bits: 0 }), 0)).toBeGreaterThan(0);
+    acks.accept(60_050, false, 30);
+    const at = acks.pollTimeout()!;
+    expect(at).toBeLessThan(60_050 + 1000);
+    acks.handleTimeout(at);
+    expect(log).toEqual(['d0@1', 'l0@0']);
+    expect(acks.counters().lostByTimeout).toBe(0);
+    // The same world on an ordinary path declares seq 0 lost by timeout.
+    const udp = bare();
+    sendN(udp.acks, 0, 1);
+    expect(udp.acks.pollTimeout()).toBeLessThan(1000);
+    udp.acks.handleTimeout(60_000);
+    expect(udp.log).toEqual(['l0@0']);
   });
 
   it('the RTT sample subtracts the ack delay, but not below the minimum RTT', () => {

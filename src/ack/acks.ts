@@ -55,7 +55,8 @@ export interface AckOptions {
   reorderFraction?: number;
   /**
    * Floor of the loss timeout (ms, 1..60 000, default 20): a packet with no ack after
-   * `path.resendDelayMs(this)` + min(the peer's mean packet gap, srtt) is lost.
+   * `path.resendDelayMs(this)` + min(the peer's mean packet gap, srtt) is lost. No loss timeout on a
+   * reliable transport (`PathOptions.reliableTransport`).
    */
   minLossTimeoutMs?: number;
 }
@@ -705,7 +706,7 @@ export class PacketAcks<T> {
     if (this.firstPending >= this.tail) return Infinity;
     const i = this.firstPending & this.sMask;
     const at = this.sRec[3 * i + 1]!;
-    let t = at + this.lossTimeoutMs();
+    let t = this.path.reliableTransport ? Infinity : at + this.lossTimeoutMs();
     if (this.sRec[3 * i]! < this.largestAcked) t = Math.min(t, at + this.lossThresholdMs());
     return t;
   }
@@ -713,7 +714,7 @@ export class PacketAcks<T> {
   private detectLosses(now: number): void {
     this.advance();
     if (this.firstPending >= this.tail) return;
-    const timeout = this.lossTimeoutMs();
+    const timeout = this.path.reliableTransport ? Infinity : this.lossTimeoutMs();
     const threshold = this.lossThresholdMs();
     const mask = this.sMask;
     let lostWire = 0;

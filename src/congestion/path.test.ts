@@ -4,7 +4,7 @@ import { GamewireError } from '../core/errors.js';
 import { AdaptiveRate } from './adaptive.js';
 import type { RateController } from './controller.js';
 import { FixedRate } from './fixed.js';
-import { Path, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES } from './path.js';
+import { Path, RELIABLE_RESEND_FLOOR_MS, UDP_IPV4_OVERHEAD_BYTES, UDP_IPV6_OVERHEAD_BYTES } from './path.js';
 
 function expectConfigError(f: () => unknown): void {
   let err: unknown;
@@ -167,5 +167,15 @@ describe('ChunkSender on a Path', () => {
     }
     expectConfigError(() => new ChunkSender({ path, rateController: new FixedRate() }));
     expectConfigError(() => new ChunkSender({ path: {} as Path }));
+  });
+
+  it('a reliable transport raises the resend floor (block slices wait for TCP) and takes only a boolean', () => {
+    const udp = new Path();
+    const tcp = new Path({ reliableTransport: true });
+    for (const p of [udp, tcp]) p.onRttSample(0, 50);
+    expect(udp.resendDelayMs(20)).toBeLessThan(200);
+    expect(tcp.resendDelayMs(20)).toBeGreaterThanOrEqual(RELIABLE_RESEND_FLOOR_MS);
+    expect(tcp.resendDelayMs(5000)).toBeGreaterThanOrEqual(5000);
+    expectConfigError(() => new Path({ reliableTransport: 1 as never }));
   });
 });

@@ -37,11 +37,25 @@ export interface PathOptions {
   unackedFloorBytes?: number;
   /** Cap on the learned ack holding time of the peer added to the resend delay, ms (0..1000). Default 25. */
   maxAckDelayMs?: number;
+  /**
+   * The transport underneath delivers every datagram, in order (TCP under a WebSocket): a packet is
+   * never declared lost by timeout (only when the peer acks a later one without it, which then means
+   * the peer discarded it), and the resend delay of what is still resent on a timer (block slices)
+   * is at least `RELIABLE_RESEND_FLOOR_MS`, so TCP's own recovery is not duplicated. Default false.
+   */
+  reliableTransport?: boolean;
 }
+
+/**
+ * Floor of the resend delay on a reliable transport, ms: above what TCP's head-of-line blocking after
+ * one loss usually costs (its minimum retransmission timeout, 200 ms on Linux, plus an RTT), so a
+ * timer resend there is rare and only recovers what the peer discarded.
+ */
+export const RELIABLE_RESEND_FLOOR_MS = 1000;
 
 const PATH_KEYS: ReadonlySet<string> = new Set([
   'rateController', 'initialRttMs', 'overheadBytes', 'maxDatagramBytes', 'pacingBurstMs', 'unackedBdpMultiple',
-  'unackedFloorBytes', 'maxAckDelayMs',
+  'unackedFloorBytes', 'maxAckDelayMs', 'reliableTransport',
 ]);
 
 /** Largest resend-delay multiplier while the peer stays silent (RFC 6298 style backoff). */
@@ -66,6 +80,8 @@ export class Path {
   readonly controller: RateController;
   /** Bytes the transport adds to every datagram. */
   readonly overheadBytes: number;
+  /** The transport delivers every datagram in order (`PathOptions.reliableTransport`). */
+  readonly reliableTransport: boolean;
   private readonly pacer: PacingBudget;
   private readonly bdpMultiple: number;
   private readonly floorBytes: number;
@@ -98,9 +114,11 @@ export class Path {
     checkConfig(isNum(multiple, 0, 1000), 'unackedBdpMultiple must be a number in 0..1000');
     checkConfig(isInt(floor, 0, Number.MAX_SAFE_INTEGER), 'unackedFloorBytes must be an integer ≥ 0');
     checkConfig(isNum(ackDelay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
+    checkConfig(config.reliableTransport === undefined || typeof config.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
     this.rtt = new RttEstimator(config.initialRttMs ?? 100);
     this.controller = rc ?? new AdaptiveRate();
     this.overheadBytes = overhead;
+    this.reliableTransport = config.reliableTransport ?? false;
     this.pacer = new PacingBudget(burstMs, 2 * (maxDatagram + overhead));
     this.bdpMultiple = multiple;
     this.floorBytes = floor;
@@ -193,10 +211,12 @@ export class Path {
   /**
    * Minimum delay before unacked data is resent (ms): the RTT rule max(floorMs, 1.25 × srtt,
    * srtt + 4 × rttvar) plus the peer's learned ack delay, times the backoff (doubled by each probe
-   * sent while the peer is silent, up to 16; reset when it is heard).
+   * sent while the peer is silent, up to 16; reset when it is heard). On a reliable transport the
+   * floor is at least `RELIABLE_RESEND_FLOOR_MS`.
    */
   resendDelayMs(floorMs: number): number {
-    return (this.rtt.resendDelayMs(floorMs) + this.peerAckDelay) * this.backoff;
+    const floor = this.reliableTransport && floorMs < RELIABLE_RESEND_FLOOR_MS ? RELIABLE_RESEND_FLOOR_MS : floorMs;
+    return (this.rtt.resendDelayMs(floor) + this.peerAckDelay) * this.backoff;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolvePayload, UDP_TRANSPORT, WEBRTC_SERVER_TRANSPORT, WEBRTC_TRANSPORT } from './options.js';
+import { resolvePayload, UDP_TRANSPORT, WEBRTC_SERVER_TRANSPORT, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from './options.js';
 
 describe('resolvePayload: what the transport sets', () => {
   const lanes = [{ mode: 'reliable-ordered' as const }];
@@ -17,5 +17,17 @@ describe('resolvePayload: what the transport sets', () => {
     expect(resolvePayload({ lanes }, WEBRTC_SERVER_TRANSPORT).session!.channels.redundancy).toBe(1);
     expect(resolvePayload({ lanes, channels: { redundancy: 'auto' } }, WEBRTC_SERVER_TRANSPORT).session!.channels.redundancy).toBe('auto');
     expect(resolvePayload({ lanes, channels: { redundancy: 0, reliableWindow: 64 } }, WEBRTC_SERVER_TRANSPORT).session!.channels).toMatchObject({ redundancy: 0, reliableWindow: 64 });
+  });
+
+  it('a reliable transport (WebSocket) takes every ride away, lane by lane too, and marks the path reliable', () => {
+    const r = resolvePayload({
+      lanes: [{ mode: 'reliable-ordered', redundancy: 3 }, { mode: 'unreliable' }, { mode: 'block' }],
+      channels: { redundancy: 'auto', reliableWindow: 64 },
+    }, WEBSOCKET_TRANSPORT).session!;
+    expect(r.channels).toMatchObject({ redundancy: 0, reliableWindow: 64 });
+    expect(r.channels.lanes[0]).toEqual({ mode: 'reliable-ordered' });
+    expect(r.block).toBeDefined();
+    expect(r.path!.reliableTransport).toBe(true);
+    expect(resolvePayload({ lanes }, UDP_TRANSPORT).session!.path!.reliableTransport).toBeUndefined();
   });
 });

@@ -55,6 +55,11 @@ export interface NetcodeTransport {
   maxPayloadBytes: number;
   /** Redundancy of the lanes when the options leave `channels.redundancy` unset (default `'auto'`). */
   defaultRedundancy?: number | 'auto';
+  /**
+   * It delivers every packet, in order (TCP): the lanes send no extra rides whatever the options say,
+   * and the path declares no loss by timeout (`PathOptions.reliableTransport`).
+   */
+  reliable?: boolean;
 }
 
 /** @internal UDP over IPv4: 28 bytes of headers; the standard's 1,200-byte payloads. */
@@ -78,6 +83,20 @@ export const WEBRTC_TRANSPORT: NetcodeTransport = { overheadBytes: 96, maxPayloa
  */
 export const WEBRTC_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, defaultRedundancy: 1 };
 
+/**
+ * @internal A WebSocket: IPv4 20, TCP with timestamps 32, the WebSocket frame header 4 (8 from a
+ * client, masked): 60 bytes counted per packet (TLS adds 22 to 29 per record, and TCP may put several
+ * packets in one segment: the figure is of the order, not exact). Every packet arrives, in order.
+ */
+export const WEBSOCKET_TRANSPORT: NetcodeTransport = { overheadBytes: 60, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES, reliable: true };
+
+/** A lane's settings without its own redundancy (over a reliable transport every lane has none). */
+function withoutRedundancy(l: LaneConfig): LaneConfig {
+  if (l === null || typeof l !== 'object' || !('redundancy' in l)) return l;
+  const { redundancy: _r, ...rest } = l;
+  return rest;
+}
+
 /** @internal Validate what a connection carries (over `transport`, default UDP); throws `invalid-config`. */
 export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTransport = UDP_TRANSPORT): ResolvedPayload {
   const raw = o.raw ?? false;
@@ -87,12 +106,19 @@ export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTrans
   const maxRawQueue = o.maxRawQueue ?? 1024;
   checkConfig(isInt(maxRawQueue, 1, 65_536), 'maxRawQueue must be an integer in 1..65536');
   if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
-  const channels = transport.defaultRedundancy === undefined ? o.channels : { redundancy: transport.defaultRedundancy, ...o.channels };
+  const reliable = transport.reliable === true;
+  const channels = reliable ? { ...o.channels, redundancy: 0 }
+    : transport.defaultRedundancy === undefined ? o.channels : { redundancy: transport.defaultRedundancy, ...o.channels };
+  const lanes = reliable && Array.isArray(o.lanes) ? o.lanes.map(withoutRedundancy) : o.lanes;
   const c = resolveConnectionOptions({
-    ...(o.lanes === undefined ? {} : { lanes: o.lanes }),
+    ...(lanes === undefined ? {} : { lanes }),
     ...(channels === undefined ? {} : { channels }),
     ...(o.acks === undefined ? {} : { acks: o.acks }),
-    path: { ...(o.path ?? {}), overheadBytes: transport.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES },
+    path: {
+      ...(o.path ?? {}),
+      overheadBytes: transport.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES,
+      ...(transport.reliable === true ? { reliableTransport: true } : {}),
+    },
   });
   return { raw, session: c, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
 }
