@@ -79,7 +79,7 @@ try {
           let connected = false;
           let blockDone = false;
           const conn = await w.gw.connectWebRtc({
-            url: `http://${host}:8080/gamewire/webrtc`, token, openTimeoutMs: 30_000,
+            url: `http://${host}:8080/gamewire`, token, openTimeoutMs: 30_000,
             lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 16 << 20 }],
             onEvent: (e: { type: string; bytes?: Uint8Array; lane?: number; delivered?: boolean }) => {
               if (e.type === 'connected') connected = true;

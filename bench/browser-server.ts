@@ -2,7 +2,7 @@
  * Server side of `npm run bench:browser`, run inside the server's network namespace by
  * bench/browser.bench.ts: three echo servers for a browser on the other side of linkem.py, and the
  * page that measures them.
- *   - gamewire: a netcode `Server` with `WebRtcSignalling` (a reliable-ordered lane, echo; a block lane),
+ *   - gamewire: a netcode `Server` with `BrowserGateway` (a reliable-ordered lane, echo; a block lane),
  *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted,
  *   - geckos.io 3.1.0: echo of every reliable message,
  *   - a bare WebRTC data channel (unordered, no retransmission; POST /raw with the offer): echo of
@@ -17,7 +17,7 @@ import geckos from '@geckos.io/server';
 import ndc from 'node-datachannel';
 import { WebSocketServer } from 'ws';
 import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
-import { WebRtcSignalling } from '../src/adapters/node/webrtc.js';
+import { BrowserGateway } from '../src/adapters/node/gateway.js';
 import { sodiumCrypto } from '../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../src/netcode/server.js';
 import { generateConnectToken } from '../src/netcode/wire.js';
@@ -37,7 +37,7 @@ const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
 driver.on('event', (e: ServerEvent) => {
   if (e.type === 'message') e.client.send(e.lane, e.bytes);
 });
-const signalling = await WebRtcSignalling.open(driver, server, { host, port: PORTS.signalling, bindAddress: host });
+const signalling = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host });
 
 const wss = new WebSocketServer({ host, port: PORTS.websocket });
 wss.on('connection', (ws) => {

@@ -1,10 +1,11 @@
 /**
- * Browser entry point (`gamewire/browser`): everything of `gamewire` plus the WebRTC client
- * transport, which needs the browser's `RTCPeerConnection` and `fetch` (no Node built-ins, no
+ * Browser entry point (`gamewire/browser`): everything of `gamewire` plus the browser client
+ * transports (WebRTC, WebSocket), which need the browser's `RTCPeerConnection`, `WebSocket` and `fetch` (no Node built-ins, no
  * bundled WebRTC). Every export, one line each: docs/api.md.
  */
 export * from './index.js';
 export type { Logger } from './core/logger.js';
 export {
-  connectWebRtc, type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
-} from './adapters/browser/webrtc.js';
+  type BrowserConnection, type BrowserTransport, connect, ConnectError, type ConnectFailure, type ConnectOptions, connectWebRtc,
+  type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
+} from './adapters/browser/connect.js';

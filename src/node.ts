@@ -15,5 +15,5 @@ export {
   KcpUdpClient, type KcpUdpClientOptions, type KcpUdpEvents, KcpUdpServer, type KcpUdpServerOptions,
 } from './adapters/node/kcp.js';
 export {
-  WEBRTC_ADDRESS_PREFIX, type WebRtcCounter, WebRtcSignalling, type WebRtcSignallingOptions,
-} from './adapters/node/webrtc.js';
+  BrowserGateway, type BrowserGatewayCounter, type BrowserGatewayOptions, WEBRTC_ADDRESS_PREFIX, WEBSOCKET_ADDRESS_PREFIX,
+} from './adapters/node/gateway.js';

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, type ClientEvent, generateConnectToken, Server, type ServerClient, type ServerEvent, sodiumCrypto } from 'gamewire';
-import { systemUnixTime, UdpDriver, WebRtcSignalling } from 'gamewire/node';
+import { systemUnixTime, UdpDriver, BrowserGateway } from 'gamewire/node';
 import { StateClient, StateServer } from 'gamewire/state';
 import { type Dot, type DotView, FIELD, LANES, loop, schema, step, TICK_HZ } from './shared.js';
 
@@ -41,7 +41,7 @@ await new Promise<void>((r) => probe.close(() => r()));
 const udpAddress = `${host}:${udpPort}`;
 const server = new Server({ protocolId, privateKey, addresses: [udpAddress], unixTime: systemUnixTime, lanes: LANES, crypto: aead, maxClients: 64 });
 const driver = await UdpDriver.openEndpoint(server, { host, port: udpPort });
-const signalling = await WebRtcSignalling.open(driver, server, { host });
+const signalling = await BrowserGateway.open(driver, server, { host });
 
 // The game: a dot per client that joins the state layer, moved by its inputs.
 const world = new StateServer({ schema, tickHz: TICK_HZ });

@@ -3,7 +3,7 @@ import { createSocket } from 'node:dgram';
 import { isIP, isIPv4 } from 'node:net';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
-import { WebRtcSignalling } from '../adapters/node/webrtc.js';
+import { BrowserGateway } from '../adapters/node/gateway.js';
 import { cryptoRandom } from '../core/random.js';
 import { Client, type ClientEvent } from '../netcode/client.js';
 import { Server, type ServerEvent } from '../netcode/server.js';
@@ -120,7 +120,7 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
     unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
   });
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
-  const webrtc = o.webrtc === undefined ? undefined : await WebRtcSignalling.open(driver, server, {
+  const webrtc = o.webrtc === undefined ? undefined : await BrowserGateway.open(driver, server, {
     host: o.host, port: o.webrtc,
     ...(o.webrtcUdpPort !== undefined ? { udpPort: o.webrtcUdpPort } : {}),
     ...(o.publicAddress !== undefined ? { publicAddress: o.publicAddress } : {}),

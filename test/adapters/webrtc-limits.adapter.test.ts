@@ -1,4 +1,4 @@
-// WebRtcSignalling's limits against a stranger with one valid token, an open channel that never
+// BrowserGateway's limits against a stranger with one valid token, an open channel that never
 // handshakes, many offers from one address, and slow HTTP clients. Real loopback sockets (the
 // attacker's from 127.0.0.2 and up, the player's from 127.0.0.1), small limits so each case is quick.
 import { request } from 'node:http';
@@ -6,8 +6,8 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/webrtc.js';
-import { WebRtcSignalling, type WebRtcSignallingOptions } from '../../src/adapters/node/webrtc.js';
+import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/connect.js';
+import { BrowserGateway, type BrowserGatewayOptions } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import type { ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -26,20 +26,20 @@ const Loopback = LoopbackPeer as unknown as new (c?: RTCConfiguration) => RTCPee
 
 interface Rig {
   server: Server;
-  signalling: WebRtcSignalling;
+  signalling: BrowserGateway;
   token: () => Uint8Array;
   close: () => Promise<void>;
 }
 
 let nextId = 1n;
 
-async function rig(options: WebRtcSignallingOptions, maxClients = 8): Promise<Rig> {
+async function rig(options: BrowserGatewayOptions, maxClients = 8): Promise<Rig> {
   const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, maxClients });
   const driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
   driver.on('event', (e: ServerEvent) => {
     if (e.type === 'message') e.client.send(e.lane, e.bytes);
   });
-  const signalling = await WebRtcSignalling.open(driver, server, { host: '127.0.0.1', ...options });
+  const signalling = await BrowserGateway.open(driver, server, { host: '127.0.0.1', ...options });
   const token = (): Uint8Array => generateConnectToken({
     protocolId: PROTOCOL, privateKey: KEY, clientId: nextId++, serverAddresses: ['127.0.0.1:40002'],
     nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
@@ -112,9 +112,9 @@ async function stalled(url: string, n: number, localAddress: string, head: strin
   return { sockets, closed: () => closed };
 }
 
-const SLOW_HEAD = 'POST /gamewire/webrtc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl';
+const SLOW_HEAD = 'POST /gamewire HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl';
 
-describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
+describe('BrowserGateway limits (node-datachannel, loopback)', () => {
   // One instance open for the whole file, so node-datachannel is not torn down between cases.
   let anchor: Rig;
   beforeAll(async () => {
@@ -262,7 +262,7 @@ describe('WebRtcSignalling limits (node-datachannel, loopback)', () => {
       { handshakeTimeoutMs: 0 }, { maxPendingPerAddress: 0 }, { maxConnections: 1.5 }, { maxConnectionsPerAddress: -1 },
       { headersTimeoutMs: 0 }, { headersTimeoutMs: 3000, requestTimeoutMs: 2000 },
     ]) {
-      await expect(WebRtcSignalling.open(undefined as never, anchor.server, bad)).rejects.toMatchObject({ code: 'invalid-config' });
+      await expect(BrowserGateway.open(undefined as never, anchor.server, bad)).rejects.toMatchObject({ code: 'invalid-config' });
     }
   });
 });

@@ -1,4 +1,4 @@
-// The UDP ports of WebRtcSignalling's peer connections, Node to Node over loopback: every peer on one
+// The UDP ports of BrowserGateway's peer connections, Node to Node over loopback: every peer on one
 // shared port (ICE UDP mux) by default, one port each from a range as the alternative, a public
 // address in the answer's host candidates, and clear errors for a port in use or a bad address.
 // The ports are read from the answers' candidates and from the pair each client selected.
@@ -7,8 +7,8 @@ import { createServer } from 'node:net';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/webrtc.js';
-import { WebRtcSignalling, type WebRtcSignallingOptions, withPublicAddress } from '../../src/adapters/node/webrtc.js';
+import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/connect.js';
+import { BrowserGateway, type BrowserGatewayOptions, withPublicAddress } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import type { ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -87,20 +87,20 @@ let nextId = 1n;
 
 interface Rig {
   server: Server;
-  signalling: WebRtcSignalling;
+  signalling: BrowserGateway;
   connect: (events: ClientEvent[]) => Promise<WebRtcConnection>;
   close: () => Promise<void>;
 }
 
-async function rig(options: WebRtcSignallingOptions): Promise<Rig> {
+async function rig(options: BrowserGatewayOptions): Promise<Rig> {
   const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40003'], unixTime: systemUnixTime, lanes: LANES, maxClients: 8 });
   const driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
   driver.on('event', (e: ServerEvent) => {
     if (e.type === 'message') e.client.send(e.lane, e.bytes);
   });
-  let signalling: WebRtcSignalling;
+  let signalling: BrowserGateway;
   try {
-    signalling = await WebRtcSignalling.open(driver, server, { host: '127.0.0.1', ...options });
+    signalling = await BrowserGateway.open(driver, server, { host: '127.0.0.1', ...options });
   } catch (err) {
     server.close();
     await driver.close();
@@ -124,7 +124,7 @@ const token = (): Uint8Array => generateConnectToken({
   nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
 });
 
-// node-datachannel's cleanup() (with the last WebRtcSignalling closed) can crash the process once a
+// node-datachannel's cleanup() (with the last BrowserGateway closed) can crash the process once a
 // channel wrapper has been garbage-collected, so the clients' channels are kept to the end.
 const offerers: { pc: ndc.PeerConnection; dc: ndc.DataChannel }[] = [];
 const clients: WebRtcConnection[] = [];
@@ -158,7 +158,7 @@ async function connectAll(r: Rig, n: number): Promise<{ conns: WebRtcConnection[
   return { conns, peers };
 }
 
-describe('WebRtcSignalling UDP ports (node-datachannel, loopback)', () => {
+describe('BrowserGateway UDP ports (node-datachannel, loopback)', () => {
   // Holds the process's node-datachannel threads between tests (cleanup() runs with the last instance).
   let anchor: Rig;
   beforeAll(async () => {
@@ -267,7 +267,7 @@ describe('WebRtcSignalling UDP ports (node-datachannel, loopback)', () => {
       { bindAddress: 'not-an-ip' }, { publicAddress: 'example.com' }, { publicAddress: '' }, { udpPort: 70000 }, { udpPort: 1.5 },
       { udpPortRange: [50000, 49999] as const }, { udpPortRange: [0, 10] as const }, { udpPort: 50000, udpPortRange: [50000, 50001] as const },
     ]) {
-      await expect(WebRtcSignalling.open(undefined as never, anchor.server, bad)).rejects.toMatchObject({ code: 'invalid-config' });
+      await expect(BrowserGateway.open(undefined as never, anchor.server, bad)).rejects.toMatchObject({ code: 'invalid-config' });
     }
   }, 20_000);
 });

@@ -1,5 +1,5 @@
 // A measurement run by hand (not part of `npm test`): what N slow-header HTTP connections cost a
-// WebRtcSignalling endpoint, and whether a real player gets in meanwhile.
+// BrowserGateway endpoint, and whether a real player gets in meanwhile.
 //
 //   node --expose-gc --import tsx test/adapters/webrtc-slow-clients.ts [--connections 1000] [--addresses 1]
 //        [--max-connections N] [--per-address N] [--headers-timeout MS] [--request-timeout MS]
@@ -13,8 +13,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
-import { connectWebRtc } from '../../src/adapters/browser/webrtc.js';
-import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
+import { connectWebRtc } from '../../src/adapters/browser/connect.js';
+import { BrowserGateway } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { Server } from '../../src/netcode/server.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
@@ -101,7 +101,7 @@ async function parent(): Promise<void> {
     ...(arg('headers-timeout') === undefined ? {} : { headersTimeoutMs: arg('headers-timeout') }),
     ...(arg('request-timeout') === undefined ? {} : { requestTimeoutMs: arg('request-timeout') }),
   };
-  const signalling = await WebRtcSignalling.open(driver, server, options);
+  const signalling = await BrowserGateway.open(driver, server, options);
   const gc = (globalThis as { gc?: () => void }).gc;
   const mem = (): { rss: number; heap: number } => {
     const m = process.memoryUsage();

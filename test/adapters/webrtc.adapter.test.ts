@@ -1,5 +1,5 @@
 // The WebRTC transport, Node to Node over loopback: a netcode Server on its UdpDriver with
-// WebRtcSignalling beside it, and clients made by connectWebRtc on node-datachannel's
+// BrowserGateway beside it, and clients made by connectWebRtc on node-datachannel's
 // RTCPeerConnection polyfill (the browser's API). Real sockets, so adapter tests only.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -7,8 +7,8 @@ import { performance } from 'node:perf_hooks';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/adapters/browser/webrtc.js';
-import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
+import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/adapters/browser/connect.js';
+import { BrowserGateway } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -54,7 +54,7 @@ const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
 describe('WebRTC transport (node-datachannel, loopback)', () => {
   let server: Server;
   let driver: UdpDriver<ServerEvent>;
-  let signalling: WebRtcSignalling;
+  let signalling: BrowserGateway;
   let udpAddress: string;
   const serverEvents: ServerEvent[] = [];
   let nextId = 1n;
@@ -76,7 +76,7 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
       serverEvents.push(e);
       if (e.type === 'message') e.client.send(e.lane, e.bytes); // echo
     });
-    signalling = await WebRtcSignalling.open(driver, server, { host: '127.0.0.1', maxPending: 4 });
+    signalling = await BrowserGateway.open(driver, server, { host: '127.0.0.1', maxPending: 4 });
   });
 
   afterAll(async () => {

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
-import { WebRtcSignalling } from '../../src/adapters/node/webrtc.js';
+import { BrowserGateway } from '../../src/adapters/node/gateway.js';
 import type { LaneConfig } from '../../src/connection/options.js';
 import { sodiumCrypto } from '../../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -41,7 +41,7 @@ interface PageResult {
 describe('Chromium ↔ Node over WebRTC (real browser, loopback)', () => {
   let server: Server;
   let driver: UdpDriver<ServerEvent>;
-  let signalling: WebRtcSignalling;
+  let signalling: BrowserGateway;
   let pages: HttpServer;
   let pageUrl: string;
   let browser: Browser;
@@ -69,7 +69,7 @@ describe('Chromium ↔ Node over WebRTC (real browser, loopback)', () => {
       if (e.type === 'connected') e.client.send(5, block);
       if (e.type === 'message') e.client.send(e.lane, e.bytes);
     });
-    signalling = await WebRtcSignalling.open(driver, server, { host: '127.0.0.1' });
+    signalling = await BrowserGateway.open(driver, server, { host: '127.0.0.1' });
     const bundle = await build({
       entryPoints: [join(ROOT, 'src/browser.ts')], bundle: true, format: 'esm', platform: 'browser', target: 'chrome120',
       write: false, external: ['libsodium'],

@@ -1,4 +1,6 @@
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, isIP, type Socket } from 'node:net';
 import type { DataChannel, PeerConnection } from 'node-datachannel';
@@ -7,19 +9,33 @@ import { newCounters } from '../../core/counters.js';
 import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
-import { WEBRTC_SERVER_TRANSPORT } from '../../netcode/options.js';
+import { WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import type { UdpDriver } from './udp-driver.js';
+import { readWebSocketProtocols, WEBSOCKET_PROTOCOL } from '../../netcode/websocket-protocol.js';
 
-/** Options of {@link WebRtcSignalling.open}. Times in ms. */
-export interface WebRtcSignallingOptions {
-  /** Host the HTTP signalling endpoint listens on. Default `'127.0.0.1'`. */
+/** Options of {@link BrowserGateway.open}. Times in ms. */
+export interface BrowserGatewayOptions {
+  /** Host the HTTP(S) endpoint listens on. Default `'127.0.0.1'`. */
   host?: string;
   /** Its TCP port (0: any free one; see `url`). Default 0. */
   port?: number;
-  /** Path of the endpoint. Default `'/gamewire/webrtc'`. */
+  /** Path of the endpoint: WebRTC offers are POSTed to it, WebSockets open on it. Default `'/gamewire'`. */
   path?: string;
+  /**
+   * Serve HTTPS and WSS with this certificate chain and private key (PEM), as a page served over
+   * HTTPS needs (it cannot reach `http:` or `ws:`). Default: plain HTTP (behind a TLS-terminating
+   * proxy, docs/deploy.md).
+   */
+  tls?: { cert: string | Uint8Array; key: string | Uint8Array };
+  /** Take browser clients over WebRTC data channels (needs the optional dependency `node-datachannel`). Default true. */
+  webrtc?: boolean;
+  /**
+   * Take clients over WebSockets on the same port and path (needs the optional dependency `ws`): the
+   * fallback for networks that block UDP. Default true.
+   */
+  webSocket?: boolean;
   /** Address ICE binds the peer connections to, an IP literal (libdatachannel gathers no loopback candidate without it). Default: `host`, unless that is a wildcard. */
   bindAddress?: string;
   /**
@@ -63,8 +79,8 @@ export interface WebRtcSignallingOptions {
   /** A peer connection whose channel is not open this long after its answer is closed. Default 10 000. */
   openTimeoutMs?: number;
   /**
-   * A channel whose netcode handshake has not completed (the server's `connected` for its client)
-   * this long after it opened is closed, and its slot freed. Default 5 000.
+   * A channel or WebSocket whose netcode handshake has not completed (the server's `connected` for
+   * its client) this long after it opened is closed, and its slot freed. Default 5 000.
    */
   handshakeTimeoutMs?: number;
   /**
@@ -87,33 +103,41 @@ export interface WebRtcSignallingOptions {
   maxBodyBytes?: number;
   /** How long ICE may gather the answer's candidates before the request fails (504 `ice-timeout`). Default 5 000. */
   gatherTimeoutMs?: number;
-  /** `Access-Control-Allow-Origin` of the answers (a page on another origin may post offers). Default `'*'`. */
+  /**
+   * `Access-Control-Allow-Origin` of the answers (a page on another origin may post offers); unless
+   * `'*'`, a WebSocket whose `Origin` differs is refused (403). Default `'*'`.
+   */
   allowOrigin?: string;
 }
 
 /**
- * Counters of a {@link WebRtcSignalling}: `offers` (well-formed requests), `badRequests` (malformed
- * HTTP or JSON, oversized, wrong method or path), `tokensRefused`, `tokensInUse` (409: the token
- * already has a peer connection), `busy` (503), `addressBusy` (429: `maxPendingPerAddress`),
- * `iceTimeouts`, `opened` (data channels), `openTimeouts`, `handshakeTimeouts`, `closed` (peer
- * connections ended), `badMessages` (text or oversized channel messages, dropped), `sendDropped`
- * (datagrams dropped because the channel's buffer was full), `connectionsRefused` (HTTP connections
+ * Counters of a {@link BrowserGateway}: `offers` (well-formed WebRTC requests), `upgrades`
+ * (well-formed WebSocket requests), `badRequests` (malformed HTTP, JSON or WebSocket request,
+ * oversized, wrong method, path or origin), `tokensRefused`, `tokensInUse` (409: the token already
+ * has a peer connection, or a WebSocket), `busy` (503), `addressBusy` (429: `maxPendingPerAddress`),
+ * `iceTimeouts`, `opened` (data channels), `webSockets` (WebSockets opened), `openTimeouts`,
+ * `handshakeTimeouts`, `closed` (peer connections and WebSockets ended), `badMessages` (text or
+ * oversized messages, dropped; an oversized WebSocket frame also closes its WebSocket), `sendDropped`
+ * (datagrams dropped because the channel's or WebSocket's buffer was full), `connectionsRefused` (HTTP connections
  * closed as accepted: `maxConnectionsPerAddress`, or `maxConnections` with every connection being
  * answered), `connectionsEvicted` (HTTP connections closed to make room under `maxConnections`),
  * `httpTimeouts` (HTTP connections closed by `headersTimeoutMs` or `requestTimeoutMs`).
  */
-export type WebRtcCounter =
-  | 'offers' | 'badRequests' | 'tokensRefused' | 'tokensInUse' | 'busy' | 'addressBusy' | 'iceTimeouts' | 'opened'
-  | 'openTimeouts' | 'handshakeTimeouts' | 'closed' | 'badMessages' | 'sendDropped' | 'connectionsRefused' | 'connectionsEvicted'
-  | 'httpTimeouts';
+export type BrowserGatewayCounter =
+  | 'offers' | 'upgrades' | 'badRequests' | 'tokensRefused' | 'tokensInUse' | 'busy' | 'addressBusy' | 'iceTimeouts' | 'opened'
+  | 'webSockets' | 'openTimeouts' | 'handshakeTimeouts' | 'closed' | 'badMessages' | 'sendDropped' | 'connectionsRefused'
+  | 'connectionsEvicted' | 'httpTimeouts';
 
-const COUNTERS: readonly WebRtcCounter[] = [
-  'offers', 'badRequests', 'tokensRefused', 'tokensInUse', 'busy', 'addressBusy', 'iceTimeouts', 'opened', 'openTimeouts',
-  'handshakeTimeouts', 'closed', 'badMessages', 'sendDropped', 'connectionsRefused', 'connectionsEvicted', 'httpTimeouts',
+const COUNTERS: readonly BrowserGatewayCounter[] = [
+  'offers', 'upgrades', 'badRequests', 'tokensRefused', 'tokensInUse', 'busy', 'addressBusy', 'iceTimeouts', 'opened',
+  'webSockets', 'openTimeouts', 'handshakeTimeouts', 'closed', 'badMessages', 'sendDropped', 'connectionsRefused',
+  'connectionsEvicted', 'httpTimeouts',
 ];
 
-/** Address prefix of the remotes this adapter carries (`"webrtc:17"`). */
+/** Address prefix of the remotes that came over WebRTC (`"webrtc:17"`). */
 export const WEBRTC_ADDRESS_PREFIX = 'webrtc:';
+/** Address prefix of the remotes that came over a WebSocket (`"ws:17"`). */
+export const WEBSOCKET_ADDRESS_PREFIX = 'ws:';
 /** Largest datagram taken from a channel, bytes (netcode's largest packet is 1,225). */
 const MAX_MESSAGE_BYTES = 1500;
 /**
@@ -122,6 +146,12 @@ const MAX_MESSAGE_BYTES = 1500;
  * seconds of latency, a shallow one drops too much (bench:browser measures both; docs/browser.md).
  */
 const MAX_BUFFERED_BYTES = 16 * 1024;
+/**
+ * Bytes queued on a WebSocket above which datagrams to it are dropped (counted `sendDropped`): what a
+ * client that stops reading can make the server hold. The lanes recover a dropped packet once the
+ * client acks a later one; the path's delay-based rate keeps the queue far below this otherwise.
+ */
+const MAX_WEBSOCKET_BUFFERED_BYTES = 256 * 1024;
 /** How long a peer connection stays after its netcode client disconnected, so the redundant DISCONNECTs leave. */
 const CLOSE_LINGER_MS = 1000;
 
@@ -129,11 +159,14 @@ const CLOSE_LINGER_MS = 1000;
 export const WEBRTC_CHANNEL = { label: 'gamewire', id: 0 } as const;
 
 type Ndc = typeof import('node-datachannel');
+type Ws = typeof import('ws');
+type WsSocket = import('ws').WebSocket;
 
 interface Peer {
   address: Address;
-  pc: PeerConnection;
-  dc: DataChannel;
+  /** A WebRTC peer connection and its channel, or a WebSocket. */
+  rtc: { pc: PeerConnection; dc: DataChannel } | undefined;
+  ws: WsSocket | undefined;
   open: boolean;
   /** Its netcode client connected: no longer pending. */
   joined: boolean;
@@ -202,58 +235,80 @@ function bump(m: Map<string, number>, key: string, d: number): void {
 }
 
 /**
- * Browser clients for a netcode `Server` over WebRTC data channels, on the server's own `UdpDriver`
- * (one host, one drive loop: the game sees the same `ServerClient`s whichever way they came). An HTTP
- * endpoint takes `POST {token, sdp}`: the connect token (base64) is checked first
- * (`Server.checkConnectToken`), so a request without a valid, unexpired token costs no peer
- * connection; then the offer is answered. One pre-negotiated unordered, unreliable channel
- * (`WEBRTC_CHANNEL`) carries netcode packets both ways, exactly as UDP datagrams: the netcode
- * handshake, encryption and replay protection run inside it. Needs the optional dependency
- * `node-datachannel`. See docs/browser.md.
+ * Browser clients for a netcode `Server`, over WebRTC data channels and WebSockets, on the server's
+ * own `UdpDriver` (one host, one drive loop: the game sees the same `ServerClient`s whichever way they
+ * came). One HTTP(S) endpoint (`url`) takes both:
+ * - `POST {token, sdp}`: the connect token (base64) is checked first (`Server.checkConnectToken`), so
+ *   a request without a valid, unexpired token costs no peer connection; then the offer is answered.
+ *   One pre-negotiated unordered, unreliable channel (`WEBRTC_CHANNEL`) carries netcode packets.
+ * - a WebSocket upgrade whose subprotocols carry the token (`WEBSOCKET_PROTOCOL`): checked the same
+ *   way before the upgrade completes. Each binary message is one netcode packet.
+ *
+ * Either way the packets are exactly UDP's: the netcode handshake, encryption and replay protection
+ * run inside. WebRTC needs the optional dependency `node-datachannel`, WebSockets `ws`. See
+ * docs/browser.md.
  */
-export class WebRtcSignalling {
-  /** The endpoint's URL (`http://host:port/path`). */
+export class BrowserGateway {
+  /** The endpoint's URL (`http://host:port/path`, or `https:` with `tls`); WebSockets open at the same URL as `ws:`/`wss:`. */
   readonly url: string;
   /** The UDP port every peer connection shares, or undefined with `udpPortRange`. */
   readonly udpPort: number | undefined;
 
-  private readonly ndc: Ndc;
+  private readonly ndc: Ndc | undefined;
+  private readonly wss: InstanceType<Ws['WebSocketServer']> | undefined;
   private readonly http: HttpServer;
   private readonly server: Server;
   private readonly feed: (from: Address, bytes: Uint8Array) => void;
-  private readonly opts: Required<Omit<WebRtcSignallingOptions, 'bindAddress' | 'maxPeers' | 'udpPort' | 'udpPortRange' | 'publicAddress'>>
+  private readonly opts: Required<Omit<BrowserGatewayOptions, 'bindAddress' | 'maxPeers' | 'udpPort' | 'udpPortRange' | 'publicAddress' | 'tls'>>
     & { bindAddress: string | undefined; maxPeers: number; ports: readonly [number, number]; mux: boolean; publicAddress: string | undefined };
   private readonly peers = new Map<Address, Peer>();
-  // Tokens (by authentication tag) that have a peer connection; bounded by maxPending + maxPeers.
+  // Tokens (by authentication tag, 'rtc:' or 'ws:' before it) that have a peer connection or a
+  // WebSocket: one of each, so a client may try both at once; bounded by 2 × (maxPending + maxPeers).
   private readonly tokens = new Set<string>();
   // Pending peer connections and open HTTP connections per source address; only keys with a count.
   private readonly pendingBySource = new Map<string, number>();
   private readonly socketsBySource = new Map<string, number>();
-  // Open HTTP connections, oldest first; true while their offer is being answered.
-  private readonly sockets = new Map<Socket, boolean>();
-  private readonly ctr = newCounters<WebRtcCounter>(COUNTERS);
+  // Open HTTP connections, oldest first. `byRemote` finds one by its remote address and port (under
+  // TLS a request's socket is not the one accepted).
+  private readonly sockets = new Map<Socket, HttpConnection>();
+  private readonly byRemote = new Map<string, Socket>();
+  private readonly ctr = newCounters<BrowserGatewayCounter>(COUNTERS);
   private readonly now: () => number;
   private next = 1;
   private pending = 0;
   private closing: Promise<void> | undefined;
 
   private constructor(
-    ndc: Ndc, http: HttpServer, driver: UdpDriver<ServerEvent>, server: Server, opts: WebRtcSignalling['opts'],
+    ndc: Ndc | undefined, ws: Ws | undefined, http: HttpServer, tls: boolean, driver: UdpDriver<ServerEvent>, server: Server,
+    opts: BrowserGateway['opts'],
   ) {
     this.ndc = ndc;
-    this.udpPort = opts.mux ? opts.ports[0] : undefined;
+    this.udpPort = ndc !== undefined && opts.mux ? opts.ports[0] : undefined;
     this.http = http;
     this.server = server;
     this.opts = opts;
     this.now = () => driver.now();
     const a = http.address() as AddressInfo;
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
-    this.url = `http://${host}:${a.port}${opts.path}`;
-    this.feed = driver.attachTransport(WEBRTC_ADDRESS_PREFIX, (to, bytes) => this.send(to, bytes));
-    server.registerTransport(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_TRANSPORT);
+    this.url = `${tls ? 'https' : 'http'}://${host}:${a.port}${opts.path}`;
+    const sendRtc = (to: Address, bytes: Uint8Array): void => this.send(to, bytes);
+    const feedRtc = ndc === undefined ? undefined : driver.attachTransport(WEBRTC_ADDRESS_PREFIX, sendRtc);
+    const feedWs = ws === undefined ? undefined : driver.attachTransport(WEBSOCKET_ADDRESS_PREFIX, sendRtc);
+    this.feed = (from, bytes) => (from.startsWith(WEBRTC_ADDRESS_PREFIX) ? feedRtc : feedWs)!(from, bytes);
+    if (ndc !== undefined) server.registerTransport(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_TRANSPORT);
+    if (ws !== undefined) {
+      server.registerTransport(WEBSOCKET_ADDRESS_PREFIX, WEBSOCKET_TRANSPORT);
+      this.wss = new ws.WebSocketServer({
+        noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false,
+        handleProtocols: () => WEBSOCKET_PROTOCOL,
+      });
+      http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(req, socket as Socket, head));
+    }
     // First in line, so a user's listener that throws cannot keep a completed handshake from being seen.
     driver.prependListener('event', (e) => {
-      if ((e.type !== 'connected' && e.type !== 'disconnected') || transportOf(e.client.address) !== WEBRTC_ADDRESS_PREFIX) return;
+      if (e.type !== 'connected' && e.type !== 'disconnected') return;
+      const t = transportOf(e.client.address);
+      if (t !== WEBRTC_ADDRESS_PREFIX && t !== WEBSOCKET_ADDRESS_PREFIX) return;
       const p = this.peers.get(e.client.address);
       if (p === undefined) return;
       if (e.type === 'connected') this.joined(p);
@@ -265,11 +320,12 @@ export class WebRtcSignalling {
   }
 
   /**
-   * Start the signalling endpoint for `server`, driven by `driver` (from `UdpDriver.openEndpoint`).
-   * Rejects when `node-datachannel` is not installed (`invalid-state`) or the port cannot be bound;
-   * throws `invalid-config` on bad options.
+   * Start the endpoint for `server`, driven by `driver` (from `UdpDriver.openEndpoint`). Rejects when
+   * `node-datachannel` (for `webrtc`) or `ws` (for `webSocket`) is not installed (`invalid-state`),
+   * or the port cannot be bound; throws `invalid-config` on bad options (a `tls` certificate or key
+   * Node cannot read included).
    */
-  static async open(driver: UdpDriver<ServerEvent>, server: Server, options: WebRtcSignallingOptions = {}): Promise<WebRtcSignalling> {
+  static async open(driver: UdpDriver<ServerEvent>, server: Server, options: BrowserGatewayOptions = {}): Promise<BrowserGateway> {
     checkConfig(typeof options === 'object' && options !== null, 'options must be an object');
     const host = options.host ?? '127.0.0.1';
     const wildcard = host === '0.0.0.0' || host === '::';
@@ -277,10 +333,12 @@ export class WebRtcSignalling {
     const range = options.udpPortRange;
     checkConfig(options.udpPort === undefined || range === undefined, 'udpPort and udpPortRange exclude each other');
     const udpPort = options.udpPort ?? port;
-    const opts: WebRtcSignalling['opts'] = {
+    const opts: BrowserGateway['opts'] = {
       host,
       port,
-      path: options.path ?? '/gamewire/webrtc',
+      path: options.path ?? '/gamewire',
+      webrtc: options.webrtc ?? true,
+      webSocket: options.webSocket ?? true,
       bindAddress: options.bindAddress ?? (wildcard ? undefined : host),
       mux: range === undefined,
       ports: range === undefined ? [udpPort, udpPort] : [range[0], range[1]],
@@ -311,6 +369,11 @@ export class WebRtcSignalling {
     checkConfig(opts.publicAddress === undefined || (typeof opts.publicAddress === 'string' && isIP(opts.publicAddress) !== 0),
       'publicAddress must be an IP address');
     checkConfig(typeof opts.path === 'string' && opts.path.startsWith('/'), 'path must start with /');
+    checkConfig(typeof opts.webrtc === 'boolean' && typeof opts.webSocket === 'boolean', 'webrtc and webSocket must be booleans');
+    checkConfig(opts.webrtc || opts.webSocket, 'webrtc and webSocket are both false: nothing to serve');
+    const tls = options.tls;
+    checkConfig(tls === undefined || (typeof tls === 'object' && tls !== null && isPem(tls.cert) && isPem(tls.key)),
+      'tls must be { cert, key } in PEM (strings or bytes)');
     checkConfig(Array.isArray(opts.iceServers) && opts.iceServers.every((s) => typeof s === 'string'), 'iceServers must be strings');
     for (const k of [
       'maxPending', 'maxPendingPerAddress', 'maxPeers', 'openTimeoutMs', 'handshakeTimeoutMs', 'gatherTimeoutMs', 'headersTimeoutMs',
@@ -319,21 +382,38 @@ export class WebRtcSignalling {
       checkConfig(Number.isInteger(opts[k]) && opts[k] >= 1, `${k} must be an integer ≥ 1`);
     }
     checkConfig(opts.requestTimeoutMs >= opts.headersTimeoutMs, 'requestTimeoutMs must be ≥ headersTimeoutMs');
-    let ndc: Ndc;
-    try {
-      ndc = await import('node-datachannel');
-    } catch (err) {
-      throw new GamewireError('invalid-state', `WebRTC needs the optional dependency node-datachannel (npm install node-datachannel): ${String(err)}`);
+    let ndc: Ndc | undefined;
+    let ws: Ws | undefined;
+    if (opts.webrtc) {
+      try {
+        ndc = await import('node-datachannel');
+      } catch (err) {
+        throw new GamewireError('invalid-state',
+          `WebRTC needs the optional dependency node-datachannel (npm install node-datachannel, or webrtc: false): ${String(err)}`);
+      }
     }
-    if (opts.mux) {
-      const bound = await WebRtcSignalling.probePort(opts);
+    if (opts.webSocket) {
+      try {
+        ws = await import('ws');
+      } catch (err) {
+        throw new GamewireError('invalid-state', `WebSockets need the optional dependency ws (npm install ws, or webSocket: false): ${String(err)}`);
+      }
+    }
+    if (ndc !== undefined && opts.mux) {
+      const bound = await BrowserGateway.probePort(opts);
       opts.ports = [bound, bound];
     }
-    const http = createServer({
+    const httpOptions = {
       headersTimeout: opts.headersTimeoutMs,
       requestTimeout: opts.requestTimeoutMs,
       connectionsCheckingInterval: Math.max(50, Math.floor(opts.headersTimeoutMs / 4)),
-    });
+    };
+    let http: HttpServer;
+    try {
+      http = tls === undefined ? createServer(httpOptions) : createHttpsServer({ ...httpOptions, cert: pem(tls.cert), key: pem(tls.key) }) as unknown as HttpServer;
+    } catch (err) {
+      throw new GamewireError('invalid-config', `tls: Node cannot use this certificate and key: ${String(err)}`);
+    }
     await new Promise<void>((resolve, reject) => {
       http.once('error', reject);
       http.listen(opts.port, host, () => {
@@ -341,8 +421,8 @@ export class WebRtcSignalling {
         resolve();
       });
     });
-    liveInstances++;
-    return new WebRtcSignalling(ndc, http, driver, server, opts);
+    if (ndc !== undefined) liveInstances++;
+    return new BrowserGateway(ndc, ws, http, tls !== undefined, driver, server, opts);
   }
 
   /**
@@ -350,7 +430,7 @@ export class WebRtcSignalling {
    * `open`, not the first player; for port 0, the free port found. libjuice binds it again with the
    * first peer connection and releases it with the last.
    */
-  private static async probePort(opts: WebRtcSignalling['opts']): Promise<number> {
+  private static async probePort(opts: BrowserGateway['opts']): Promise<number> {
     const address = opts.bindAddress ?? (opts.host === '::' ? '::' : '0.0.0.0');
     const socket = createSocket(isIP(address) === 6 ? 'udp6' : 'udp4');
     try {
@@ -367,7 +447,7 @@ export class WebRtcSignalling {
   }
 
   /** libdatachannel's configuration of every server-side peer connection. */
-  private static rtcConfig(opts: WebRtcSignalling['opts']): ConstructorParameters<Ndc['PeerConnection']>[1] {
+  private static rtcConfig(opts: BrowserGateway['opts']): ConstructorParameters<Ndc['PeerConnection']>[1] {
     return {
       iceServers: opts.iceServers,
       ...(opts.bindAddress === undefined ? {} : { bindAddress: opts.bindAddress }),
@@ -377,7 +457,7 @@ export class WebRtcSignalling {
     };
   }
 
-  /** Open data channels. */
+  /** Open data channels and WebSockets. */
   get size(): number {
     let n = 0;
     for (const p of this.peers.values()) if (p.open) n++;
@@ -385,7 +465,7 @@ export class WebRtcSignalling {
   }
 
   /** A copy of the counters. */
-  counters(): Readonly<Record<WebRtcCounter, number>> {
+  counters(): Readonly<Record<BrowserGatewayCounter, number>> {
     return { ...this.ctr };
   }
 
@@ -401,7 +481,8 @@ export class WebRtcSignalling {
         this.http.closeAllConnections();
       });
       for (const p of [...this.peers.values()]) this.drop(p);
-      if (--liveInstances === 0) this.ndc.cleanup();
+      this.wss?.close();
+      if (this.ndc !== undefined && --liveInstances === 0) this.ndc.cleanup();
     })();
     return this.closing;
   }
@@ -409,12 +490,23 @@ export class WebRtcSignalling {
   private send(to: Address, bytes: Uint8Array): void {
     const p = this.peers.get(to);
     if (p === undefined || !p.open) return;
-    if (p.dc.bufferedAmount() > MAX_BUFFERED_BYTES) {
+    if (p.ws !== undefined) {
+      if (p.ws.readyState !== p.ws.OPEN) return;
+      if (p.ws.bufferedAmount > MAX_WEBSOCKET_BUFFERED_BYTES) {
+        this.ctr.sendDropped++;
+        return;
+      }
+      // A copy: the socket writes it later, and the driver reuses `bytes` for the next datagram.
+      p.ws.send(bytes.slice(), { binary: true });
+      return;
+    }
+    const dc = p.rtc!.dc;
+    if (dc.bufferedAmount() > MAX_BUFFERED_BYTES) {
       this.ctr.sendDropped++;
       return;
     }
     try {
-      p.dc.sendMessageBinary(bytes);
+      dc.sendMessageBinary(bytes);
     } catch {
       this.ctr.sendDropped++;
     }
@@ -429,18 +521,33 @@ export class WebRtcSignalling {
       return;
     }
     bump(this.socketsBySource, key, 1);
-    this.sockets.set(socket, false);
-    socket.once('close', () => {
-      bump(this.socketsBySource, key, -1);
-      this.sockets.delete(socket);
-    });
+    const conn: HttpConnection = { answering: false, source: key, remote: remoteKey(socket) };
+    this.sockets.set(socket, conn);
+    this.byRemote.set(conn.remote, socket);
+    socket.once('close', () => this.forget(socket));
+  }
+
+  /** The accepted connection a request or upgrade came on (`socket` is a TLS socket over it under TLS). */
+  private connectionOf(socket: Socket): [Socket, HttpConnection] | undefined {
+    const raw = this.byRemote.get(remoteKey(socket));
+    const conn = raw === undefined ? undefined : this.sockets.get(raw);
+    return conn === undefined ? undefined : [raw!, conn];
+  }
+
+  /** An HTTP connection closed, was evicted, or became a WebSocket (then a peer, under the peer limits): it no longer counts. */
+  private forget(socket: Socket): void {
+    const conn = this.sockets.get(socket);
+    if (conn === undefined) return;
+    this.sockets.delete(socket);
+    bump(this.socketsBySource, conn.source, -1);
+    if (this.byRemote.get(conn.remote) === socket) this.byRemote.delete(conn.remote);
   }
 
   /** Close the oldest connection whose offer is not being answered; false if there is none. */
   private evictOne(): boolean {
-    for (const [socket, answering] of this.sockets) {
-      if (answering) continue;
-      this.sockets.delete(socket);
+    for (const [socket, conn] of this.sockets) {
+      if (conn.answering) continue;
+      this.forget(socket);
       this.ctr.connectionsEvicted++;
       socket.destroy();
       return true;
@@ -488,9 +595,9 @@ export class WebRtcSignalling {
       res.end();
       return;
     }
-    if (req.method !== 'POST') {
+    if (req.method !== 'POST' || this.ndc === undefined) {
       this.ctr.badRequests++;
-      this.reply(res, 405, { error: 'method' });
+      this.reply(res, 405, { error: this.ndc === undefined ? 'no-webrtc' : 'method' });
       req.resume();
       return;
     }
@@ -508,11 +615,11 @@ export class WebRtcSignalling {
     });
     req.on('end', () => {
       if (size > this.opts.maxBodyBytes) return;
-      const socket = req.socket;
-      if (this.sockets.has(socket)) {
-        this.sockets.set(socket, true);
+      const conn = this.connectionOf(req.socket)?.[1];
+      if (conn !== undefined) {
+        conn.answering = true;
         res.once('close', () => {
-          if (this.sockets.has(socket)) this.sockets.set(socket, false);
+          conn.answering = false;
         });
       }
       void this.onOffer(Buffer.concat(chunks).toString('utf8'), sourceKey(req.socket.remoteAddress), res);
@@ -539,31 +646,12 @@ export class WebRtcSignalling {
       return;
     }
     this.ctr.offers++;
-    const check = this.server.checkConnectToken(this.now(), token);
-    if (check !== 'ok') {
-      this.ctr[check === 'full' ? 'busy' : 'tokensRefused']++;
-      this.reply(res, STATUS[check], { error: check });
+    const admitted = this.admit(token, source, 'rtc:');
+    if (typeof admitted !== 'string') {
+      this.reply(res, admitted.status, { error: admitted.error });
       return;
     }
-    // The check above decrypted the token, so its tag is authentic: one tag, one token.
-    const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
-    const tokenKey = Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
-    if (this.tokens.has(tokenKey)) {
-      this.ctr.tokensInUse++;
-      this.reply(res, 409, { error: 'already-connected' });
-      return;
-    }
-    if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
-      this.ctr.addressBusy++;
-      this.reply(res, 429, { error: 'busy' });
-      return;
-    }
-    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers
-      || (!this.opts.mux && this.peers.size > this.opts.ports[1] - this.opts.ports[0])) {
-      this.ctr.busy++;
-      this.reply(res, 503, { error: 'busy' });
-      return;
-    }
+    const tokenKey = admitted;
     const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
     let peer: Peer;
     try {
@@ -583,8 +671,131 @@ export class WebRtcSignalling {
     this.reply(res, 200, { type: 'answer', sdp: this.opts.publicAddress === undefined ? answer : withPublicAddress(answer, this.opts.publicAddress) });
   }
 
+  /**
+   * The checks before a peer connection or a WebSocket: the token (`Server.checkConnectToken`), one of
+   * each kind per token, the pending limits, the peer limits. The token's key, or what to answer.
+   */
+  private admit(token: Uint8Array, source: string, kind: 'rtc:' | 'ws:'): string | { status: number; error: string } {
+    const check = this.server.checkConnectToken(this.now(), token);
+    if (check !== 'ok') {
+      this.ctr[check === 'full' ? 'busy' : 'tokensRefused']++;
+      return { status: STATUS[check], error: check };
+    }
+    // The check above decrypted the token, so its tag is authentic: one tag, one token.
+    const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
+    const tokenKey = kind + Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
+    if (this.tokens.has(tokenKey)) {
+      this.ctr.tokensInUse++;
+      return { status: 409, error: 'already-connected' };
+    }
+    if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
+      this.ctr.addressBusy++;
+      return { status: 429, error: 'busy' };
+    }
+    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers
+      || (kind === 'rtc:' && !this.opts.mux && this.rtcPeers() > this.opts.ports[1] - this.opts.ports[0])) {
+      this.ctr.busy++;
+      return { status: 503, error: 'busy' };
+    }
+    return tokenKey;
+  }
+
+  /** Peer connections (each holds a port of `udpPortRange`). */
+  private rtcPeers(): number {
+    let n = 0;
+    for (const p of this.peers.values()) if (p.rtc !== undefined) n++;
+    return n;
+  }
+
+  /**
+   * A WebSocket request: the same path, the origin (unless `allowOrigin` is `'*'`), the token from
+   * the subprotocols, then `admit`; refused with an HTTP answer before the upgrade completes.
+   */
+  private onUpgrade(req: IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => undefined);
+    const refuse = (status: number, error: string): void => {
+      if (socket.writable) {
+        const body = JSON.stringify({ error });
+        socket.write(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nContent-Type: application/json\r\n`
+          + `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+      }
+      socket.destroy();
+    };
+    const path = (req.url ?? '').split('?')[0];
+    const origin = req.headers.origin;
+    if (path !== this.opts.path || (this.opts.allowOrigin !== '*' && origin !== undefined && origin !== this.opts.allowOrigin)) {
+      this.ctr.badRequests++;
+      refuse(path !== this.opts.path ? 404 : 403, path !== this.opts.path ? 'not-found' : 'origin');
+      return;
+    }
+    const token = readWebSocketProtocols(req.headers['sec-websocket-protocol']);
+    if (token === undefined || req.headers.upgrade?.toLowerCase() !== 'websocket') {
+      this.ctr.badRequests++;
+      refuse(400, 'bad-request');
+      return;
+    }
+    this.ctr.upgrades++;
+    const source = sourceKey(socket.remoteAddress);
+    const admitted = this.admit(token, source, 'ws:');
+    if (typeof admitted !== 'string') {
+      refuse(admitted.status, admitted.error);
+      return;
+    }
+    const accepted = this.connectionOf(socket)?.[0];
+    if (accepted !== undefined) this.forget(accepted);
+    const address = `${WEBSOCKET_ADDRESS_PREFIX}${this.next++}`;
+    const peer = this.addPeer({ address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted, source, timer: undefined });
+    this.wss!.handleUpgrade(req, socket, head, (ws) => {
+      if (this.peers.get(address) !== peer) {
+        ws.terminate();
+        return;
+      }
+      peer.ws = ws;
+      ws.binaryType = 'nodebuffer';
+      ws.on('message', (data: Buffer, isBinary: boolean) => {
+        if (!isBinary) {
+          this.ctr.badMessages++;
+          return;
+        }
+        this.feed(address, data);
+      });
+      ws.on('error', () => {
+        this.ctr.badMessages++;
+      });
+      ws.on('close', () => this.drop(peer));
+      this.ctr.webSockets++;
+      this.opened(peer);
+    });
+  }
+
+  /** Count a peer as pending and give it `openTimeoutMs` to open. */
+  private addPeer(peer: Peer): Peer {
+    this.pending++;
+    bump(this.pendingBySource, peer.source, 1);
+    this.tokens.add(peer.token);
+    this.peers.set(peer.address, peer);
+    peer.timer = setTimeout(() => {
+      peer.timer = undefined;
+      this.ctr.openTimeouts++;
+      this.drop(peer);
+    }, this.opts.openTimeoutMs).unref();
+    return peer;
+  }
+
+  /** Its channel or WebSocket opened: the netcode handshake has `handshakeTimeoutMs` from now. */
+  private opened(peer: Peer): void {
+    if (peer.open || this.peers.get(peer.address) !== peer) return;
+    peer.open = true;
+    clearTimeout(peer.timer);
+    peer.timer = peer.joined ? undefined : setTimeout(() => {
+      peer.timer = undefined;
+      this.ctr.handshakeTimeouts++;
+      this.drop(peer);
+    }, this.opts.handshakeTimeoutMs).unref();
+  }
+
   private makePeer(address: Address, offer: string, token: string, source: string): Peer {
-    const pc = new this.ndc.PeerConnection(address, WebRtcSignalling.rtcConfig(this.opts));
+    const pc = new this.ndc!.PeerConnection(address, BrowserGateway.rtcConfig(this.opts));
     let dc: DataChannel;
     try {
       // The offer first: a channel made before it would make libdatachannel offer too (glare).
@@ -594,26 +805,11 @@ export class WebRtcSignalling {
       pc.close();
       throw err;
     }
-    const peer: Peer = { address, pc, dc, open: false, joined: false, token, source, timer: undefined };
-    this.pending++;
-    bump(this.pendingBySource, source, 1);
-    this.tokens.add(token);
-    this.peers.set(address, peer);
-    peer.timer = setTimeout(() => {
-      peer.timer = undefined;
-      this.ctr.openTimeouts++;
-      this.drop(peer);
-    }, this.opts.openTimeoutMs).unref();
+    const peer = this.addPeer({ address, rtc: { pc, dc }, ws: undefined, open: false, joined: false, token, source, timer: undefined });
     dc.onOpen(() => {
       if (peer.open || this.peers.get(address) !== peer) return;
-      peer.open = true;
       this.ctr.opened++;
-      clearTimeout(peer.timer);
-      peer.timer = peer.joined ? undefined : setTimeout(() => {
-        peer.timer = undefined;
-        this.ctr.handshakeTimeouts++;
-        this.drop(peer);
-      }, this.opts.handshakeTimeoutMs).unref();
+      this.opened(peer);
     });
     dc.onMessage((msg) => {
       const b = typeof msg === 'string' ? undefined : msg instanceof ArrayBuffer ? new Uint8Array(msg) : msg;
@@ -632,15 +828,16 @@ export class WebRtcSignalling {
 
   /** The answer once ICE gathered its candidates, or undefined after `gatherTimeoutMs`. */
   private gathered(peer: Peer): Promise<string | undefined> {
+    const pc = peer.rtc!.pc;
     return new Promise((resolve) => {
       const done = (): boolean => {
-        if (peer.pc.gatheringState() !== 'complete') return false;
+        if (pc.gatheringState() !== 'complete') return false;
         clearTimeout(timer);
-        resolve(peer.pc.localDescription()?.sdp);
+        resolve(pc.localDescription()?.sdp);
         return true;
       };
       const timer = setTimeout(() => resolve(undefined), this.opts.gatherTimeoutMs);
-      if (!done()) peer.pc.onGatheringStateChange(() => void done());
+      if (!done()) pc.onGatheringStateChange(() => void done());
     });
   }
 
@@ -664,15 +861,50 @@ export class WebRtcSignalling {
     }
     clearTimeout(peer.timer);
     this.ctr.closed++;
+    if (peer.ws !== undefined) {
+      peer.ws.close(1000);
+      // A client that does not answer the close handshake loses its socket soon after.
+      const ws = peer.ws;
+      setTimeout(() => ws.terminate(), CLOSE_LINGER_MS).unref();
+      return;
+    }
+    if (peer.rtc === undefined) return;
     try {
-      peer.dc.close();
+      peer.rtc.dc.close();
     } catch {
       /* already closed */
     }
     try {
-      peer.pc.close();
+      peer.rtc.pc.close();
     } catch {
       /* already closed */
     }
   }
 }
+
+/** An accepted HTTP connection: its source address key, remote address and port, and whether its offer is being answered. */
+interface HttpConnection {
+  answering: boolean;
+  source: string;
+  remote: string;
+}
+
+/** A socket's remote address and port, as one key. */
+function remoteKey(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+}
+
+/** PEM text or bytes as Node's TLS takes them. */
+function pem(v: string | Uint8Array): string | Buffer {
+  return typeof v === 'string' ? v : Buffer.from(v);
+}
+
+/** A certificate or key given as PEM text or bytes. */
+function isPem(v: unknown): boolean {
+  return (typeof v === 'string' || v instanceof Uint8Array) && v.length > 0;
+}
+
+const STATUS_TEXT: Readonly<Record<number, string>> = {
+  400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict', 429: 'Too Many Requests',
+  503: 'Service Unavailable',
+};

@@ -1,0 +1,486 @@
+import { DriveLoop } from '../../core/drive-loop.js';
+import type { LinkConfig } from '../../sim/config.js';
+import { SimulatedEndpoint } from './simulated.js';
+import { GamewireError } from '../../core/errors.js';
+import { isLogger, type Logger } from '../../core/logger.js';
+import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
+import { type NetcodeTransport, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
+import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
+import { WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
+
+/** How a browser client reaches the server: a WebRTC data channel (UDP), or a WebSocket (TCP). */
+export type BrowserTransport = 'webrtc' | 'websocket';
+
+/**
+ * Why {@link connect} failed: the server's refusal of the token (`invalid` … `full`, `busy`), or what
+ * went wrong on the way: `bad-request`, `ice-timeout` and `http` (the signalling answer), `unreachable`
+ * (the signalling request failed), `no-candidates` (the browser gathered no ICE candidate: UDP is
+ * disabled), `ice-failed` (ICE checked and found no path: UDP is blocked), `websocket` (the WebSocket
+ * did not open: refused, blocked or unreachable; a browser does not say which), `timeout`.
+ */
+export type ConnectFailure =
+  | 'invalid' | 'expired' | 'wrong-server' | 'already-connected' | 'used' | 'full' | 'busy' | 'bad-request' | 'ice-timeout'
+  | 'http' | 'unreachable' | 'no-candidates' | 'ice-failed' | 'websocket' | 'timeout';
+
+/** {@link connect} rejects with this: `reason` says why (stable strings); `failures` has every transport's own. */
+export class ConnectError extends Error {
+  /** Why the connection was not made (the last transport's reason when every transport failed). */
+  readonly reason: ConnectFailure;
+  /** Each transport tried and why it failed, in the order they failed. */
+  readonly failures: ReadonlyArray<{ transport: BrowserTransport; reason: ConnectFailure; message: string }>;
+
+  constructor(reason: ConnectFailure, message: string, failures: ConnectError['failures'] = []) {
+    super(`${reason}: ${message}`);
+    this.name = 'ConnectError';
+    this.reason = reason;
+    this.failures = failures;
+  }
+}
+
+/** Options of {@link connect}: the netcode client's (lanes, crypto, …) and the transports'. Times in ms. */
+export interface ConnectOptions extends ClientOptions {
+  /** The server's endpoint URL (`BrowserGateway.url`, `http:` or `https:`); the WebSocket opens at the same URL as `ws:`/`wss:`. */
+  url: string;
+  /** The 2048-byte connect token your web backend handed out (the same as for UDP). */
+  token: Uint8Array;
+  /** Receives every event of the netcode client (connected, message, delivery, disconnected, …). */
+  onEvent: (event: ClientEvent) => void;
+  /**
+   * Receives what `onEvent` threw, with the event; the connection goes on either way (the next
+   * events, the timer). Default: report it to `logger`. Rejections of an `async` `onEvent` are not seen here.
+   */
+  onError?: (error: unknown, event: ClientEvent) => void;
+  /** Where what `onEvent` threw is reported when no `onError` is given (default `console`). */
+  logger?: Logger;
+  /**
+   * The transports to try, most wanted first. Default `['webrtc', 'websocket']`: WebRTC, and the
+   * WebSocket when WebRTC fails or has not opened within `fallbackAfterMs`.
+   */
+  transports?: readonly BrowserTransport[];
+  /**
+   * Time (ms) after which the next transport is tried beside the one still opening (happy eyeballs:
+   * the first to open is used, the other closed). A transport that fails sooner (`ice-failed`,
+   * `no-candidates`, a signalling error other than a refused token) starts the next at once. Default 2 500.
+   */
+  fallbackAfterMs?: number;
+  /**
+   * Time (ms) from the call to an open transport, every attempt included, before failing with
+   * `timeout`. Default 10 000.
+   */
+  openTimeoutMs?: number;
+  /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
+  rtcConfiguration?: RTCConfiguration;
+  /** The `RTCPeerConnection` class (default the browser's; tests in Node pass node-datachannel's polyfill). */
+  RTCPeerConnection?: new (configuration?: RTCConfiguration) => RTCPeerConnection;
+  /** The `WebSocket` class (default the global one; Node 20 tests pass the `ws` package's). */
+  WebSocket?: new (url: string, protocols?: string | string[]) => WebSocket;
+  /** The `fetch` to post the WebRTC offer with (default the global one). */
+  fetch?: typeof fetch;
+}
+
+/** A browser's netcode connection: the `Client` and the transport it runs on. */
+export interface BrowserConnection {
+  /** The netcode client (`send`, `sendRaw`, `stats`, `state`, …): the same object as over UDP. */
+  readonly client: Client;
+  /** The transport in use. */
+  readonly transport: BrowserTransport;
+  /** Close the client (its redundant DISCONNECTs leave), then the transport. */
+  close(): Promise<void>;
+  /**
+   * Pass both directions through the simulator's `Link` (loss, latency and jitter in ms, rate, …; the
+   * same settings each way), on the real clock, to see how the game plays on a worse network; call
+   * again to change it, or with `undefined` to stop. Throws `GamewireError('invalid-config')` on bad
+   * settings. The connection's stats then show the simulated path.
+   */
+  simulate(config: Partial<LinkConfig> | undefined): void;
+}
+
+/** Options of {@link connectWebRtc}: {@link ConnectOptions} without the transport choice. */
+export type WebRtcConnectOptions = Omit<ConnectOptions, 'transports' | 'fallbackAfterMs' | 'WebSocket'>;
+/** What {@link connectWebRtc} resolves to. */
+export type WebRtcConnection = BrowserConnection;
+/** The same as {@link ConnectFailure}. */
+export type WebRtcConnectFailure = ConnectFailure;
+/** The same class as {@link ConnectError}. */
+export const WebRtcConnectError = ConnectError;
+/** The same as {@link ConnectError}. */
+export type WebRtcConnectError = ConnectError;
+
+/** An open transport, before the netcode client runs on it. */
+interface Pipe {
+  readonly kind: BrowserTransport;
+  readonly transport: NetcodeTransport;
+  send(bytes: Uint8Array): void;
+  /** True while the transport holds more than the client lets wait there. */
+  full(): boolean;
+  /** Call `wake` once the transport can take more after `full()` said true. */
+  onDrain(wake: () => void): void;
+  onMessage(handle: (bytes: Uint8Array) => void): void;
+  onClose(handle: () => void): void;
+  close(): void;
+}
+
+/**
+ * Data channel: bytes waiting above which the client holds datagrams back (two full ones), and below
+ * which it resumes. SCTP's window under loss is small: datagrams wait in our lanes (where later
+ * messages merge into them) rather than behind it.
+ */
+const CHANNEL_HIGH_BYTES = 2400;
+const CHANNEL_LOW_BYTES = 1200;
+/**
+ * WebSocket: bytes waiting in the browser above which the client holds datagrams back, looked at again
+ * every `WEBSOCKET_DRAIN_POLL_MS` (a WebSocket has no drain event). TCP's own buffer lies beyond it;
+ * the path's delay-based rate keeps that short.
+ */
+const WEBSOCKET_HIGH_BYTES = 65_536;
+const WEBSOCKET_DRAIN_POLL_MS = 5;
+/** Refusals of the token: every transport would be refused the same way, so none is tried after one. */
+const FINAL: ReadonlySet<ConnectFailure> = new Set(['invalid', 'expired', 'wrong-server', 'already-connected', 'used', 'full']);
+const SIGNALLING_ERRORS: readonly ConnectFailure[] = [
+  'invalid', 'expired', 'wrong-server', 'already-connected', 'used', 'full', 'busy', 'bad-request', 'ice-timeout',
+];
+
+function base64(b: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < b.length; i++) s += String.fromCharCode(b[i]!);
+  return btoa(s);
+}
+
+/**
+ * Connect to a gamewire server (`BrowserGateway`) from a browser: over WebRTC (one pre-negotiated
+ * unordered, unreliable data channel), falling back to a WebSocket when WebRTC fails or is slow to open
+ * (`transports`, `fallbackAfterMs`), and run a netcode `Client` on the transport that opened first
+ * (handshake, encryption, lanes, stats: the same as over UDP). Resolves once a transport is open and
+ * the netcode handshake has started (`transport` says which); `onEvent` then sees `connected` (or
+ * `disconnected` with the reason). Rejects with {@link ConnectError}; throws
+ * `GamewireError('invalid-argument')` for a missing token, URL or handler, `invalid-config` for bad
+ * client options.
+ */
+export async function connect(options: ConnectOptions): Promise<BrowserConnection> {
+  const { url, token, onEvent } = options;
+  if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) throw new GamewireError('invalid-argument', 'url must be the http(s) URL of the server\'s gateway');
+  if (!(token instanceof Uint8Array) || token.length !== CONNECT_TOKEN_BYTES) {
+    throw new GamewireError('invalid-argument', `token must be the ${CONNECT_TOKEN_BYTES}-byte connect token`);
+  }
+  if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
+  const {
+    url: _u, token: _t, onEvent: _e, onError, logger, transports, fallbackAfterMs, openTimeoutMs, rtcConfiguration,
+    RTCPeerConnection: Rtc, WebSocket: Ws, fetch: doFetch, ...clientOptions
+  } = options;
+  if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
+  if (logger !== undefined && !isLogger(logger)) throw new GamewireError('invalid-argument', 'logger must have an error(message, error) method');
+  const order = transports ?? ['webrtc', 'websocket'];
+  if (!Array.isArray(order) || order.length === 0 || order.some((t) => t !== 'webrtc' && t !== 'websocket') || new Set(order).size !== order.length) {
+    throw new GamewireError('invalid-argument', "transports must list 'webrtc' and/or 'websocket', each once");
+  }
+  const fallbackMs = fallbackAfterMs ?? 2500;
+  const timeoutMs = openTimeoutMs ?? 10_000;
+  for (const [name, v] of [['fallbackAfterMs', fallbackMs], ['openTimeoutMs', timeoutMs]] as const) {
+    if (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)) throw new GamewireError('invalid-argument', `${name} must be a number of ms ≥ 0`);
+  }
+  // Bad client options throw here, before anything goes on the network.
+  new Client(clientOptions, WEBRTC_TRANSPORT);
+  const openers: Record<BrowserTransport, (signal: AbortSignal) => Promise<Pipe>> = {
+    webrtc: (signal) => openWebRtc(url, token, signal, Rtc ?? globalThis.RTCPeerConnection, rtcConfiguration, doFetch ?? globalThis.fetch.bind(globalThis)),
+    websocket: (signal) => openWebSocket(url, token, signal, Ws ?? globalThis.WebSocket),
+  };
+  const pipe = await firstOpen(order, openers, fallbackMs, timeoutMs);
+  return run(pipe, clientOptions, token, onEvent, onError ?? ((error: unknown) => {
+    (logger ?? console).error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
+  }));
+}
+
+/**
+ * Connect over WebRTC only: {@link connect} with `transports: ['webrtc']`.
+ */
+export function connectWebRtc(options: WebRtcConnectOptions): Promise<WebRtcConnection> {
+  return connect({ ...options, transports: ['webrtc'] });
+}
+
+/** Start the transports in `order`, each `fallbackMs` after the one before or at once when it failed; the first open wins. */
+function firstOpen(
+  order: readonly BrowserTransport[], openers: Record<BrowserTransport, (signal: AbortSignal) => Promise<Pipe>>, fallbackMs: number, timeoutMs: number,
+): Promise<Pipe> {
+  return new Promise((resolve, reject) => {
+    const attempts: AbortController[] = [];
+    const failures: Array<{ transport: BrowserTransport; reason: ConnectFailure; message: string }> = [];
+    let settled = false;
+    let started = 0;
+    let running = 0;
+    let next: ReturnType<typeof setTimeout> | undefined;
+    const finish = (): void => {
+      settled = true;
+      clearTimeout(next);
+      clearTimeout(overall);
+      for (const a of attempts) a.abort();
+    };
+    const overall = setTimeout(() => {
+      if (settled) return;
+      finish();
+      const tried = order.slice(0, started).join(' and ');
+      reject(new ConnectError('timeout', `no transport opened within ${timeoutMs} ms (tried ${tried})`, failures));
+    }, timeoutMs);
+    const start = (): void => {
+      clearTimeout(next);
+      if (settled || started >= order.length) return;
+      const kind = order[started++]!;
+      running++;
+      const attempt = new AbortController();
+      attempts.push(attempt);
+      if (started < order.length) next = setTimeout(start, fallbackMs);
+      openers[kind](attempt.signal).then((pipe) => {
+        running--;
+        if (settled) {
+          pipe.close();
+          return;
+        }
+        finish();
+        resolve(pipe);
+      }, (err: unknown) => {
+        running--;
+        if (settled) return;
+        const e = err instanceof ConnectError ? err : new ConnectError('unreachable', String(err));
+        failures.push({ transport: kind, reason: e.reason, message: e.message });
+        if (FINAL.has(e.reason) || (started >= order.length && running === 0)) {
+          finish();
+          const message = failures.map((f) => `${f.transport}: ${f.message}`).join('; ');
+          reject(new ConnectError(e.reason, message, failures));
+        } else {
+          start();
+        }
+      });
+    };
+    start();
+  });
+}
+
+/** The WebRTC transport: offer, signalling POST, answer, an open data channel. */
+async function openWebRtc(
+  url: string, token: Uint8Array, signal: AbortSignal, Peer: new (c?: RTCConfiguration) => RTCPeerConnection,
+  rtcConfiguration: RTCConfiguration | undefined, post: typeof fetch,
+): Promise<Pipe> {
+  if (typeof Peer !== 'function') throw new ConnectError('no-candidates', 'this browser has no RTCPeerConnection');
+  const pc = new Peer({ iceServers: [], ...rtcConfiguration });
+  const dc = pc.createDataChannel('gamewire', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+  dc.binaryType = 'arraybuffer';
+  let failure: ConnectError | undefined;
+  let wakeFail: () => void = () => undefined;
+  const fail = (e: ConnectError): void => {
+    failure ??= e;
+    wakeFail();
+  };
+  const aborted = (): void => fail(new ConnectError('timeout', 'another transport opened first, or the time ran out'));
+  signal.addEventListener('abort', aborted);
+  let candidates = 0;
+  pc.onicecandidate = (e) => {
+    if (e.candidate !== null && e.candidate.candidate !== '') candidates++;
+  };
+  // Looked at a task after gathering completed: some implementations report the candidates after it.
+  pc.onicegatheringstatechange = () => {
+    if (pc.iceGatheringState !== 'complete') return;
+    setTimeout(() => {
+      if (candidates === 0 && !(pc.localDescription?.sdp ?? '').includes('a=candidate:')) {
+        fail(new ConnectError('no-candidates', 'the browser gathered no ICE candidate (UDP disabled by policy?)'));
+      }
+    }, 0);
+  };
+  pc.oniceconnectionstatechange = () => {
+    if (pc.iceConnectionState === 'failed') fail(new ConnectError('ice-failed', 'ICE found no path to the server (UDP blocked?)'));
+  };
+  const opened = new Promise<void>((resolve) => {
+    dc.onopen = () => resolve();
+    wakeFail = () => resolve();
+  });
+  const check = (): void => {
+    if (failure === undefined) return;
+    signal.removeEventListener('abort', aborted);
+    dc.close();
+    pc.close();
+    throw failure;
+  };
+  try {
+    const offer = await pc.createOffer();
+    await pc.setLocalDescription(offer);
+    check();
+    let res: Response;
+    try {
+      res = await post(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ token: base64(token), sdp: pc.localDescription?.sdp ?? offer.sdp }),
+        signal,
+      });
+    } catch (err) {
+      check();
+      fail(new ConnectError('unreachable', `signalling request failed: ${String(err)}`));
+      check();
+      throw err;
+    }
+    let body: { sdp?: unknown; error?: unknown } = {};
+    try {
+      body = (await res.json()) as typeof body;
+    } catch {
+      check();
+    }
+    if (!res.ok || typeof body.sdp !== 'string') {
+      const reason = SIGNALLING_ERRORS.find((k) => k === body.error) ?? 'http';
+      fail(new ConnectError(reason, `server answered ${res.status} ${typeof body.error === 'string' ? body.error : ''}`.trim()));
+    }
+    check();
+    await pc.setRemoteDescription({ type: 'answer', sdp: body.sdp as string });
+    await opened;
+    check();
+  } catch (err) {
+    if (err instanceof ConnectError) throw err;
+    dc.close();
+    pc.close();
+    signal.removeEventListener('abort', aborted);
+    throw new ConnectError('unreachable', `WebRTC setup failed: ${String(err)}`);
+  }
+  signal.removeEventListener('abort', aborted);
+  pc.onicegatheringstatechange = null;
+  pc.oniceconnectionstatechange = null;
+  dc.bufferedAmountLowThreshold = CHANNEL_LOW_BYTES;
+  return {
+    kind: 'webrtc',
+    transport: WEBRTC_TRANSPORT,
+    send: (bytes) => {
+      if (dc.readyState === 'open') dc.send(bytes as Uint8Array<ArrayBuffer>);
+    },
+    full: () => dc.bufferedAmount > CHANNEL_HIGH_BYTES,
+    onDrain: (wake) => {
+      dc.onbufferedamountlow = wake;
+    },
+    onMessage: (handle) => {
+      dc.onmessage = (e: MessageEvent) => {
+        if (e.data instanceof ArrayBuffer) handle(new Uint8Array(e.data));
+      };
+    },
+    onClose: (handle) => {
+      dc.onclose = handle;
+    },
+    close: () => {
+      dc.close();
+      pc.close();
+    },
+  };
+}
+
+/** The WebSocket transport: the same URL as `ws:`/`wss:`, the token in the subprotocols. */
+function openWebSocket(url: string, token: Uint8Array, signal: AbortSignal, Ws: new (url: string, protocols?: string | string[]) => WebSocket): Promise<Pipe> {
+  return new Promise((resolve, reject) => {
+    if (typeof Ws !== 'function') {
+      reject(new ConnectError('websocket', 'this environment has no WebSocket (pass the WebSocket option)'));
+      return;
+    }
+    let ws: WebSocket;
+    try {
+      ws = new Ws(url.replace(/^http/i, 'ws'), webSocketProtocols(token));
+    } catch (err) {
+      reject(new ConnectError('websocket', `cannot open a WebSocket to ${url}: ${String(err)}`));
+      return;
+    }
+    ws.binaryType = 'arraybuffer';
+    const aborted = (): void => {
+      ws.close();
+      reject(new ConnectError('timeout', 'another transport opened first, or the time ran out'));
+    };
+    signal.addEventListener('abort', aborted);
+    ws.onerror = () => undefined;
+    ws.onclose = (e: CloseEvent) => {
+      signal.removeEventListener('abort', aborted);
+      reject(new ConnectError('websocket', `the WebSocket did not open (code ${e.code}: the token refused, the server unreachable, or TCP blocked)`));
+    };
+    ws.onopen = () => {
+      signal.removeEventListener('abort', aborted);
+      if (ws.protocol !== WEBSOCKET_PROTOCOL) {
+        ws.close();
+        reject(new ConnectError('websocket', `the server chose subprotocol '${ws.protocol}', not '${WEBSOCKET_PROTOCOL}'`));
+        return;
+      }
+      ws.onclose = null;
+      let drainTimer: ReturnType<typeof setTimeout> | undefined;
+      resolve({
+        kind: 'websocket',
+        transport: WEBSOCKET_TRANSPORT,
+        send: (bytes) => {
+          if (ws.readyState === 1) ws.send(bytes as Uint8Array<ArrayBuffer>);
+        },
+        full: () => ws.bufferedAmount > WEBSOCKET_HIGH_BYTES,
+        onDrain: (wake) => {
+          const poll = (): void => {
+            drainTimer = undefined;
+            if (ws.readyState > 1) return;
+            if (ws.bufferedAmount > WEBSOCKET_HIGH_BYTES) drainTimer = setTimeout(poll, WEBSOCKET_DRAIN_POLL_MS);
+            else wake();
+          };
+          drainTimer ??= setTimeout(poll, WEBSOCKET_DRAIN_POLL_MS);
+        },
+        onMessage: (handle) => {
+          ws.onmessage = (e: MessageEvent) => {
+            if (e.data instanceof ArrayBuffer) handle(new Uint8Array(e.data));
+          };
+        },
+        onClose: (handle) => {
+          ws.onclose = () => {
+            clearTimeout(drainTimer);
+            handle();
+          };
+        },
+        close: () => {
+          clearTimeout(drainTimer);
+          ws.close(1000);
+        },
+      });
+    };
+  });
+}
+
+/** Run a netcode client on `pipe` with the browser's timers. */
+function run(
+  pipe: Pipe, clientOptions: ClientOptions, token: Uint8Array, onEvent: (e: ClientEvent) => void,
+  onError: (error: unknown, event: ClientEvent) => void,
+): BrowserConnection {
+  const client = new Client(clientOptions, pipe.transport);
+  const scratch = new Uint8Array(1500);
+  const now = (): number => performance.now();
+  const path = new SimulatedEndpoint(client, 1);
+  let held = false;
+  const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(path, {
+    now,
+    send: (bytes, length) => pipe.send(bytes.subarray(0, length)),
+    buffer: () => {
+      if (!pipe.full()) return scratch;
+      if (!held) {
+        held = true;
+        pipe.onDrain(() => {
+          held = false;
+          loop.wake();
+        });
+      }
+      return undefined;
+    },
+    setTimer: (ms, fire) => setTimeout(fire, ms),
+    clearTimer: (t) => clearTimeout(t),
+    defer: (task) => void setTimeout(task, 0),
+  }, { onEvent, onError, maxDatagramBytes: scratch.length });
+  pipe.onMessage((bytes) => loop.handleDatagram(client.serverAddress ?? '', bytes));
+  pipe.onClose(() => void loop.close());
+  client.connect(now(), token);
+  loop.wake();
+  return {
+    client,
+    transport: pipe.kind,
+    simulate(config) {
+      path.configure(now(), config);
+      loop.wake();
+    },
+    async close() {
+      client.close();
+      await loop.close();
+      // The transport may still hold the DISCONNECTs: give them a moment before it goes.
+      await new Promise((r) => setTimeout(r, 100));
+      pipe.close();
+    },
+  };
+}

@@ -1,0 +1,53 @@
+import { CONNECT_TOKEN_BYTES } from './wire.js';
+
+/**
+ * The WebSocket subprotocol gamewire speaks (each binary message one netcode packet), and the one the
+ * server selects. The client offers it beside `gamewire.token.<token>`: the connect token in base64url
+ * without padding, so the server can check it before the upgrade completes (a browser cannot set other
+ * headers on a WebSocket, and a URL would put the token in every access log).
+ */
+export const WEBSOCKET_PROTOCOL = 'gamewire';
+const TOKEN_PREFIX = 'gamewire.token.';
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** The subprotocols a client offers for `token`: `[WEBSOCKET_PROTOCOL, 'gamewire.token.<base64url>']`. */
+export function webSocketProtocols(token: Uint8Array): [string, string] {
+  let s = '';
+  for (let i = 0; i < token.length; i += 3) {
+    const n = (token[i]! << 16) | ((token[i + 1] ?? 0) << 8) | (token[i + 2] ?? 0);
+    const left = token.length - i;
+    s += B64URL[(n >> 18) & 63]! + B64URL[(n >> 12) & 63]!;
+    if (left > 1) s += B64URL[(n >> 6) & 63]!;
+    if (left > 2) s += B64URL[n & 63]!;
+  }
+  return [WEBSOCKET_PROTOCOL, TOKEN_PREFIX + s];
+}
+
+/**
+ * The connect token from a `Sec-WebSocket-Protocol` header, or undefined unless it offers
+ * `WEBSOCKET_PROTOCOL` and exactly one well-formed token of `CONNECT_TOKEN_BYTES` bytes.
+ */
+export function readWebSocketProtocols(header: string | undefined): Uint8Array | undefined {
+  if (typeof header !== 'string') return undefined;
+  const offered = header.split(',').map((p) => p.trim());
+  if (!offered.includes(WEBSOCKET_PROTOCOL)) return undefined;
+  const tokens = offered.filter((p) => p.startsWith(TOKEN_PREFIX));
+  if (tokens.length !== 1) return undefined;
+  const text = tokens[0]!.slice(TOKEN_PREFIX.length);
+  if (text.length !== Math.ceil((CONNECT_TOKEN_BYTES * 4) / 3)) return undefined;
+  const out = new Uint8Array(CONNECT_TOKEN_BYTES);
+  let bits = 0;
+  let acc = 0;
+  let j = 0;
+  for (let i = 0; i < text.length; i++) {
+    const v = B64URL.indexOf(text[i]!);
+    if (v < 0) return undefined;
+    acc = (acc << 6) | v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (j < out.length) out[j++] = (acc >> bits) & 0xff;
+    }
+  }
+  return j === CONNECT_TOKEN_BYTES ? out : undefined;
+}

@@ -1,0 +1,285 @@
+// The WebSocket transport, Node to Node over loopback: a netcode Server on its UdpDriver with a
+// BrowserGateway beside it, and clients made by connect() on the `ws` package's WebSocket (the
+// browser's API). Real sockets, so adapter tests only.
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { type BrowserConnection, connect, ConnectError } from '../../src/adapters/browser/connect.js';
+import { BrowserGateway } from '../../src/adapters/node/gateway.js';
+import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
+import { type ClientEvent } from '../../src/netcode/client.js';
+import { Server, type ServerEvent } from '../../src/netcode/server.js';
+import { webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
+import { generateConnectToken } from '../../src/netcode/wire.js';
+
+const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 11);
+const PROTOCOL = 0x78n;
+const LANES = [
+  { mode: 'reliable-ordered' }, { mode: 'reliable-unordered' }, { mode: 'unreliable' }, { mode: 'unreliable-sequenced' },
+  { mode: 'notify' }, { mode: 'block' },
+] as const;
+const Ws = WebSocket as unknown as new (url: string, protocols?: string | string[]) => globalThis.WebSocket;
+
+const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+/** An RTCPeerConnection stand-in whose ICE fails, never opens, or gathers nothing (UDP blocked three ways). */
+function fakePeer(mode: 'ice-failed' | 'never' | 'no-candidates'): new () => RTCPeerConnection {
+  return class {
+    iceGatheringState = 'new';
+    iceConnectionState = 'new';
+    localDescription: { sdp: string } | null = null;
+    onicecandidate: ((e: { candidate: null }) => void) | null = null;
+    onicegatheringstatechange: (() => void) | null = null;
+    oniceconnectionstatechange: (() => void) | null = null;
+    createDataChannel(): object {
+      return { close: () => undefined, binaryType: 'arraybuffer' };
+    }
+    async createOffer(): Promise<{ type: string; sdp: string }> {
+      return { type: 'offer', sdp: 'v=0\r\n' };
+    }
+    async setLocalDescription(d: { sdp: string }): Promise<void> {
+      this.localDescription = d;
+      if (mode === 'no-candidates') {
+        setTimeout(() => {
+          this.iceGatheringState = 'complete';
+          this.onicegatheringstatechange?.();
+        }, 20);
+      }
+    }
+    async setRemoteDescription(): Promise<void> {
+      if (mode === 'ice-failed') {
+        setTimeout(() => {
+          this.iceConnectionState = 'failed';
+          this.oniceconnectionstatechange?.();
+        }, 20);
+      }
+    }
+    close(): void {}
+  } as unknown as new () => RTCPeerConnection;
+}
+
+describe('WebSocket transport (ws, loopback)', () => {
+  let server: Server;
+  let driver: UdpDriver<ServerEvent>;
+  let gateway: BrowserGateway;
+  const serverEvents: ServerEvent[] = [];
+  let nextId = 1n;
+
+  const token = (o: { ageSeconds?: number } = {}): Uint8Array => generateConnectToken({
+    protocolId: PROTOCOL, privateKey: KEY, clientId: nextId++, serverAddresses: ['127.0.0.1:40002'],
+    nowUnixSeconds: Math.floor(systemUnixTime()) - (o.ageSeconds ?? 0), expireSeconds: 30, timeoutSeconds: 5,
+  });
+
+  const open = (t: Uint8Array, events: ClientEvent[], more: Partial<Parameters<typeof connect>[0]> = {}): Promise<BrowserConnection> => connect({
+    url: gateway.url, token: t, lanes: LANES, onEvent: (e) => events.push(e), transports: ['websocket'], WebSocket: Ws, ...more,
+  });
+
+  /** A raw WebSocket request with these subprotocols: the HTTP status of the refusal, or 101. */
+  const rawStatus = async (protocols: string[], headers: Record<string, string> = {}): Promise<number> => {
+    const ws = new WebSocket(gateway.url.replace('http', 'ws'), protocols, { headers });
+    ws.on('error', () => undefined);
+    return new Promise((resolve) => {
+      ws.on('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.on('open', () => {
+        resolve(101);
+        ws.close();
+      });
+    });
+  };
+
+  beforeAll(async () => {
+    server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES, maxClients: 8 });
+    driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
+    driver.on('event', (e) => {
+      serverEvents.push(e);
+      if (e.type === 'message') e.client.send(e.lane, e.bytes); // echo
+    });
+    gateway = await BrowserGateway.open(driver, server, { host: '127.0.0.1', handshakeTimeoutMs: 1000 });
+  });
+
+  afterAll(async () => {
+    server.close();
+    await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
+    await gateway.close();
+  });
+
+  it('every delivery mode and a 1 MiB block over a WebSocket, one ServerClient, nothing sent twice, a clean disconnect', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events);
+    expect(conn.transport).toBe('websocket');
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().find((c) => c.address.startsWith('ws:'));
+    expect(sc).toBeDefined();
+    const N = 40;
+    for (let i = 0; i < N; i++) for (let lane = 0; lane < 5; lane++) conn.client.send(lane, Uint8Array.of(lane, i));
+    const block = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 7) & 255);
+    conn.client.send(5, block);
+    const onLane = (lane: number): number[] => events.flatMap((e) => (e.type === 'message' && e.lane === lane ? [e.bytes[1]!] : []));
+    await until(() => [0, 1, 2, 3].every((l) => onLane(l).length === N) && events.some((e) => e.type === 'message' && e.lane === 5), 15_000);
+    const inOrder = Array.from({ length: N }, (_, i) => i);
+    expect(onLane(0)).toEqual(inOrder);
+    expect([...onLane(1)].sort((a, b) => a - b)).toEqual(inOrder);
+    expect(onLane(2)).toEqual(inOrder); // a reliable transport loses nothing, reorders nothing
+    expect(onLane(3)).toEqual(inOrder);
+    const back = events.find((e) => e.type === 'message' && e.lane === 5);
+    expect(back?.type === 'message' && back.bytes).toEqual(block);
+    await until(() => events.filter((e) => e.type === 'delivery' && e.lane === 4).length === N);
+    expect(events.filter((e) => e.type === 'delivery' && e.lane === 4).every((e) => e.type === 'delivery' && e.delivered)).toBe(true);
+    const stats = conn.client.stats()!;
+    expect(stats.srttMs).toBeGreaterThan(0);
+    const message = stats.lanes.flatMap((l) => (l.mode === 'block' ? [] : [l]));
+    expect(message).toHaveLength(5);
+    for (const l of message) expect({ resent: l.resent, redundant: l.redundant, lost: l.lost }).toEqual({ resent: 0, redundant: 0, lost: 0 });
+    expect(gateway.counters()).toMatchObject({ upgrades: 1, webSockets: 1, badMessages: 0, sendDropped: 0 });
+    await conn.close();
+    await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
+    await until(() => gateway.size === 0, 3000);
+  }, 30_000);
+
+  it('refuses a bad token before the upgrade completes (HTTP 401), and malformed requests with 400/404/403', async () => {
+    const before = gateway.counters();
+    const foreign = generateConnectToken({
+      protocolId: PROTOCOL, privateKey: new Uint8Array(32), clientId: 99n, serverAddresses: ['127.0.0.1:40002'],
+      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+    });
+    expect(await rawStatus(webSocketProtocols(foreign))).toBe(401);
+    expect(await rawStatus(webSocketProtocols(token({ ageSeconds: 60 })))).toBe(401);
+    expect(await rawStatus(['gamewire'])).toBe(400);
+    expect(await rawStatus(['gamewire', 'gamewire.token.AAAA'])).toBe(400);
+    expect(await rawStatus([webSocketProtocols(token())[1]])).toBe(400);
+    const c = gateway.counters();
+    expect(c.tokensRefused - before.tokensRefused).toBe(2);
+    expect(c.badRequests - before.badRequests).toBe(3);
+    expect(c.webSockets).toBe(before.webSockets);
+    expect(gateway.size).toBe(0);
+    // connect() reports a refused WebSocket as 'websocket' (a browser cannot read the status).
+    await expect(open(foreign, [])).rejects.toMatchObject({ reason: 'websocket' });
+  });
+
+  it('one token, one WebSocket at a time: a second upgrade with the same token is refused 409', async () => {
+    const t = token();
+    const first = new WebSocket(gateway.url.replace('http', 'ws'), webSocketProtocols(t));
+    await once(first, 'open');
+    expect(await rawStatus(webSocketProtocols(t))).toBe(409);
+    first.close();
+    await until(() => gateway.size === 0);
+  });
+
+  it('drops text and junk, closes on an oversized frame, and a socket that never handshakes is closed after handshakeTimeoutMs', async () => {
+    const before = gateway.counters();
+    const ws = new WebSocket(gateway.url.replace('http', 'ws'), webSocketProtocols(token()));
+    await once(ws, 'open');
+    ws.send('hello');
+    for (let i = 0; i < 50; i++) ws.send(Uint8Array.from({ length: 100 }, () => i));
+    const events: ClientEvent[] = [];
+    const player = await open(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    ws.send(new Uint8Array(4000));
+    const [code] = (await once(ws, 'close')) as [number];
+    expect(code).toBe(1009);
+    const c = gateway.counters();
+    expect(c.badMessages - before.badMessages).toBeGreaterThanOrEqual(2);
+    expect(server.counters().host).toBeDefined();
+    // Silent socket: closed by the handshake timeout, its slot free.
+    const silent = new WebSocket(gateway.url.replace('http', 'ws'), webSocketProtocols(token()));
+    await once(silent, 'open');
+    const started = performance.now();
+    await once(silent, 'close');
+    expect(performance.now() - started).toBeLessThan(2500);
+    expect(gateway.counters().handshakeTimeouts - before.handshakeTimeouts).toBeGreaterThanOrEqual(1);
+    player.client.send(0, Uint8Array.of(1));
+    await until(() => events.some((e) => e.type === 'message'));
+    await player.close();
+  }, 15_000);
+
+  it('a client that stops reading costs the server a bounded queue: above it datagrams are dropped and counted, the socket kept', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().filter((c) => c.address.startsWith('ws:')).at(-1)!;
+    // The server's end of it, as if its kernel buffers were full and 1 MiB waited in the WebSocket.
+    const peer = (gateway as unknown as { peers: Map<string, { ws: { bufferedAmount: number } }> }).peers.get(sc.address)!;
+    Object.defineProperty(peer.ws, 'bufferedAmount', { value: 1 << 20, configurable: true });
+    const before = gateway.counters().sendDropped;
+    for (let i = 0; i < 20; i++) sc.send(2, new Uint8Array(100));
+    await until(() => gateway.counters().sendDropped - before >= 1);
+    const heard = events.filter((e) => e.type === 'message').length;
+    delete (peer.ws as { bufferedAmount?: number }).bufferedAmount;
+    // Drained again: the connection carries on, and the reliable lane recovers what was dropped.
+    sc.send(0, Uint8Array.of(42));
+    await until(() => events.some((e) => e.type === 'message' && e.lane === 0 && e.bytes[0] === 42));
+    expect(heard).toBe(0);
+    await conn.close();
+  });
+
+  it('falls back to the WebSocket at once when ICE fails or gathers nothing, and after fallbackAfterMs when WebRTC hangs', async () => {
+    for (const mode of ['ice-failed', 'no-candidates'] as const) {
+      const started = performance.now();
+      const conn = await open(token(), [], {
+        transports: ['webrtc', 'websocket'], RTCPeerConnection: fakePeer(mode), fallbackAfterMs: 5000,
+        fetch: (async () => new Response(JSON.stringify({ type: 'answer', sdp: 'v=0\r\n' }), { status: 200 })) as typeof fetch,
+      });
+      expect(conn.transport).toBe('websocket');
+      expect(performance.now() - started).toBeLessThan(2000);
+      await conn.close();
+    }
+    const started = performance.now();
+    const conn = await open(token(), [], {
+      transports: ['webrtc', 'websocket'], RTCPeerConnection: fakePeer('never'), fallbackAfterMs: 300,
+      fetch: (async () => new Response(JSON.stringify({ type: 'answer', sdp: 'v=0\r\n' }), { status: 200 })) as typeof fetch,
+    });
+    expect(conn.transport).toBe('websocket');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    await conn.close();
+  });
+
+  it('a refused token ends the attempt: no fallback, every transport that failed is listed', async () => {
+    const err = await open(token({ ageSeconds: 60 }), [], {
+      transports: ['webrtc', 'websocket'], RTCPeerConnection: fakePeer('never'), fetch: globalThis.fetch,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).reason).toBe('expired');
+    expect((err as ConnectError).failures.map((f) => f.transport)).toEqual(['webrtc']);
+  });
+
+  it('a gateway with webrtc: false answers offers 405 no-webrtc, and connect() goes on to the WebSocket', async () => {
+    const s2 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES });
+    const d2 = await UdpDriver.openEndpoint(s2, { host: '127.0.0.1', port: 0 });
+    const g2 = await BrowserGateway.open(d2, s2, { host: '127.0.0.1', webrtc: false });
+    try {
+      expect(g2.udpPort).toBeUndefined();
+      const res = await fetch(g2.url, { method: 'POST', body: '{}' });
+      expect(res.status).toBe(405);
+      expect(await res.json()).toEqual({ error: 'no-webrtc' });
+      const conn = await open(token(), [], { url: g2.url, transports: ['webrtc', 'websocket'], RTCPeerConnection: fakePeer('never'), fetch: globalThis.fetch });
+      expect(conn.transport).toBe('websocket');
+      await conn.close();
+    } finally {
+      s2.close();
+      await d2.close({ linger: { quietMs: 50, maxMs: 300 } });
+      await g2.close();
+    }
+  });
+
+  it('bad options: nothing to serve, a tls without a key, a certificate Node cannot read', async () => {
+    const s3 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime });
+    const d3 = await UdpDriver.openEndpoint(s3, { host: '127.0.0.1', port: 0 });
+    try {
+      await expect(BrowserGateway.open(d3, s3, { webrtc: false, webSocket: false })).rejects.toMatchObject({ code: 'invalid-config' });
+      await expect(BrowserGateway.open(d3, s3, { tls: { cert: 'x' } as never })).rejects.toMatchObject({ code: 'invalid-config' });
+      await expect(BrowserGateway.open(d3, s3, { webrtc: false, tls: { cert: 'not a pem', key: 'nor this' } })).rejects.toMatchObject({ code: 'invalid-config' });
+    } finally {
+      await d3.close();
+    }
+  });
+});
