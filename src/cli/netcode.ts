@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { createSocket } from 'node:dgram';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP, isIPv4 } from 'node:net';
 import { sodiumCrypto } from '../crypto/sodium.js';
 import { addressKey, systemUnixTime, UdpDriver } from '../adapters/node/udp-driver.js';
@@ -82,6 +83,11 @@ export interface ServeCommandOptions {
   webrtcUdpPort?: number | undefined;
   /** A public IPv4/IPv6 address to put in the WebRTC answers (1:1 NAT). */
   publicAddress?: string | undefined;
+  /** Take clients over WebSockets too: on the `webrtc` port, or on this TCP port when there is none. */
+  ws?: number | true | undefined;
+  /** Files of the certificate chain and private key (PEM): the browser endpoint serves HTTPS and WSS. */
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
 }
 
 /**
@@ -119,12 +125,21 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
     addresses: [addressKey(o.host === '0.0.0.0' ? '127.0.0.1' : o.host, port)],
     unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
   });
+  const tls = o.tlsCert === undefined || o.tlsKey === undefined ? undefined : { cert: readFileSync(o.tlsCert), key: readFileSync(o.tlsKey) };
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
-  const webrtc = o.webrtc === undefined ? undefined : await BrowserGateway.open(driver, server, {
-    host: o.host, port: o.webrtc,
-    ...(o.webrtcUdpPort !== undefined ? { udpPort: o.webrtcUdpPort } : {}),
-    ...(o.publicAddress !== undefined ? { publicAddress: o.publicAddress } : {}),
-  });
+  const webPort = o.webrtc ?? (typeof o.ws === 'number' ? o.ws : undefined);
+  let web: BrowserGateway | undefined;
+  try {
+    web = webPort === undefined ? undefined : await BrowserGateway.open(driver, server, {
+      host: o.host, port: webPort, webrtc: o.webrtc !== undefined, webSocket: o.ws !== undefined,
+      ...(o.webrtcUdpPort !== undefined ? { udpPort: o.webrtcUdpPort } : {}),
+      ...(o.publicAddress !== undefined ? { publicAddress: o.publicAddress } : {}),
+      ...(tls !== undefined ? { tls } : {}),
+    });
+  } catch (err) {
+    await driver.close();
+    throw err;
+  }
   let echoed = 0;
   let notEchoed = 0;
   driver.on('event', (e: ServerEvent) => {
@@ -143,8 +158,10 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
     }
   });
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
-  if (webrtc !== undefined) {
-    process.stderr.write(`serve: browser clients (WebRTC) at ${webrtc.url}, their peers on UDP port ${webrtc.udpPort}${o.publicAddress !== undefined ? ` (announced as ${o.publicAddress})` : ''}\n`);
+  if (web !== undefined) {
+    const kinds = [o.webrtc !== undefined ? 'WebRTC' : '', o.ws !== undefined ? 'WebSocket' : ''].filter((k) => k !== '').join(' and ');
+    const peers = web.udpPort === undefined ? '' : `, their WebRTC peers on UDP port ${web.udpPort}${o.publicAddress !== undefined ? ` (announced as ${o.publicAddress})` : ''}`;
+    process.stderr.write(`serve: browser clients (${kinds}) at ${web.url}${peers}\n`);
   }
   await aborted(signal);
   const c = server.counters();
@@ -155,7 +172,7 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
   );
   server.close();
   await driver.close({ linger: true });
-  await webrtc?.close();
+  await web?.close();
   return EXIT_INTERRUPTED;
 }
 
@@ -332,6 +349,9 @@ interface NetcodeFlags {
   webrtc?: number;
   webrtcUdpPort?: number;
   publicAddress?: string;
+  ws?: number | true;
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 /** `connect --size` ranges: lane messages (the first 4 bytes number them) and raw payloads. */
@@ -381,15 +401,27 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--webrtc <port>', 'also take browser clients: WebRTC signalling on this TCP port (0 = any; the URL is printed)', arg((v) => parsePort(v, '--webrtc')))
     .option('--webrtc-udp-port <port>', 'with --webrtc: the UDP port every browser peer shares (default: the --webrtc number; it must differ from --port)', arg((v) => parsePort(v, '--webrtc-udp-port')))
     .option('--public-address <ip>', 'with --webrtc: the public IP address to announce to browsers (a server behind 1:1 NAT)')
+    .option('--ws [port]', 'also take clients over WebSockets (the fallback where UDP is blocked): on the --webrtc port, or on this TCP port', arg((v) => parsePort(v, '--ws')))
+    .option('--tls-cert <file>', 'with --webrtc or --ws: serve HTTPS and WSS with this certificate chain (PEM; needs --tls-key)')
+    .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
     .action(async (o: NetcodeFlags) => {
       if (o.maxClients < 1 || o.maxClients > 65_536) throw new UsageError('--max-clients must be in 1..65536');
       if (o.webrtc === undefined && (o.webrtcUdpPort !== undefined || o.publicAddress !== undefined)) {
         throw new UsageError('--webrtc-udp-port and --public-address go with --webrtc');
       }
+      if (o.ws === true && o.webrtc === undefined) throw new UsageError('--ws needs a port (--ws PORT) when there is no --webrtc PORT');
+      if (typeof o.ws === 'number' && o.webrtc !== undefined && o.ws !== o.webrtc) {
+        throw new UsageError(`--ws ${o.ws}: WebSockets share the --webrtc port (${o.webrtc}); give --ws without a port`);
+      }
+      if ((o.tlsCert === undefined) !== (o.tlsKey === undefined)) throw new UsageError('--tls-cert and --tls-key go together');
+      if (o.tlsCert !== undefined && o.webrtc === undefined && o.ws === undefined) throw new UsageError('--tls-cert and --tls-key go with --webrtc or --ws');
+      for (const f of [o.tlsCert, o.tlsKey]) {
+        if (f !== undefined && !existsSync(f)) throw new UsageError(`cannot read ${f}: no such file`);
+      }
       if (o.publicAddress !== undefined && isIP(o.publicAddress) === 0) throw new UsageError(`--public-address: expected an IP address, got "${o.publicAddress}"`);
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
-        webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress,
+        webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress, ws: o.ws, tlsCert: o.tlsCert, tlsKey: o.tlsKey,
       }));
     });
 

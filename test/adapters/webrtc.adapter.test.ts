@@ -255,7 +255,7 @@ describe('gamewire serve --webrtc (spawned)', () => {
       '--webrtc-udp-port', String(peersPort), '--public-address', '127.0.0.1');
     try {
       const udpPort = Number((await waitForStderr(s, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-      const line = await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+), their peers on UDP port (\d+) \(announced as 127\.0\.0\.1\)/);
+      const line = await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+), their WebRTC peers on UDP port (\d+) \(announced as 127\.0\.0\.1\)/);
       const url = line[1]!;
       expect(Number(line[2])).toBe(peersPort);
       const token = generateConnectToken({

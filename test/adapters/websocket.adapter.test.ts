@@ -2,6 +2,8 @@
 // BrowserGateway beside it, and clients made by connect() on the `ws` package's WebSocket (the
 // browser's API). Real sockets, so adapter tests only.
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -12,6 +14,7 @@ import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
 import { webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
+import { gamewire, waitForStderr } from './helpers.js';
 
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i + 11);
 const PROTOCOL = 0x78n;
@@ -263,10 +266,16 @@ describe('WebSocket transport (ws, loopback)', () => {
       expect(await res.json()).toEqual({ error: 'no-webrtc' });
       const conn = await open(token(), [], { url: g2.url, transports: ['webrtc', 'websocket'], RTCPeerConnection: fakePeer('never'), fetch: globalThis.fetch });
       expect(conn.transport).toBe('websocket');
+      // Closing the gateway with a WebSocket open ends it at once (the HTTP server waits for its TCP connections).
+      const started = performance.now();
+      s2.close();
+      await d2.close({ linger: { quietMs: 50, maxMs: 300 } });
+      await g2.close();
+      expect(performance.now() - started).toBeLessThan(2000);
       await conn.close();
     } finally {
       s2.close();
-      await d2.close({ linger: { quietMs: 50, maxMs: 300 } });
+      await d2.close();
       await g2.close();
     }
   });
@@ -282,4 +291,100 @@ describe('WebSocket transport (ws, loopback)', () => {
       await d3.close();
     }
   });
+
+  it('with tls: HTTPS signalling and WSS on one port, checked against the certificate; plain ws:// is not served', async () => {
+    const here = new URL('../fixtures/tls/', import.meta.url);
+    const cert = readFileSync(new URL('cert.pem', here));
+    const key = readFileSync(new URL('key.pem', here));
+    const s4 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES });
+    const d4 = await UdpDriver.openEndpoint(s4, { host: '127.0.0.1', port: 0 });
+    d4.on('event', (e) => {
+      if (e.type === 'message') e.client.send(e.lane, e.bytes);
+    });
+    const g4 = await BrowserGateway.open(d4, s4, { host: '127.0.0.1', tls: { cert: cert.toString(), key } });
+    try {
+      expect(g4.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/gamewire$/);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request(g4.url, { method: 'POST', ca: cert }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end('{}');
+      });
+      expect(status).toBe(400); // a signalling answer, over TLS
+      class Trusting extends WebSocket {
+        constructor(url: string, protocols?: string | string[]) {
+          super(url, protocols, { ca: cert });
+        }
+      }
+      const events: ClientEvent[] = [];
+      const conn = await open(token(), events, { url: g4.url, WebSocket: Trusting as unknown as typeof Ws });
+      await until(() => events.some((e) => e.type === 'connected'));
+      conn.client.send(0, Uint8Array.of(5));
+      await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 5));
+      await conn.close();
+      // A client that does not trust the certificate does not connect.
+      await expect(open(token(), [], { url: g4.url })).rejects.toMatchObject({ reason: 'websocket' });
+      expect(await new Promise<string>((resolve) => {
+        const plain = new WebSocket(g4.url.replace('https', 'ws'), webSocketProtocols(token()));
+        plain.on('error', (e) => resolve(String(e)));
+        plain.on('open', () => resolve('open'));
+      })).not.toBe('open');
+    } finally {
+      s4.close();
+      await d4.close({ linger: { quietMs: 50, maxMs: 300 } });
+      await g4.close();
+    }
+  });
+});
+
+describe('gamewire serve --ws (spawned)', () => {
+  const KEY_HEX = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
+  const tlsDir = new URL('../fixtures/tls/', import.meta.url).pathname;
+
+  it('takes a client over a WSS WebSocket alone (--ws PORT, --tls-cert/--tls-key): the echo comes back, the disconnect is seen', async () => {
+    const s = gamewire('serve', '--port', '0', '--host', '127.0.0.1', '--key', KEY_HEX, '--protocol-id', 'abcd', '--ws', '0',
+      '--tls-cert', `${tlsDir}cert.pem`, '--tls-key', `${tlsDir}key.pem`);
+    try {
+      const udpPort = Number((await waitForStderr(s, /listening on 127\.0\.0\.1:(\d+)/))[1]);
+      const url = (await waitForStderr(s, /browser clients \(WebSocket\) at (https:\S+)\n/))[1]!;
+      const token = generateConnectToken({
+        protocolId: 0xabcdn, privateKey: Uint8Array.from({ length: 32 }, (_, i) => i), clientId: 6n, serverAddresses: [`127.0.0.1:${udpPort}`],
+        nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+      });
+      const ca = readFileSync(`${tlsDir}cert.pem`);
+      class Trusting extends WebSocket {
+        constructor(u: string, protocols?: string | string[]) {
+          super(u, protocols, { ca });
+        }
+      }
+      const events: ClientEvent[] = [];
+      const conn = await connect({ url, token, onEvent: (e) => events.push(e), WebSocket: Trusting as unknown as typeof Ws });
+      expect(conn.transport).toBe('websocket'); // no RTCPeerConnection in Node, no offers taken: the fallback at once
+      await until(() => events.some((e) => e.type === 'connected'));
+      conn.client.send(0, new TextEncoder().encode('over wss'));
+      await until(() => events.some((e) => e.type === 'message' && new TextDecoder().decode(e.bytes) === 'over wss'));
+      await conn.close();
+      await waitForStderr(s, /client 6 \(ws:\d+\) disconnected \(peer\)/);
+    } finally {
+      s.child.kill('SIGINT');
+      expect(await s.exit).toBe(130);
+    }
+  }, 30_000);
+
+  it('refuses --ws without a port and without --webrtc, another port than --webrtc, and half of the TLS pair', async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['--ws'], /error: --ws needs a port \(--ws PORT\) when there is no --webrtc PORT/],
+      [['--webrtc', '9001', '--ws', '9002'], /error: --ws 9002: WebSockets share the --webrtc port \(9001\); give --ws without a port/],
+      [['--ws', '0', '--tls-cert', `${tlsDir}cert.pem`], /error: --tls-cert and --tls-key go together/],
+      [['--tls-cert', `${tlsDir}cert.pem`, '--tls-key', `${tlsDir}key.pem`], /error: --tls-cert and --tls-key go with --webrtc or --ws/],
+      [['--ws', '0', '--tls-cert', '/nonexistent.pem', '--tls-key', `${tlsDir}key.pem`], /error: cannot read \/nonexistent\.pem: no such file/],
+    ];
+    for (const [args, message] of cases) {
+      const r = gamewire('serve', '--port', '0', ...args);
+      expect(await r.exit).toBe(2);
+      expect(r.stderr()).toMatch(message);
+    }
+  }, 30_000);
 });

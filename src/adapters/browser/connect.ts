@@ -240,10 +240,11 @@ function firstOpen(
         running--;
         if (settled) return;
         const e = err instanceof ConnectError ? err : new ConnectError('unreachable', String(err));
-        failures.push({ transport: kind, reason: e.reason, message: e.message });
+        const text = e.message.startsWith(`${e.reason}: `) ? e.message.slice(e.reason.length + 2) : e.message;
+        failures.push({ transport: kind, reason: e.reason, message: text });
         if (FINAL.has(e.reason) || (started >= order.length && running === 0)) {
           finish();
-          const message = failures.map((f) => `${f.transport}: ${f.message}`).join('; ');
+          const message = failures.length === 1 ? text : failures.map((f) => `${f.transport} (${f.reason}): ${f.message}`).join('; ');
           reject(new ConnectError(e.reason, message, failures));
         } else {
           start();

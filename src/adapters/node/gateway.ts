@@ -421,8 +421,14 @@ export class BrowserGateway {
         resolve();
       });
     });
-    if (ndc !== undefined) liveInstances++;
-    return new BrowserGateway(ndc, ws, http, tls !== undefined, driver, server, opts);
+    try {
+      const gateway = new BrowserGateway(ndc, ws, http, tls !== undefined, driver, server, opts);
+      if (ndc !== undefined) liveInstances++;
+      return gateway;
+    } catch (err) {
+      http.close();
+      throw err;
+    }
   }
 
   /**
@@ -476,12 +482,12 @@ export class BrowserGateway {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await new Promise<void>((resolve) => {
-        this.http.close(() => resolve());
-        this.http.closeAllConnections();
-      });
-      for (const p of [...this.peers.values()]) this.drop(p);
+      const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+      this.http.closeAllConnections();
+      // WebSockets are TCP connections of the HTTP server too: it is closed once they are gone.
+      for (const p of [...this.peers.values()]) this.drop(p, true);
       this.wss?.close();
+      await closed;
       if (this.ndc !== undefined && --liveInstances === 0) this.ndc.cleanup();
     })();
     return this.closing;
@@ -851,7 +857,8 @@ export class BrowserGateway {
     peer.timer = undefined;
   }
 
-  private drop(peer: Peer): void {
+  /** End a peer; `now`: a WebSocket's TCP connection goes at once, without waiting for the close handshake. */
+  private drop(peer: Peer, now = false): void {
     if (this.peers.get(peer.address) !== peer) return;
     this.peers.delete(peer.address);
     this.tokens.delete(peer.token);
@@ -862,6 +869,10 @@ export class BrowserGateway {
     clearTimeout(peer.timer);
     this.ctr.closed++;
     if (peer.ws !== undefined) {
+      if (now) {
+        peer.ws.terminate();
+        return;
+      }
       peer.ws.close(1000);
       // A client that does not answer the close handshake loses its socket soon after.
       const ws = peer.ws;
