@@ -7,5 +7,4 @@ export * from './index.js';
 export type { Logger } from './core/logger.js';
 export {
   type BrowserConnection, type BrowserTransport, connect, ConnectError, type ConnectFailure, type ConnectOptions, connectWebRtc,
-  type WebRtcConnectFailure, type WebRtcConnection, WebRtcConnectError, type WebRtcConnectOptions,
 } from './adapters/browser/connect.js';

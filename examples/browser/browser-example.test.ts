@@ -23,10 +23,10 @@ describe('examples/browser', () => {
     // An inline icon: a browser then never asks for /favicon.ico (the server has none: a 404 in the console).
     expect(page).toMatch(/<link rel="icon" href="data:[^"]*">/);
     const js = await (await fetch(new URL('/app.js', url))).text();
-    expect(js).toContain('connectWebRtc');
+    expect(js).toContain('gamewire.token.'); // connect(), with its WebSocket fallback
     expect(js).toContain('StateClient');
     const config = (await (await fetch(new URL('/config', url))).json()) as { signalling: string };
-    expect(config.signalling).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/gamewire\/webrtc$/);
+    expect(config.signalling).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/gamewire$/);
     const token = Buffer.from(await (await fetch(new URL('/token', url))).text(), 'base64');
     expect(token.length).toBe(2048);
     expect(await exit, out).toBe(0);

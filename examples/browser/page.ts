@@ -3,7 +3,7 @@
 // loop) and draws what the layer samples: the other dots interpolated, yours predicted. Switches turn
 // interpolation and prediction off to show what each buys; plots show the interpolation delay and
 // the connection, and the simulator's loss and latency can be applied to this tab.
-import { connectWebRtc, type ClientEvent } from 'gamewire/browser';
+import { type BrowserTransport, connect, type ClientEvent } from 'gamewire/browser';
 import { StateClient } from 'gamewire/state';
 import { type DotView, FIELD, LANES, loop, schema, SPEED, step, type Target } from './shared.js';
 
@@ -34,17 +34,28 @@ const ownTrail: { tick: number; x: number; y: number }[] = [];
 const KEEP_FRAMES = 900;
 const KEEP_TICKS = 600;
 
+// ?transport=webrtc|websocket forces one; otherwise WebRTC, falling back to the WebSocket.
+const chosen = new URLSearchParams(location.search).get('transport');
+const transports: BrowserTransport[] | undefined = chosen === 'webrtc' || chosen === 'websocket' ? [chosen] : undefined;
+const picker = $<HTMLSelectElement>('transport');
+picker.value = transports?.[0] ?? 'auto';
+picker.addEventListener('change', () => {
+  const u = new URL(location.href);
+  if (picker.value === 'auto') u.searchParams.delete('transport');
+  else u.searchParams.set('transport', picker.value);
+  location.href = u.href;
+});
 const config = (await (await fetch('/config')).json()) as { signalling: string };
 const token = Uint8Array.from(atob(await (await fetch('/token')).text()), (c) => c.charCodeAt(0));
 let connected = false;
 let view: DotView | undefined;
 let ownId = -1;
-const conn = await connectWebRtc({
-  url: config.signalling, token, lanes: LANES,
+const conn = await connect({
+  url: config.signalling, token, lanes: LANES, ...(transports === undefined ? {} : { transports }),
   onEvent: (e: ClientEvent) => {
     if (e.type === 'connected') {
       connected = true;
-      status.textContent = 'connected';
+      status.textContent = `connected over ${conn.transport === 'webrtc' ? 'WebRTC' : 'a WebSocket'}`;
     } else if (e.type === 'disconnected') {
       connected = false;
       status.textContent = `disconnected (${e.reason})`;

@@ -1,6 +1,7 @@
 /**
  * The browser example's server: dots on a shared field, replicated by the state layer
- * (`gamewire/state`). Browser tabs connect over WebRTC (`connectWebRtc`), bots over UDP, all to one
+ * (`gamewire/state`). Browser tabs connect over WebRTC or a WebSocket (`connect`, through one
+ * `BrowserGateway`), bots over UDP, all to one
  * netcode `Server`; each client's dot is spawned when it joins and moved by its inputs (a target to
  * head for), and every client gets snapshots at 20 Hz: the others' dots interpolated, its own
  * predicted. Serves the page, its script and connect tokens (this file plays your web backend too).
@@ -41,7 +42,7 @@ await new Promise<void>((r) => probe.close(() => r()));
 const udpAddress = `${host}:${udpPort}`;
 const server = new Server({ protocolId, privateKey, addresses: [udpAddress], unixTime: systemUnixTime, lanes: LANES, crypto: aead, maxClients: 64 });
 const driver = await UdpDriver.openEndpoint(server, { host, port: udpPort });
-const signalling = await BrowserGateway.open(driver, server, { host });
+const gateway = await BrowserGateway.open(driver, server, { host }); // WebRTC and WebSocket on one port
 
 // The game: a dot per client that joins the state layer, moved by its inputs.
 const world = new StateServer({ schema, tickHz: TICK_HZ });
@@ -57,9 +58,10 @@ world.on('leave', (p) => {
 let nextId = 1n;
 const browsers = new Set<ServerClient>();
 driver.on('event', (e: ServerEvent) => {
-  if (e.type === 'connected' && e.client.address.startsWith('webrtc:')) {
+  if (e.type === 'connected' && /^(webrtc|ws):/.test(e.client.address)) {
     browsers.add(e.client);
-    console.log(`browser connected (client ${e.client.clientId}); browsers: ${browsers.size}`);
+    const over = e.client.address.startsWith('ws:') ? 'a WebSocket' : 'WebRTC';
+    console.log(`browser connected over ${over} (client ${e.client.clientId}); browsers: ${browsers.size}`);
   } else if (e.type === 'disconnected' && browsers.delete(e.client)) {
     console.log(`browser left (${e.reason}); browsers: ${browsers.size}`);
   }
@@ -94,7 +96,7 @@ const html = readFileSync(join(HERE, 'page.html'), 'utf8');
 const http = createServer((req, res) => {
   const path = (req.url ?? '/').split('?')[0];
   if (path === '/app.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-  if (path === '/config') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ signalling: signalling.url }));
+  if (path === '/config') return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ signalling: gateway.url }));
   if (path === '/token') return void res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' }).end(Buffer.from(token()).toString('base64'));
   if (path === '/') return void res.writeHead(200, { 'content-type': 'text/html' }).end(html);
   res.writeHead(404).end();
@@ -153,7 +155,7 @@ const stop = async (): Promise<void> => {
   }
   server.close();
   await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
-  await signalling.close();
+  await gateway.close();
   http.close();
   http.closeAllConnections();
 };

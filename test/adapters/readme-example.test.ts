@@ -88,7 +88,7 @@ describe('README', () => {
 describe('docs/browser.md', () => {
   it('the WebRTC example echoes over a data channel and exits by itself', async () => {
     const { code, out } = await runExample(docExample('docs/browser.md', '## Use', await freePort()));
-    expect(out).toContain('echo over WebRTC: hello');
+    expect(out).toContain('echo over webrtc: hello');
     expect(code).toBe(0);
   });
 });

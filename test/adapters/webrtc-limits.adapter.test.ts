@@ -6,7 +6,7 @@ import { connect as tcpConnect, type Socket } from 'node:net';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/connect.js';
+import { connectWebRtc, type BrowserConnection } from '../../src/adapters/browser/connect.js';
 import { BrowserGateway, type BrowserGatewayOptions } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import type { ClientEvent } from '../../src/netcode/client.js';
@@ -87,7 +87,7 @@ async function offerer(): Promise<{ pc: LoopbackPeer; dc: RTCDataChannel; sdp: s
   return { pc, dc, sdp: pc.localDescription!.sdp };
 }
 
-async function player(url: string, token: Uint8Array): Promise<{ conn: WebRtcConnection; events: ClientEvent[] }> {
+async function player(url: string, token: Uint8Array): Promise<{ conn: BrowserConnection; events: ClientEvent[] }> {
   const events: ClientEvent[] = [];
   const conn = await connectWebRtc({ url, token, onEvent: (e) => events.push(e), RTCPeerConnection: Loopback });
   await until(() => events.some((e) => e.type === 'connected'), 'the player to connect');

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectWebRtc, type WebRtcConnection } from '../../src/adapters/browser/connect.js';
+import { connectWebRtc, type BrowserConnection } from '../../src/adapters/browser/connect.js';
 import { BrowserGateway, type BrowserGatewayOptions, withPublicAddress } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import type { ClientEvent } from '../../src/netcode/client.js';
@@ -88,7 +88,7 @@ let nextId = 1n;
 interface Rig {
   server: Server;
   signalling: BrowserGateway;
-  connect: (events: ClientEvent[]) => Promise<WebRtcConnection>;
+  connect: (events: ClientEvent[]) => Promise<BrowserConnection>;
   close: () => Promise<void>;
 }
 
@@ -106,7 +106,7 @@ async function rig(options: BrowserGatewayOptions): Promise<Rig> {
     await driver.close();
     throw err;
   }
-  const connect = (events: ClientEvent[]): Promise<WebRtcConnection> => connectWebRtc({
+  const connect = (events: ClientEvent[]): Promise<BrowserConnection> => connectWebRtc({
     url: signalling.url, token: token(), lanes: LANES, onEvent: (e) => events.push(e), RTCPeerConnection: Recording,
   });
   return {
@@ -127,7 +127,7 @@ const token = (): Uint8Array => generateConnectToken({
 // node-datachannel's cleanup() (with the last BrowserGateway closed) can crash the process once a
 // channel wrapper has been garbage-collected, so the clients' channels are kept to the end.
 const offerers: { pc: ndc.PeerConnection; dc: ndc.DataChannel }[] = [];
-const clients: WebRtcConnection[] = [];
+const clients: BrowserConnection[] = [];
 
 /** An offer from a fresh loopback peer connection with the gamewire channel (closed by `close`). */
 async function offer(): Promise<{ sdp: string; close: () => void }> {
@@ -145,7 +145,7 @@ async function offer(): Promise<{ sdp: string; close: () => void }> {
 }
 
 /** Connect `n` clients at once, check each echoes, and return them with their answers. */
-async function connectAll(r: Rig, n: number): Promise<{ conns: WebRtcConnection[]; peers: RecordingPeer[] }> {
+async function connectAll(r: Rig, n: number): Promise<{ conns: BrowserConnection[]; peers: RecordingPeer[] }> {
   const from = RecordingPeer.made.length;
   const events = Array.from({ length: n }, (): ClientEvent[] => []);
   const conns = await Promise.all(events.map((ev) => r.connect(ev)));

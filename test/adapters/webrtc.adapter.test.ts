@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { connectWebRtc, type WebRtcConnection, WebRtcConnectError } from '../../src/adapters/browser/connect.js';
+import { connectWebRtc, type BrowserConnection, ConnectError } from '../../src/adapters/browser/connect.js';
 import { BrowserGateway } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
@@ -64,7 +64,7 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     nowUnixSeconds: Math.floor(systemUnixTime()) - (o.ageSeconds ?? 0), expireSeconds: 30, timeoutSeconds: 5,
   });
 
-  const connect = async (t: Uint8Array, events: ClientEvent[]): Promise<WebRtcConnection> => connectWebRtc({
+  const connect = async (t: Uint8Array, events: ClientEvent[]): Promise<BrowserConnection> => connectWebRtc({
     url: signalling.url, token: t, lanes: LANES, onEvent: (e) => events.push(e), RTCPeerConnection: Loopback,
   });
 
@@ -183,8 +183,8 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
         await c.close();
         return 'connected';
       } catch (err) {
-        expect(err).toBeInstanceOf(WebRtcConnectError);
-        return (err as WebRtcConnectError).reason;
+        expect(err).toBeInstanceOf(ConnectError);
+        return (err as ConnectError).reason;
       }
     };
     const before = signalling.counters();

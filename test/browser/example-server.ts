@@ -20,8 +20,8 @@ export interface ExampleRun {
   stop(): Promise<number | null>;
 }
 
-/** Start examples/browser/server.ts with `bots` UDP bots, open two tabs on its page. */
-export async function openExample(bots: number): Promise<ExampleRun> {
+/** Start examples/browser/server.ts with `bots` UDP bots, open two tabs on its page (`queries`: each tab's query string). */
+export async function openExample(bots: number, queries: readonly [string, string] = ['', '']): Promise<ExampleRun> {
   const server = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'examples/browser/server.ts'), '--port', '0', '--bots', String(bots), '--seconds', '50'], {
     stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TSX_TSCONFIG_PATH: join(ROOT, 'examples/browser/tsconfig.json') },
   });
@@ -39,7 +39,7 @@ export async function openExample(bots: number): Promise<ExampleRun> {
     await expect.poll(() => /open (http:\S+) in a browser/.test(out), { timeout: 15_000 }).toBe(true);
     const url = /open (http:\S+) in a browser/.exec(out)![1]!;
     const tabs = [await browser.newPage(), await browser.newPage()];
-    for (const t of tabs) await t.goto(url);
+    for (const [i, t] of tabs.entries()) await t.goto(url + queries[i]);
     return { browser, tabs, out: () => out, stop };
   } catch (e) {
     await stop();

@@ -95,17 +95,6 @@ export interface BrowserConnection {
   simulate(config: Partial<LinkConfig> | undefined): void;
 }
 
-/** Options of {@link connectWebRtc}: {@link ConnectOptions} without the transport choice. */
-export type WebRtcConnectOptions = Omit<ConnectOptions, 'transports' | 'fallbackAfterMs' | 'WebSocket'>;
-/** What {@link connectWebRtc} resolves to. */
-export type WebRtcConnection = BrowserConnection;
-/** The same as {@link ConnectFailure}. */
-export type WebRtcConnectFailure = ConnectFailure;
-/** The same class as {@link ConnectError}. */
-export const WebRtcConnectError = ConnectError;
-/** The same as {@link ConnectError}. */
-export type WebRtcConnectError = ConnectError;
-
 /** An open transport, before the netcode client runs on it. */
 interface Pipe {
   readonly kind: BrowserTransport;
@@ -190,10 +179,8 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   }));
 }
 
-/**
- * Connect over WebRTC only: {@link connect} with `transports: ['webrtc']`.
- */
-export function connectWebRtc(options: WebRtcConnectOptions): Promise<WebRtcConnection> {
+/** Connect over WebRTC only: {@link connect} with `transports: ['webrtc']`. */
+export function connectWebRtc(options: Omit<ConnectOptions, 'transports' | 'fallbackAfterMs' | 'WebSocket'>): Promise<BrowserConnection> {
   return connect({ ...options, transports: ['webrtc'] });
 }
 
