@@ -94,7 +94,7 @@ export interface ServeCommandOptions {
  * Server counters that do not count a datagram dropped or refused (the rest each count one, by
  * reason, so the summary adds them up).
  */
-const SERVER_COUNTERS_NOT_DROPS: ReadonlySet<string> = new Set(['challengesSent', 'deniedSent', 'clientsConnected']);
+const SERVER_COUNTERS_NOT_DROPS: ReadonlySet<string> = new Set(['challengesSent', 'deniedSent', 'clientsConnected', 'migrations']);
 
 /** Datagrams the server dropped or refused, in total and by reason (`unknownAddress 744, malformed 6`). */
 export function serverDrops(c: Readonly<Record<string, unknown>>): { total: number; reasons: string } {

@@ -58,23 +58,30 @@ export type ServerEvent =
   | { type: 'delivery'; client: ServerClient; lane: number; id: number; delivered: boolean }
   /** Raw mode: one payload packet's bytes. */
   | { type: 'payload'; client: ServerClient; bytes: Uint8Array }
-  | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason };
+  | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason }
+  /**
+   * The client now comes from `client.address` (it was at `previous`): it proved the new path with a
+   * fresh packet sealed with its key (a browser client that moved from WebRTC to a WebSocket).
+   */
+  | { type: 'migrated'; client: ServerClient; previous: Address };
 
 /**
  * Counter names of a `Server` (every dropped input, and what the handshake did). From connected
  * clients' addresses: `replayed` (packets refused by the replay window), `packetsDropped` (packets
  * that failed any other check: size, type, sequence bytes, decryption, body size).
  * `sendsAfterClose`: `send`/`sendRaw` calls on a client that had closed (nothing sent).
+ * `migrations`: clients that moved to a new address (`migrated`); `migrationsRefused`: packets from
+ * an address claiming a client that did not authenticate under its key or were not fresh.
  */
 export type ServerCounter =
   | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
   | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed'
-  | 'replayed' | 'packetsDropped' | 'sendsAfterClose';
+  | 'replayed' | 'packetsDropped' | 'sendsAfterClose' | 'migrations' | 'migrationsRefused';
 
 const COUNTERS: readonly ServerCounter[] = [
   'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
   'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
-  'replayed', 'packetsDropped', 'sendsAfterClose',
+  'replayed', 'packetsDropped', 'sendsAfterClose', 'migrations', 'migrationsRefused',
 ];
 
 /** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
@@ -171,6 +178,10 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private globalSequence: bigint;
   private readonly mappings = new Map<Address, Mapping>();
   private readonly history = new Map<string, HistoryEntry>();
+  // Addresses claiming to be the client at an index (`claimAddress`); bounded by maxClients.
+  private readonly claims = new Map<Address, number>();
+  // Connected clients by index.
+  private readonly byIndex: (ServerClient | undefined)[] = [];
   // Client indexes (0..maxClients − 1, sent to each client) not in use: freed when a client ends,
   // while its host slot is held until its DISCONNECTs are out.
   private readonly freeIndexes: number[] = [];
@@ -262,6 +273,24 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.transports.set(prefix, resolvePayload(this.payloadOptions, transport));
   }
 
+  /**
+   * @internal Datagrams from `address` (a new path a transport opened, with nothing yet known of it)
+   * claim to be from the client at `clientIndex`: the first one that authenticates under that
+   * client's key and is fresh (its replay window) moves the client there (`migrated`); the others are
+   * dropped (`migrationsRefused`). False when `maxClients` claims are open already. The browser
+   * gateway calls it for a WebSocket that resumes a client; `releaseClaim` when that WebSocket ends.
+   */
+  claimAddress(address: Address, clientIndex: number): boolean {
+    if (this.claims.size >= this.maxClients && !this.claims.has(address)) return false;
+    this.claims.set(address, clientIndex);
+    return true;
+  }
+
+  /** @internal Forget the claim of `address` (its transport ended, or it migrated). */
+  releaseClaim(address: Address): void {
+    this.claims.delete(address);
+  }
+
   /** What a client at `address` carries. */
   private payloadFor(address: Address): ResolvedPayload {
     return this.transports.size === 0 ? this.payload : this.transports.get(transportOf(address)) ?? this.payload;
@@ -298,6 +327,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private released(c: ServerClient): void {
     const id = this.host.peerWithKey(c.clientId);
     if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
+    if (this.byIndex[c.clientIndex] === c) this.byIndex[c.clientIndex] = undefined;
     this.freeIndexes.push(c.clientIndex);
   }
 
@@ -308,6 +338,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
       this.ctr.malformed++;
       return undefined;
     }
+    const claimed = this.claims.get(from);
+    if (claimed !== undefined) return this.migrate(from, claimed, b);
     const type = b[0]! & 0x0f;
     if (type === T.Request && b[0] === 0) this.onRequest(now, from, b);
     else if (type === T.Response) this.onResponse(now, from, b);
@@ -389,7 +421,27 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const spent = this.history.get(macKey(macOf(m)));
     if (spent !== undefined) spent.consumed = true;
     this.host.add(from, c, c.clientId);
+    this.byIndex[index] = c;
     this.ctr.clientsConnected++;
+  }
+
+  /**
+   * A datagram from `from`, which claims the client at `index`: if it authenticates under that
+   * client's key and is fresh, the client moves to `from` and the datagram is then its own.
+   */
+  private migrate(from: Address, index: number, b: Uint8Array): number | undefined {
+    const c = this.byIndex[index];
+    const id = c === undefined ? undefined : this.host.peerWithKey(c.clientId);
+    if (c === undefined || id === undefined || c.isClosed || !c.authenticates(b)) {
+      this.ctr.migrationsRefused++;
+      return undefined;
+    }
+    this.claims.delete(from);
+    const previous = c.address;
+    this.host.rebind(id, from);
+    c.moved(from, previous);
+    this.ctr.migrations++;
+    return id;
   }
 
   private sendGlobal(to: Address, type: number, body: Uint8Array, key: Uint8Array): void {
@@ -453,9 +505,8 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   readonly clientIndex: number;
   /** The 256 bytes of user data from its connect token (what the issuer put there). */
   readonly userData: Uint8Array;
-  /** Its address. */
-  readonly address: Address;
   private readonly shared: ClientShared;
+  private at: Address;
   private readonly c2s: Uint8Array;
   private readonly s2c: Uint8Array;
   private readonly rawQueue: Uint8Array[] = [];
@@ -469,7 +520,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   constructor(shared: ClientShared, payload: ResolvedPayload, now: number, address: Address, index: number, clientId: bigint, userData: Uint8Array, m: Mapping) {
     super(DISCONNECT_COPIES, m.timeoutMs, now, Phase.Handshake);
     this.shared = shared;
-    this.address = address;
+    this.at = address;
     this.clientIndex = index;
     this.clientId = clientId;
     // One buffer per client for its keys and user data (each separate buffer costs ~200 bytes of its own).
@@ -489,6 +540,25 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   /** True once closed (locally, by the peer, or by timeout). */
   get isClosed(): boolean {
     return this.ended;
+  }
+
+  /** Its address (it changes when the client migrates: the `migrated` event). */
+  get address(): Address {
+    return this.at;
+  }
+
+  /** @internal True if `b` is a packet of this client: sealed with its key, fresh, of a type a connected client sends. Changes nothing. */
+  authenticates(b: Uint8Array): boolean {
+    const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
+    const p = this.shared.packet;
+    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, undefined, this.shared.crypto, p, this.shared.opened);
+    return n >= 0 && !this.replay.alreadyReceived(p.sequence);
+  }
+
+  /** @internal The server moved it to `address` (from `previous`). */
+  moved(address: Address, previous: Address): void {
+    this.at = address;
+    this.push({ type: 'migrated', client: this, previous });
   }
 
   /**

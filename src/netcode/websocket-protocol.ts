@@ -2,12 +2,15 @@ import { CONNECT_TOKEN_BYTES } from './wire.js';
 
 /**
  * The WebSocket subprotocol gamewire speaks (each binary message one netcode packet), and the one the
- * server selects. The client offers it beside `gamewire.token.<token>`: the connect token in base64url
- * without padding, so the server can check it before the upgrade completes (a browser cannot set other
- * headers on a WebSocket, and a URL would put the token in every access log).
+ * server selects. The client offers it beside either `gamewire.token.<token>` (a new connection: the
+ * connect token in base64url without padding, so the server can check it before the upgrade completes;
+ * a browser cannot set other headers on a WebSocket, and a URL would put the token in every access log)
+ * or `gamewire.resume.<client index>` (a connected client moving to this WebSocket: its first packet
+ * on it proves it, sealed with its key).
  */
 export const WEBSOCKET_PROTOCOL = 'gamewire';
 const TOKEN_PREFIX = 'gamewire.token.';
+const RESUME_PREFIX = 'gamewire.resume.';
 const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /** The subprotocols a client offers for `token`: `[WEBSOCKET_PROTOCOL, 'gamewire.token.<base64url>']`. */
@@ -23,17 +26,33 @@ export function webSocketProtocols(token: Uint8Array): [string, string] {
   return [WEBSOCKET_PROTOCOL, TOKEN_PREFIX + s];
 }
 
+/** The subprotocols a connected client offers to move to a WebSocket: `[WEBSOCKET_PROTOCOL, 'gamewire.resume.<clientIndex>']`. */
+export function resumeProtocols(clientIndex: number): [string, string] {
+  return [WEBSOCKET_PROTOCOL, RESUME_PREFIX + String(clientIndex)];
+}
+
 /**
- * The connect token from a `Sec-WebSocket-Protocol` header, or undefined unless it offers
- * `WEBSOCKET_PROTOCOL` and exactly one well-formed token of `CONNECT_TOKEN_BYTES` bytes.
+ * What a `Sec-WebSocket-Protocol` header asks for: a new connection with its connect token, a
+ * connected client's resumption (its index, < 2^31), or undefined unless it offers `WEBSOCKET_PROTOCOL`
+ * and exactly one well-formed token (`CONNECT_TOKEN_BYTES` bytes) or index, not both.
  */
-export function readWebSocketProtocols(header: string | undefined): Uint8Array | undefined {
+export function readWebSocketProtocols(header: string | undefined): { token: Uint8Array } | { resume: number } | undefined {
   if (typeof header !== 'string') return undefined;
   const offered = header.split(',').map((p) => p.trim());
   if (!offered.includes(WEBSOCKET_PROTOCOL)) return undefined;
   const tokens = offered.filter((p) => p.startsWith(TOKEN_PREFIX));
-  if (tokens.length !== 1) return undefined;
-  const text = tokens[0]!.slice(TOKEN_PREFIX.length);
+  const resumes = offered.filter((p) => p.startsWith(RESUME_PREFIX));
+  if (tokens.length + resumes.length !== 1) return undefined;
+  if (resumes.length === 1) {
+    const digits = resumes[0]!.slice(RESUME_PREFIX.length);
+    return /^(0|[1-9][0-9]{0,9})$/.test(digits) && Number(digits) < 2 ** 31 ? { resume: Number(digits) } : undefined;
+  }
+  const token = readToken(tokens[0]!.slice(TOKEN_PREFIX.length));
+  return token === undefined ? undefined : { token };
+}
+
+/** A base64url connect token (no padding), or undefined. */
+function readToken(text: string): Uint8Array | undefined {
   if (text.length !== Math.ceil((CONNECT_TOKEN_BYTES * 4) / 3)) return undefined;
   const out = new Uint8Array(CONNECT_TOKEN_BYTES);
   let bits = 0;

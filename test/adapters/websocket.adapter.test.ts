@@ -5,6 +5,8 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { performance } from 'node:perf_hooks';
+import ndc from 'node-datachannel';
+import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type BrowserConnection, connect, ConnectError } from '../../src/adapters/browser/connect.js';
@@ -12,7 +14,7 @@ import { BrowserGateway } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
-import { webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
+import { resumeProtocols, webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
 import { gamewire, waitForStderr } from './helpers.js';
 
@@ -23,6 +25,17 @@ const LANES = [
   { mode: 'notify' }, { mode: 'block' },
 ] as const;
 const Ws = WebSocket as unknown as new (url: string, protocols?: string | string[]) => globalThis.WebSocket;
+
+/** node-datachannel's RTCPeerConnection bound to loopback; remembers the last one made (to cut it). */
+class LoopbackPeer extends PolyfillPeer {
+  static last: LoopbackPeer | undefined;
+
+  constructor(config: RTCConfiguration = {}) {
+    super({ ...config, peerConnection: new ndc.PeerConnection('client', { iceServers: [], bindAddress: '127.0.0.1' }) } as RTCConfiguration);
+    LoopbackPeer.last = this;
+  }
+}
+const Loopback = LoopbackPeer as unknown as new (c?: RTCConfiguration) => RTCPeerConnection;
 
 const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
   const end = Date.now() + ms;
@@ -337,6 +350,53 @@ describe('WebSocket transport (ws, loopback)', () => {
       await g4.close();
     }
   });
+
+  it('a client whose WebRTC path dies moves to a WebSocket mid-stream: every reliable message once, in order, the same ServerClient and slot', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events, { transports: ['webrtc', 'websocket'], RTCPeerConnection: Loopback });
+    expect(conn.transport).toBe('webrtc');
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().find((c) => c.address.startsWith('webrtc:'))!;
+    const N = 200;
+    for (let i = 0; i < N; i++) {
+      conn.client.send(0, Uint8Array.of(i & 255, i >> 8));
+      if (i === 60) LoopbackPeer.last!.close(); // the data channel and its peer connection die
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const got = (): number[] => events.flatMap((e) => (e.type === 'message' && e.lane === 0 ? [e.bytes[0]! | (e.bytes[1]! << 8)] : []));
+    await until(() => got().length >= N, 15_000);
+    expect(got()).toEqual(Array.from({ length: N }, (_, i) => i));
+    expect(conn.transport).toBe('websocket');
+    expect(sc.address).toMatch(/^ws:\d+$/);
+    expect(serverEvents.filter((e) => e.type === 'migrated' && e.client === sc)).toEqual([{ type: 'migrated', client: sc, previous: expect.stringMatching(/^webrtc:/) }]);
+    expect(serverEvents.some((e) => e.type === 'disconnected' && e.client === sc)).toBe(false);
+    expect(server.counters().migrations).toBeGreaterThanOrEqual(1);
+    await conn.close();
+    await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
+    await until(() => gateway.size === 0, 3000);
+  }, 30_000);
+
+  it('a resumption it cannot prove moves nothing: a packet not sealed with the client\'s key is refused, the WebSocket closed; no such client is 404', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().find((c) => c.address.startsWith('ws:') && c.clientIndex === conn.client.slot.clientIndex)!;
+    const before = { refused: server.counters().migrationsRefused, address: sc.address };
+    const thief = new WebSocket(gateway.url.replace('http', 'ws'), resumeProtocols(sc.clientIndex));
+    await once(thief, 'open');
+    // A keep-alive's shape (prefix: type 4, one sequence byte) with a forged seal.
+    thief.send(Uint8Array.from({ length: 1 + 1 + 8 + 16 }, (_, i) => (i === 0 ? 0x14 : i)));
+    thief.send(new Uint8Array(30));
+    await until(() => server.counters().migrationsRefused - before.refused >= 2);
+    await once(thief, 'close'); // handshakeTimeoutMs
+    expect(sc.address).toBe(before.address);
+    conn.client.send(0, Uint8Array.of(9, 0));
+    await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 9));
+    expect(await rawStatus(resumeProtocols(7))).toBe(404);
+    expect(await rawStatus(resumeProtocols(100))).toBe(400); // beyond maxClients
+    await conn.close();
+  }, 15_000);
+
 });
 
 describe('gamewire serve --ws (spawned)', () => {

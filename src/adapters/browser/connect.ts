@@ -6,7 +6,7 @@ import { isLogger, type Logger } from '../../core/logger.js';
 import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
 import { type NetcodeTransport, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
-import { WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
+import { resumeProtocols, WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
 
 /** How a browser client reaches the server: a WebRTC data channel (UDP), or a WebSocket (TCP). */
 export type BrowserTransport = 'webrtc' | 'websocket';
@@ -68,6 +68,13 @@ export interface ConnectOptions extends ClientOptions {
    * `timeout`. Default 10 000.
    */
   openTimeoutMs?: number;
+  /**
+   * Once connected, how long (ms) nothing may arrive before the client moves the connection to a new
+   * WebSocket (as when its transport closes or WebRTC fails): the same client, its slot and every
+   * unacknowledged reliable message go on there. Only with `'websocket'` among `transports`; 0 never
+   * moves. Default 2 000 (below netcode's own timeout, at least 5 s in a token).
+   */
+  resumeAfterMs?: number;
   /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
   rtcConfiguration?: RTCConfiguration;
   /** The `RTCPeerConnection` class (default the browser's; tests in Node pass node-datachannel's polyfill). */
@@ -82,7 +89,7 @@ export interface ConnectOptions extends ClientOptions {
 export interface BrowserConnection {
   /** The netcode client (`send`, `sendRaw`, `stats`, `state`, …): the same object as over UDP. */
   readonly client: Client;
-  /** The transport in use. */
+  /** The transport in use (it becomes `'websocket'` when the connection moved: `resumeAfterMs`). */
   readonly transport: BrowserTransport;
   /** Close the client (its redundant DISCONNECTs leave), then the transport. */
   close(): Promise<void>;
@@ -153,7 +160,7 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   }
   if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
   const {
-    url: _u, token: _t, onEvent: _e, onError, logger, transports, fallbackAfterMs, openTimeoutMs, rtcConfiguration,
+    url: _u, token: _t, onEvent: _e, onError, logger, transports, fallbackAfterMs, openTimeoutMs, resumeAfterMs, rtcConfiguration,
     RTCPeerConnection: Rtc, WebSocket: Ws, fetch: doFetch, ...clientOptions
   } = options;
   if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
@@ -164,19 +171,23 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   }
   const fallbackMs = fallbackAfterMs ?? 2500;
   const timeoutMs = openTimeoutMs ?? 10_000;
-  for (const [name, v] of [['fallbackAfterMs', fallbackMs], ['openTimeoutMs', timeoutMs]] as const) {
+  const resumeMs = resumeAfterMs ?? 2000;
+  for (const [name, v] of [['fallbackAfterMs', fallbackMs], ['openTimeoutMs', timeoutMs], ['resumeAfterMs', resumeMs]] as const) {
     if (typeof v !== 'number' || !(v >= 0) || !Number.isFinite(v)) throw new GamewireError('invalid-argument', `${name} must be a number of ms ≥ 0`);
   }
   // Bad client options throw here, before anything goes on the network.
   new Client(clientOptions, WEBRTC_TRANSPORT);
   const openers: Record<BrowserTransport, (signal: AbortSignal) => Promise<Pipe>> = {
     webrtc: (signal) => openWebRtc(url, token, signal, Rtc ?? globalThis.RTCPeerConnection, rtcConfiguration, doFetch ?? globalThis.fetch.bind(globalThis)),
-    websocket: (signal) => openWebSocket(url, token, signal, Ws ?? globalThis.WebSocket),
+    websocket: (signal) => openWebSocket(url, webSocketProtocols(token), signal, Ws ?? globalThis.WebSocket),
   };
   const pipe = await firstOpen(order, openers, fallbackMs, timeoutMs);
+  const resume = order.includes('websocket') && resumeMs > 0
+    ? { afterMs: resumeMs, open: (index: number, signal: AbortSignal) => openWebSocket(url, resumeProtocols(index), signal, Ws ?? globalThis.WebSocket) }
+    : undefined;
   return run(pipe, clientOptions, token, onEvent, onError ?? ((error: unknown) => {
     (logger ?? console).error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
-  }));
+  }), resume);
 }
 
 /** Connect over WebRTC only: {@link connect} with `transports: ['webrtc']`. */
@@ -354,8 +365,8 @@ async function openWebRtc(
   };
 }
 
-/** The WebSocket transport: the same URL as `ws:`/`wss:`, the token in the subprotocols. */
-function openWebSocket(url: string, token: Uint8Array, signal: AbortSignal, Ws: new (url: string, protocols?: string | string[]) => WebSocket): Promise<Pipe> {
+/** The WebSocket transport: the same URL as `ws:`/`wss:`, the token (or the client to resume) in the subprotocols. */
+function openWebSocket(url: string, protocols: string[], signal: AbortSignal, Ws: new (url: string, protocols?: string | string[]) => WebSocket): Promise<Pipe> {
   return new Promise((resolve, reject) => {
     if (typeof Ws !== 'function') {
       reject(new ConnectError('websocket', 'this environment has no WebSocket (pass the WebSocket option)'));
@@ -363,7 +374,7 @@ function openWebSocket(url: string, token: Uint8Array, signal: AbortSignal, Ws: 
     }
     let ws: WebSocket;
     try {
-      ws = new Ws(url.replace(/^http/i, 'ws'), webSocketProtocols(token));
+      ws = new Ws(url.replace(/^http/i, 'ws'), protocols);
     } catch (err) {
       reject(new ConnectError('websocket', `cannot open a WebSocket to ${url}: ${String(err)}`));
       return;
@@ -424,16 +435,36 @@ function openWebSocket(url: string, token: Uint8Array, signal: AbortSignal, Ws: 
   });
 }
 
-/** Run a netcode client on `pipe` with the browser's timers. */
+/** How a connection moves to a new WebSocket: after how long without a datagram (ms), and how it opens one for its client index. */
+interface Resume {
+  afterMs: number;
+  open(clientIndex: number, signal: AbortSignal): Promise<Pipe>;
+}
+
+/** How long (ms) opening a WebSocket to move to may take; how often (ms) the silence is looked at. */
+const RESUME_OPEN_MS = 5000;
+const RESUME_CHECK_MS = 250;
+
+/**
+ * Run a netcode client on `first` with the browser's timers. With `resume`, a connected client whose
+ * transport closes, fails or falls silent for `resume.afterMs` moves to a new WebSocket: its next
+ * packet there, sealed with its key, proves it to the server, which moves it (`migrated`); the lanes
+ * resend what the old transport lost. One move at a time; a move that fails leaves the client to
+ * netcode's timeout.
+ */
 function run(
-  pipe: Pipe, clientOptions: ClientOptions, token: Uint8Array, onEvent: (e: ClientEvent) => void,
-  onError: (error: unknown, event: ClientEvent) => void,
+  first: Pipe, clientOptions: ClientOptions, token: Uint8Array, onEvent: (e: ClientEvent) => void,
+  onError: (error: unknown, event: ClientEvent) => void, resume: Resume | undefined,
 ): BrowserConnection {
-  const client = new Client(clientOptions, pipe.transport);
+  const client = new Client(clientOptions, first.transport);
   const scratch = new Uint8Array(1500);
   const now = (): number => performance.now();
   const path = new SimulatedEndpoint(client, 1);
+  let pipe = first;
   let held = false;
+  let closing = false;
+  let moving = false;
+  let heardAt = now();
   const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(path, {
     now,
     send: (bytes, length) => pipe.send(bytes.subarray(0, length)),
@@ -441,7 +472,9 @@ function run(
       if (!pipe.full()) return scratch;
       if (!held) {
         held = true;
+        const holding = pipe;
         pipe.onDrain(() => {
+          if (holding !== pipe) return;
           held = false;
           loop.wake();
         });
@@ -452,18 +485,63 @@ function run(
     clearTimer: (t) => clearTimeout(t),
     defer: (task) => void setTimeout(task, 0),
   }, { onEvent, onError, maxDatagramBytes: scratch.length });
-  pipe.onMessage((bytes) => loop.handleDatagram(client.serverAddress ?? '', bytes));
-  pipe.onClose(() => void loop.close());
+  const move = async (): Promise<void> => {
+    if (resume === undefined || moving || closing || client.state !== 'connected') return;
+    moving = true;
+    const signal = AbortSignal.timeout(RESUME_OPEN_MS);
+    try {
+      const next = await resume.open(client.slot.clientIndex, signal);
+      if (closing) {
+        next.close();
+        return;
+      }
+      const old = pipe;
+      pipe = next;
+      held = false;
+      heardAt = now();
+      attach(next);
+      old.close();
+      loop.wake();
+    } catch {
+      // The server refused, or cannot be reached: netcode's timeout ends the connection.
+    } finally {
+      moving = false;
+    }
+  };
+  const attach = (p: Pipe): void => {
+    p.onMessage((bytes) => {
+      if (p !== pipe) return;
+      heardAt = now();
+      loop.handleDatagram(client.serverAddress ?? '', bytes);
+    });
+    p.onClose(() => {
+      if (p !== pipe) return;
+      if (resume !== undefined && !closing && client.state === 'connected') void move();
+      else void loop.close();
+    });
+  };
+  attach(first);
+  const watch = resume === undefined ? undefined : setInterval(() => {
+    if (client.state !== 'connected' && client.state !== 'sending-request' && client.state !== 'sending-response') {
+      clearInterval(watch);
+      return;
+    }
+    if (client.state === 'connected' && now() - heardAt > resume.afterMs) void move();
+  }, RESUME_CHECK_MS);
   client.connect(now(), token);
   loop.wake();
   return {
     client,
-    transport: pipe.kind,
+    get transport() {
+      return pipe.kind;
+    },
     simulate(config) {
       path.configure(now(), config);
       loop.wake();
     },
     async close() {
+      closing = true;
+      clearInterval(watch);
       client.close();
       await loop.close();
       // The transport may still hold the DISCONNECTs: give them a moment before it goes.

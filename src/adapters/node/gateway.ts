@@ -306,6 +306,14 @@ export class BrowserGateway {
     }
     // First in line, so a user's listener that throws cannot keep a completed handshake from being seen.
     driver.prependListener('event', (e) => {
+      if (e.type === 'migrated') {
+        // The client proved its new path: that peer carries it now; the one it left goes.
+        const now = this.peers.get(e.client.address);
+        if (now !== undefined) this.joined(now);
+        const left = this.peers.get(e.previous);
+        if (left !== undefined) this.drop(left);
+        return;
+      }
       if (e.type !== 'connected' && e.type !== 'disconnected') return;
       const t = transportOf(e.client.address);
       if (t !== WEBRTC_ADDRESS_PREFIX && t !== WEBSOCKET_ADDRESS_PREFIX) return;
@@ -706,6 +714,32 @@ export class BrowserGateway {
     return tokenKey;
   }
 
+  /**
+   * The checks before a WebSocket that resumes the connected client at `index`: the client is
+   * connected (else 404), one resumption at a time for it, and the pending and peer limits. Its key
+   * in `tokens`, or what to answer. What proves it is its first packet (`Server.claimAddress`).
+   */
+  private admitResume(index: number, source: string): string | { status: number; error: string } {
+    if (!this.server.clients().some((c) => c.clientIndex === index)) {
+      this.ctr.tokensRefused++;
+      return { status: 404, error: 'no-such-client' };
+    }
+    const key = `resume:${index}`;
+    if (this.tokens.has(key)) {
+      this.ctr.tokensInUse++;
+      return { status: 409, error: 'already-connected' };
+    }
+    if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
+      this.ctr.addressBusy++;
+      return { status: 429, error: 'busy' };
+    }
+    if (this.closing !== undefined || this.pending >= this.opts.maxPending) {
+      this.ctr.busy++;
+      return { status: 503, error: 'busy' };
+    }
+    return key;
+  }
+
   /** Peer connections (each holds a port of `udpPortRange`). */
   private rtcPeers(): number {
     let n = 0;
@@ -734,15 +768,16 @@ export class BrowserGateway {
       refuse(path !== this.opts.path ? 404 : 403, path !== this.opts.path ? 'not-found' : 'origin');
       return;
     }
-    const token = readWebSocketProtocols(req.headers['sec-websocket-protocol']);
-    if (token === undefined || req.headers.upgrade?.toLowerCase() !== 'websocket') {
+    const asked = readWebSocketProtocols(req.headers['sec-websocket-protocol']);
+    if (asked === undefined || req.headers.upgrade?.toLowerCase() !== 'websocket'
+      || ('resume' in asked && asked.resume >= this.server.maxClients)) {
       this.ctr.badRequests++;
       refuse(400, 'bad-request');
       return;
     }
     this.ctr.upgrades++;
     const source = sourceKey(socket.remoteAddress);
-    const admitted = this.admit(token, source, 'ws:');
+    const admitted = 'token' in asked ? this.admit(asked.token, source, 'ws:') : this.admitResume(asked.resume, source);
     if (typeof admitted !== 'string') {
       refuse(admitted.status, admitted.error);
       return;
@@ -751,8 +786,13 @@ export class BrowserGateway {
     if (accepted !== undefined) this.forget(accepted);
     const address = `${WEBSOCKET_ADDRESS_PREFIX}${this.next++}`;
     const peer = this.addPeer({ address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted, source, timer: undefined });
+    // A request ws refuses (a bad key or version) never calls back: its socket closes.
+    socket.once('close', () => {
+      if (peer.ws === undefined) this.drop(peer);
+    });
     this.wss!.handleUpgrade(req, socket, head, (ws) => {
-      if (this.peers.get(address) !== peer) {
+      if (this.peers.get(address) !== peer || ('resume' in asked && !this.server.claimAddress(address, asked.resume))) {
+        this.drop(peer);
         ws.terminate();
         return;
       }
@@ -862,6 +902,7 @@ export class BrowserGateway {
     if (this.peers.get(peer.address) !== peer) return;
     this.peers.delete(peer.address);
     this.tokens.delete(peer.token);
+    this.server.releaseClaim(peer.address);
     if (!peer.joined) {
       this.pending--;
       bump(this.pendingBySource, peer.source, -1);
