@@ -173,4 +173,47 @@ describe('Chromium ↔ Node on every transport (real browser, loopback)', () => 
     expectPlayed(await page.evaluate(play, { url: gateway.url, token: token64(), lanes: LANES }), 'webrtc');
     expectPlayed(await page.evaluate(play, { url: gateway.url, token: token64(), lanes: LANES, transports: ['websocket'] }), 'websocket');
   }, 60_000);
+
+  it('mid-stream, the WebRTC path dies and the connection moves to the WebSocket: every reliable message back once, in order', async () => {
+    const page = await newPage();
+    const r = await page.evaluate(async ({ url, token, lanes }) => {
+      type Conn = { transport: string; client: { send(l: number, b: Uint8Array): number }; close(): Promise<void> };
+      const gw = (window as unknown as { gamewire: { connect(o: object): Promise<Conn> } }).gamewire;
+      const made: RTCPeerConnection[] = [];
+      class Recording extends RTCPeerConnection {
+        constructor(c?: RTCConfiguration) {
+          super(c);
+          made.push(this);
+        }
+      }
+      const echoed: number[] = [];
+      let connected = false;
+      const sleep = (ms: number): Promise<void> => new Promise((res) => setTimeout(res, ms));
+      try {
+        const conn = await gw.connect({
+          url, token: Uint8Array.from(atob(token), (c) => c.charCodeAt(0)), lanes, RTCPeerConnection: Recording,
+          onEvent: (e: { type: string; lane?: number; bytes?: Uint8Array }) => {
+            if (e.type === 'connected') connected = true;
+            if (e.type === 'message' && e.lane === 0) echoed.push(e.bytes![0]! | (e.bytes![1]! << 8));
+          },
+        });
+        const first = conn.transport;
+        for (let i = 0; i < 200 && !connected; i++) await sleep(10);
+        for (let i = 0; i < 120; i++) {
+          conn.client.send(0, Uint8Array.of(i & 255, i >> 8));
+          if (i === 40) made[0]!.close();
+          await sleep(10);
+        }
+        for (let i = 0; i < 1000 && echoed.length < 120; i++) await sleep(10);
+        const last = conn.transport;
+        await conn.close();
+        return { first, last, echoed };
+      } catch (err) {
+        return { first: '', last: '', echoed, error: String(err) };
+      }
+    }, { url: gateway.url, token: token64(), lanes: LANES });
+    expect(r).toEqual({ first: 'webrtc', last: 'websocket', echoed: Array.from({ length: 120 }, (_, i) => i) });
+    expect(serverEvents.some((e) => e.type === 'migrated' && e.previous.startsWith('webrtc:') && e.client.address.startsWith('ws:'))).toBe(true);
+  }, 60_000);
 });
+
