@@ -12,8 +12,8 @@ import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
-import type { UdpDriver } from './udp-driver.js';
 import { readWebSocketProtocols, WEBSOCKET_PROTOCOL } from '../../netcode/websocket-protocol.js';
+import type { UdpDriver } from './udp-driver.js';
 
 /** Options of {@link BrowserGateway.open}. Times in ms. */
 export interface BrowserGatewayOptions {
@@ -64,17 +64,18 @@ export interface BrowserGatewayOptions {
   /** STUN/TURN servers for the server's peer connections (`'stun:host:port'`). Default none: the server must be reachable. */
   iceServers?: string[];
   /**
-   * Peer connections being set up at once (from the offer until the netcode handshake completed: ICE
-   * gathering, channel not open, or open without a handshake); more are answered 503 `busy`. Default 64.
+   * Peer connections and WebSockets being set up at once (from the offer or upgrade until the netcode
+   * handshake completed, or a resuming WebSocket proved its client: ICE gathering, channel not open,
+   * or open without a handshake); more are answered 503 `busy`. Default 64.
    */
   maxPending?: number;
   /**
-   * Peer connections being set up at once for one source address (an IPv4 address, or an IPv6 /64,
-   * as the HTTP request came from); more are answered 429 `busy`. Behind a reverse proxy every
-   * request comes from the proxy: raise it to `maxPending` there. Default 4.
+   * The same for one source address (an IPv4 address, or an IPv6 /64, as the HTTP request came
+   * from); more are answered 429 `busy`. Behind a reverse proxy every request comes from the proxy:
+   * raise it to `maxPending` there. Default 4.
    */
   maxPendingPerAddress?: number;
-  /** Open data channels at once; more are answered 503 `busy`. Default the server's `maxClients`. */
+  /** Open data channels and WebSockets at once; more are answered 503 `busy`. Default the server's `maxClients`. */
   maxPeers?: number;
   /** A peer connection whose channel is not open this long after its answer is closed. Default 10 000. */
   openTimeoutMs?: number;
@@ -291,9 +292,9 @@ export class BrowserGateway {
     const a = http.address() as AddressInfo;
     const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
     this.url = `${tls ? 'https' : 'http'}://${host}:${a.port}${opts.path}`;
-    const sendRtc = (to: Address, bytes: Uint8Array): void => this.send(to, bytes);
-    const feedRtc = ndc === undefined ? undefined : driver.attachTransport(WEBRTC_ADDRESS_PREFIX, sendRtc);
-    const feedWs = ws === undefined ? undefined : driver.attachTransport(WEBSOCKET_ADDRESS_PREFIX, sendRtc);
+    const send = (to: Address, bytes: Uint8Array): void => this.send(to, bytes);
+    const feedRtc = ndc === undefined ? undefined : driver.attachTransport(WEBRTC_ADDRESS_PREFIX, send);
+    const feedWs = ws === undefined ? undefined : driver.attachTransport(WEBSOCKET_ADDRESS_PREFIX, send);
     this.feed = (from, bytes) => (from.startsWith(WEBRTC_ADDRESS_PREFIX) ? feedRtc : feedWs)!(from, bytes);
     if (ndc !== undefined) server.registerTransport(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_TRANSPORT);
     if (ws !== undefined) {
@@ -308,8 +309,8 @@ export class BrowserGateway {
     driver.prependListener('event', (e) => {
       if (e.type === 'migrated') {
         // The client proved its new path: that peer carries it now; the one it left goes.
-        const now = this.peers.get(e.client.address);
-        if (now !== undefined) this.joined(now);
+        const moved = this.peers.get(e.client.address);
+        if (moved !== undefined) this.joined(moved);
         const left = this.peers.get(e.previous);
         if (left !== undefined) this.drop(left);
         return;
@@ -697,21 +698,7 @@ export class BrowserGateway {
     }
     // The check above decrypted the token, so its tag is authentic: one tag, one token.
     const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
-    const tokenKey = kind + Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64');
-    if (this.tokens.has(tokenKey)) {
-      this.ctr.tokensInUse++;
-      return { status: 409, error: 'already-connected' };
-    }
-    if ((this.pendingBySource.get(source) ?? 0) >= this.opts.maxPendingPerAddress) {
-      this.ctr.addressBusy++;
-      return { status: 429, error: 'busy' };
-    }
-    if (this.closing !== undefined || this.pending >= this.opts.maxPending || this.size >= this.opts.maxPeers
-      || (kind === 'rtc:' && !this.opts.mux && this.rtcPeers() > this.opts.ports[1] - this.opts.ports[0])) {
-      this.ctr.busy++;
-      return { status: 503, error: 'busy' };
-    }
-    return tokenKey;
+    return this.room(kind + Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64'), source, kind);
   }
 
   /**
@@ -724,7 +711,14 @@ export class BrowserGateway {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
     }
-    const key = `resume:${index}`;
+    return this.room(`resume:${index}`, source, 'resume');
+  }
+
+  /**
+   * Room for one more peer under `key` (a token's, or a resumed client's): one per key, the pending
+   * limits, and the peer limits (not for a resumption: it replaces a peer). `key`, or what to answer.
+   */
+  private room(key: string, source: string, kind: 'rtc:' | 'ws:' | 'resume'): string | { status: number; error: string } {
     if (this.tokens.has(key)) {
       this.ctr.tokensInUse++;
       return { status: 409, error: 'already-connected' };
@@ -733,7 +727,8 @@ export class BrowserGateway {
       this.ctr.addressBusy++;
       return { status: 429, error: 'busy' };
     }
-    if (this.closing !== undefined || this.pending >= this.opts.maxPending) {
+    if (this.closing !== undefined || this.pending >= this.opts.maxPending || (kind !== 'resume' && this.size >= this.opts.maxPeers)
+      || (kind === 'rtc:' && !this.opts.mux && this.rtcPeers() > this.opts.ports[1] - this.opts.ports[0])) {
       this.ctr.busy++;
       return { status: 503, error: 'busy' };
     }
