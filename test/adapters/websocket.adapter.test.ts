@@ -10,7 +10,7 @@ import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { type BrowserConnection, connect, ConnectError } from '../../src/adapters/browser/connect.js';
-import { BrowserGateway } from '../../src/adapters/node/gateway.js';
+import { BrowserGateway, type BrowserGatewayOptions } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -44,6 +44,28 @@ const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
     await new Promise((r) => setTimeout(r, 5));
   }
 };
+
+/** A netcode server on loopback that echoes every message, its driver, and (with options) a gateway on it. */
+async function echoServer(gatewayOptions?: BrowserGatewayOptions, maxClients = 8): Promise<{
+  server: Server; driver: UdpDriver<ServerEvent>; gateway: BrowserGateway; events: ServerEvent[]; close(): Promise<void>;
+}> {
+  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES, maxClients });
+  const driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
+  const events: ServerEvent[] = [];
+  driver.on('event', (e) => {
+    events.push(e);
+    if (e.type === 'message') e.client.send(e.lane, e.bytes);
+  });
+  const gateway = gatewayOptions === undefined ? undefined : await BrowserGateway.open(driver, server, { host: '127.0.0.1', ...gatewayOptions });
+  return {
+    server, driver, gateway: gateway!, events,
+    async close() {
+      server.close();
+      await driver.close({ linger: { quietMs: 50, maxMs: 300 } });
+      await gateway?.close();
+    },
+  };
+}
 
 /** An RTCPeerConnection stand-in whose ICE fails, never opens, or gathers nothing (UDP blocked three ways). */
 function fakePeer(mode: 'ice-failed' | 'never' | 'no-candidates'): new () => RTCPeerConnection {
@@ -83,9 +105,9 @@ function fakePeer(mode: 'ice-failed' | 'never' | 'no-candidates'): new () => RTC
 
 describe('WebSocket transport (ws, loopback)', () => {
   let server: Server;
-  let driver: UdpDriver<ServerEvent>;
   let gateway: BrowserGateway;
-  const serverEvents: ServerEvent[] = [];
+  let serverEvents: ServerEvent[];
+  let closeRig: () => Promise<void>;
   let nextId = 1n;
 
   const token = (o: { ageSeconds?: number } = {}): Uint8Array => generateConnectToken({
@@ -114,20 +136,10 @@ describe('WebSocket transport (ws, loopback)', () => {
   };
 
   beforeAll(async () => {
-    server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES, maxClients: 8 });
-    driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
-    driver.on('event', (e) => {
-      serverEvents.push(e);
-      if (e.type === 'message') e.client.send(e.lane, e.bytes); // echo
-    });
-    gateway = await BrowserGateway.open(driver, server, { host: '127.0.0.1', handshakeTimeoutMs: 1000 });
+    ({ server, gateway, events: serverEvents, close: closeRig } = await echoServer({ handshakeTimeoutMs: 1000 }));
   });
 
-  afterAll(async () => {
-    server.close();
-    await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
-    await gateway.close();
-  });
+  afterAll(() => closeRig());
 
   it('every delivery mode and a 1 MiB block over a WebSocket, one ServerClient, nothing sent twice, a clean disconnect', async () => {
     const events: ClientEvent[] = [];
@@ -269,9 +281,8 @@ describe('WebSocket transport (ws, loopback)', () => {
   });
 
   it('a gateway with webrtc: false answers offers 405 no-webrtc, and connect() goes on to the WebSocket', async () => {
-    const s2 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES });
-    const d2 = await UdpDriver.openEndpoint(s2, { host: '127.0.0.1', port: 0 });
-    const g2 = await BrowserGateway.open(d2, s2, { host: '127.0.0.1', webrtc: false });
+    const rig = await echoServer({ webrtc: false });
+    const g2 = rig.gateway;
     try {
       expect(g2.udpPort).toBeUndefined();
       const res = await fetch(g2.url, { method: 'POST', body: '{}' });
@@ -281,27 +292,22 @@ describe('WebSocket transport (ws, loopback)', () => {
       expect(conn.transport).toBe('websocket');
       // Closing the gateway with a WebSocket open ends it at once (the HTTP server waits for its TCP connections).
       const started = performance.now();
-      s2.close();
-      await d2.close({ linger: { quietMs: 50, maxMs: 300 } });
-      await g2.close();
+      await rig.close();
       expect(performance.now() - started).toBeLessThan(2000);
       await conn.close();
     } finally {
-      s2.close();
-      await d2.close();
-      await g2.close();
+      await rig.close();
     }
   });
 
   it('bad options: nothing to serve, a tls without a key, a certificate Node cannot read', async () => {
-    const s3 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime });
-    const d3 = await UdpDriver.openEndpoint(s3, { host: '127.0.0.1', port: 0 });
+    const { server: s3, driver: d3, close } = await echoServer();
     try {
       await expect(BrowserGateway.open(d3, s3, { webrtc: false, webSocket: false })).rejects.toMatchObject({ code: 'invalid-config' });
       await expect(BrowserGateway.open(d3, s3, { tls: { cert: 'x' } as never })).rejects.toMatchObject({ code: 'invalid-config' });
       await expect(BrowserGateway.open(d3, s3, { webrtc: false, tls: { cert: 'not a pem', key: 'nor this' } })).rejects.toMatchObject({ code: 'invalid-config' });
     } finally {
-      await d3.close();
+      await close();
     }
   });
 
@@ -309,12 +315,8 @@ describe('WebSocket transport (ws, loopback)', () => {
     const here = new URL('../fixtures/tls/', import.meta.url);
     const cert = readFileSync(new URL('cert.pem', here));
     const key = readFileSync(new URL('key.pem', here));
-    const s4 = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES });
-    const d4 = await UdpDriver.openEndpoint(s4, { host: '127.0.0.1', port: 0 });
-    d4.on('event', (e) => {
-      if (e.type === 'message') e.client.send(e.lane, e.bytes);
-    });
-    const g4 = await BrowserGateway.open(d4, s4, { host: '127.0.0.1', tls: { cert: cert.toString(), key } });
+    const rig = await echoServer({ tls: { cert: cert.toString(), key } });
+    const g4 = rig.gateway;
     try {
       expect(g4.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+\/gamewire$/);
       const status = await new Promise<number>((resolve, reject) => {
@@ -345,9 +347,7 @@ describe('WebSocket transport (ws, loopback)', () => {
         plain.on('open', () => resolve('open'));
       })).not.toBe('open');
     } finally {
-      s4.close();
-      await d4.close({ linger: { quietMs: 50, maxMs: 300 } });
-      await g4.close();
+      await rig.close();
     }
   });
 
