@@ -2,25 +2,28 @@
  * Browser side of `npm run bench:browser`, run inside the client's network namespace by
  * bench/browser.bench.ts: headless Chromium (Debian's, via playwright-core) loads the page of
  * bench/browser-server.ts and echoes one 100-byte message every 20 ms through each system in turn.
- * Usage: tsx bench/browser-client.ts SERVER_HOST COUNT SYSTEM[,SYSTEM…]
- * SYSTEM is gamewire, websocket, geckos, raw (a bare unreliable data channel; echo), block-ws (16 MiB
- * over the WebSocket, counted by the server) or block (a 16 MiB block browser → server on the
- * gamewire block lane). Prints one JSON line per run: { system, sent, rtts, missing, ms, ipBytes,
- * ipPackets } with the IP bytes and packets this namespace sent while the system ran (page load excluded).
+ * Usage: tsx bench/browser-client.ts SERVER_HOST COUNT SYSTEM[,SYSTEM…] [SERVER_PID]
+ * SYSTEM is gamewire (over WebRTC), gamewire-ws (over the WebSocket transport), websocket (kernel TCP),
+ * geckos, raw (a bare unreliable data channel; echo), or a 16 MiB upload: block (the gamewire block lane
+ * over WebRTC), block-gamewire-ws (the same over the WebSocket transport), block-ws (a plain WebSocket,
+ * counted by the server); during an upload the page goes on echoing on the same connection.
+ * Prints one JSON line per run: { system, sent, rtts, missing, stallMs, connectMs, ms, … } with the IP
+ * bytes and packets this namespace sent while the system ran (page load and connect excluded), and,
+ * given SERVER_PID, those the server's namespace sent (read from /proc/SERVER_PID/net).
  */
 import { readFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 
-/** IP bytes and packets sent from this network namespace so far (/proc/net is per namespace). */
-function ipOut(): { bytes: number; packets: number } {
+/** IP bytes and packets sent so far from the network namespace of `proc` (`/proc/self` or `/proc/PID`). */
+function ipOut(proc: string): { bytes: number; packets: number } {
   const field = (file: string, prefix: string, name: string): number => {
-    const rows = readFileSync(file, 'utf8').split('\n').filter((l) => l.startsWith(prefix));
+    const rows = readFileSync(`${proc}/net/${file}`, 'utf8').split('\n').filter((l) => l.startsWith(prefix));
     return Number(rows[1]!.split(/\s+/)[rows[0]!.split(/\s+/).indexOf(name)]);
   };
-  return { bytes: field('/proc/net/netstat', 'IpExt:', 'OutOctets'), packets: field('/proc/net/snmp', 'Ip:', 'OutRequests') };
+  return { bytes: field('netstat', 'IpExt:', 'OutOctets'), packets: field('snmp', 'Ip:', 'OutRequests') };
 }
 
-const [host = '10.99.0.2', countArg = '500', systemsArg = 'gamewire,websocket,geckos'] = process.argv.slice(2);
+const [host = '10.99.0.2', countArg = '500', systemsArg = 'gamewire,websocket,geckos', serverPid] = process.argv.slice(2);
 const count = Number(countArg);
 const PAGE = `http://${host}:8081/`;
 const ARGS = [
@@ -28,7 +31,16 @@ const ARGS = [
   '--disable-sync', '--disable-features=WebRtcHideLocalIpsWithMdns', '--allow-loopback-in-peer-connection',
 ];
 
-interface Run { system: string; sent: number; rtts: number[]; missing: number; ms: number; blockMs?: number; blockAckedBytes?: number; error?: string }
+/**
+ * One run as the page measured it: RTTs (ms) of the echoes that came back, `stallMs` the largest gap
+ * between consecutive echo arrivals less the send interval, `connectMs` from the connect call to the
+ * connection being usable (gamewire: its `connected` event); for an upload `blockMs` until the server had
+ * it all, and `duringRtts`/`duringSent`/`duringMissing` the echoes sent on the same connection meanwhile.
+ */
+interface Run {
+  system: string; sent: number; rtts: number[]; missing: number; stallMs: number; connectMs?: number; ms: number;
+  blockMs?: number; blockAckedBytes?: number; duringRtts?: number[]; duringSent?: number; duringMissing?: number; transport?: string; error?: string;
+}
 
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
 try {
@@ -38,26 +50,41 @@ try {
     await page.addInitScript('window.__name = (f) => f');
     await page.goto(PAGE);
     await page.waitForFunction(() => (window as unknown as { gw?: unknown; geckos?: unknown }).gw !== undefined);
-    let before = ipOut();
+    const counters = (): { up: { bytes: number; packets: number }; down: { bytes: number; packets: number } } => ({
+      up: ipOut('/proc/self'), down: serverPid === undefined ? { bytes: NaN, packets: NaN } : ipOut(`/proc/${serverPid}`),
+    });
+    let before = counters();
     let after = before;
-    await page.exposeFunction('markStart', () => void (before = ipOut()));
-    await page.exposeFunction('markEnd', () => void (after = ipOut()));
+    await page.exposeFunction('markStart', () => void (before = counters()));
+    await page.exposeFunction('markEnd', () => void (after = counters()));
     const run = await page.evaluate(async ({ system, host, count }): Promise<Run> => {
+      interface Conn {
+        transport: string;
+        client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined };
+        close(): Promise<void>;
+      }
       const w = window as unknown as {
         markStart(): Promise<void>;
         markEnd(): Promise<void>;
-        gw: { connectWebRtc(o: object): Promise<{ client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined }; close(): Promise<void> }> };
+        gw: { connect(o: object): Promise<Conn> };
         geckos: (o: object) => { onConnect(cb: (err?: unknown) => void): void; emit(e: string, d: unknown, o: object): void; on(e: string, cb: (d: unknown) => void): void; close(): void };
       };
       const INTERVAL = 20;
+      const BLOCK = 16 << 20;
       const sentAt = new Map<number, number>();
       const rtts: number[] = [];
+      let lastArrival = NaN;
+      let maxGap = 0;
       const echoed = (id: number): void => {
         const t = sentAt.get(id);
         if (t === undefined) return;
         sentAt.delete(id);
-        rtts.push(performance.now() - t);
+        const now = performance.now();
+        rtts.push(now - t);
+        if (!Number.isNaN(lastArrival)) maxGap = Math.max(maxGap, now - lastArrival);
+        lastArrival = now;
       };
+      const stallMs = (): number => Math.max(0, maxGap - INTERVAL);
       const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
       const openWs = (): Promise<WebSocket> => new Promise((resolve, reject) => {
         const ws = new WebSocket(`ws://${host}:8082`);
@@ -70,39 +97,62 @@ try {
         new DataView(b.buffer).setUint32(0, id, true);
         return b;
       };
+      /** Echo every 20 ms through `send` until `done()` (the upload arrived) or `limitMs`; returns how many were sent. */
+      const echoWhile = async (send: (id: number) => void, done: () => boolean, limitMs: number): Promise<number> => {
+        const s0 = performance.now();
+        let n = 0;
+        for (; !done() && performance.now() - s0 < limitMs; n++) {
+          sentAt.set(n, performance.now());
+          send(n);
+          await sleep(INTERVAL);
+        }
+        return n;
+      };
       let send: (id: number) => void;
       let close: () => void | Promise<void>;
+      let connectMs: number | undefined;
+      let transport: string | undefined;
       const t0 = performance.now();
       try {
-        if (system === 'gamewire' || system === 'block') {
+        if (system === 'gamewire' || system === 'gamewire-ws' || system === 'block' || system === 'block-gamewire-ws') {
+          const overWs = system.endsWith('-ws');
           const token = Uint8Array.from(atob(await (await fetch('/token')).text()), (c) => c.charCodeAt(0));
-          let connected = false;
-          let blockDone = false;
-          const conn = await w.gw.connectWebRtc({
-            url: `http://${host}:8080/gamewire`, token, openTimeoutMs: 30_000,
-            lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 16 << 20 }],
+          let connected = NaN;
+          let blockDone = NaN;
+          const c0 = performance.now();
+          const conn = await w.gw.connect({
+            url: `http://${host}:8080/gamewire`, token, openTimeoutMs: 30_000, transports: [overWs ? 'websocket' : 'webrtc'],
+            lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: BLOCK }],
             onEvent: (e: { type: string; bytes?: Uint8Array; lane?: number; delivered?: boolean }) => {
-              if (e.type === 'connected') connected = true;
+              if (e.type === 'connected') connected = performance.now();
               if (e.type === 'message') echoed(new DataView(e.bytes!.buffer, e.bytes!.byteOffset).getUint32(0, true));
-              if (e.type === 'delivery' && e.lane === 1) blockDone = e.delivered === true;
+              if (e.type === 'delivery' && e.lane === 1 && e.delivered === true) blockDone = performance.now();
             },
           });
-          for (let i = 0; i < 3000 && !connected; i++) await sleep(10);
-          if (!connected) throw new Error('no netcode connection');
-          if (system === 'block') {
+          transport = conn.transport;
+          for (let i = 0; i < 3000 && Number.isNaN(connected); i++) await sleep(10);
+          if (Number.isNaN(connected)) throw new Error('no netcode connection');
+          connectMs = connected - c0;
+          if (system.startsWith('block')) {
             await w.markStart();
             const b0 = performance.now();
-            conn.client.send(1, new Uint8Array(16 << 20).fill(7), true);
-            for (let waited = 0; !blockDone && waited < 180_000; waited += 50) await sleep(50);
-            const blockMs = performance.now() - b0;
-            const acked = blockDone ? 16 << 20 : (conn.client.blockProgress()?.sending.current?.ackedBytes ?? 0);
+            conn.client.send(1, new Uint8Array(BLOCK).fill(7), true);
+            const sent = await echoWhile((id) => void conn.client.send(0, body(id)), () => !Number.isNaN(blockDone), 180_000);
+            const ok = !Number.isNaN(blockDone);
+            const blockMs = (ok ? blockDone : performance.now()) - b0;
+            const acked = ok ? BLOCK : (conn.client.blockProgress()?.sending.current?.ackedBytes ?? 0);
+            for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
             await w.markEnd();
             await conn.close();
-            return { system, sent: 1, rtts: [], missing: blockDone ? 0 : 1, ms: performance.now() - t0, blockMs, blockAckedBytes: acked };
+            return {
+              system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, transport, ms: performance.now() - t0, blockMs, blockAckedBytes: acked,
+              duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
+            };
           }
           send = (id) => void conn.client.send(0, body(id));
           close = () => conn.close();
         } else if (system === 'raw') {
+          const c0 = performance.now();
           const pc = new RTCPeerConnection({ iceServers: [] });
           const dc = pc.createDataChannel('raw', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
           dc.binaryType = 'arraybuffer';
@@ -113,30 +163,49 @@ try {
             dc.onopen = () => resolve();
             setTimeout(() => reject(new Error('raw channel did not open')), 30_000);
           });
+          connectMs = performance.now() - c0;
           dc.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
           send = (id) => dc.send(body(id));
           close = () => pc.close();
         } else if (system === 'block-ws') {
+          const c0 = performance.now();
           const ws = await openWs();
+          connectMs = performance.now() - c0;
           let acked = 0;
-          ws.onmessage = (e) => void (acked = new DataView(e.data as ArrayBuffer).getUint32(0, true));
+          let blockDone = NaN;
+          // 4 bytes: what the server has of the block so far; 100 bytes: an echo.
+          ws.onmessage = (e) => {
+            const d = new DataView(e.data as ArrayBuffer);
+            if (d.byteLength !== 4) return echoed(d.getUint32(0, true));
+            acked = d.getUint32(0, true);
+            if (acked >= BLOCK && Number.isNaN(blockDone)) blockDone = performance.now();
+          };
           await w.markStart();
           const b0 = performance.now();
           const chunk = new Uint8Array(64 << 10).fill(7);
           for (let i = 0; i < 256; i++) ws.send(chunk);
-          for (let waited = 0; acked < 16 << 20 && waited < 180_000; waited += 50) await sleep(50);
-          const blockMs = performance.now() - b0;
+          const sent = await echoWhile((id) => ws.send(body(id)), () => !Number.isNaN(blockDone), 180_000);
+          const ok = !Number.isNaN(blockDone);
+          const blockMs = (ok ? blockDone : performance.now()) - b0;
+          for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
           await w.markEnd();
           ws.close();
-          return { system, sent: 1, rtts: [], missing: acked < 16 << 20 ? 1 : 0, ms: performance.now() - t0, blockMs, blockAckedBytes: acked };
+          return {
+            system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: acked,
+            duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
+          };
         } else if (system === 'websocket') {
+          const c0 = performance.now();
           const ws = await openWs();
+          connectMs = performance.now() - c0;
           ws.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
           send = (id) => ws.send(body(id));
           close = () => ws.close();
         } else {
+          const c0 = performance.now();
           const ch = w.geckos({ url: `http://${host}`, port: 9208 });
           await new Promise<void>((resolve, reject) => ch.onConnect((err) => (err ? reject(new Error(String(err))) : resolve())));
+          connectMs = performance.now() - c0;
           // geckos.io's reliable messages are JSON events: the id rides in a 100-character string.
           ch.on('echo', (d) => echoed(Number(String(d).slice(0, 10))));
           send = (id) => ch.emit('echo', String(id).padStart(10, '0').padEnd(100, '.'), { reliable: true });
@@ -153,12 +222,15 @@ try {
         for (let waited = 0; sentAt.size > 0 && waited < wait; waited += 50) await sleep(50);
         await w.markEnd();
         await close();
-        return { system, sent: count, rtts, missing: sentAt.size, ms: performance.now() - t0 };
+        return { system, sent: count, rtts, missing: sentAt.size, stallMs: stallMs(), connectMs, transport, ms: performance.now() - t0 };
       } catch (err) {
-        return { system, sent: count, rtts, missing: sentAt.size, ms: performance.now() - t0, error: String(err) };
+        return { system, sent: count, rtts, missing: sentAt.size, stallMs: stallMs(), connectMs, transport, ms: performance.now() - t0, error: String(err) };
       }
     }, { system, host, count });
-    process.stdout.write(`${JSON.stringify({ ...run, ipBytes: after.bytes - before.bytes, ipPackets: after.packets - before.packets })}\n`);
+    process.stdout.write(`${JSON.stringify({
+      ...run, ipBytes: after.up.bytes - before.up.bytes, ipPackets: after.up.packets - before.up.packets,
+      serverIpBytes: after.down.bytes - before.down.bytes, serverIpPackets: after.down.packets - before.down.packets,
+    })}\n`);
     await page.close();
   }
 } finally {

@@ -2,12 +2,14 @@
  * Server side of `npm run bench:browser`, run inside the server's network namespace by
  * bench/browser.bench.ts: three echo servers for a browser on the other side of linkem.py, and the
  * page that measures them.
- *   - gamewire: a netcode `Server` with `BrowserGateway` (a reliable-ordered lane, echo; a block lane),
+ *   - gamewire: a netcode `Server` with one `BrowserGateway` (port 8080, path /gamewire) taking browsers
+ *     over WebRTC (offers POSTed) and over WebSockets (upgrades) alike: a reliable-ordered lane, echo; a block lane,
  *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted,
  *   - geckos.io 3.1.0: echo of every reliable message,
  *   - a bare WebRTC data channel (unordered, no retransmission; POST /raw with the offer): echo of
  *     every message, no protocol of ours on it: what the transport itself does to the messages that arrive.
- * Usage: tsx bench/browser-server.ts HOST. Prints "ready" to stdout once everything listens.
+ * Usage: tsx bench/browser-server.ts HOST. Prints "ready URL PID" to stdout once everything listens (PID:
+ * this process, whose /proc/PID/net the client reads for the bytes this namespace sent).
  */
 import { build } from 'esbuild';
 import { createServer } from 'node:http';
@@ -37,7 +39,7 @@ const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
 driver.on('event', (e: ServerEvent) => {
   if (e.type === 'message') e.client.send(e.lane, e.bytes);
 });
-const signalling = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host });
+const signalling = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host, webrtc: true, webSocket: true });
 
 const wss = new WebSocketServer({ host, port: PORTS.websocket });
 wss.on('connection', (ws) => {
@@ -93,7 +95,7 @@ const page = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'text/html' }).end(html);
 });
 await new Promise<void>((r) => page.listen(PORTS.page, host, r));
-process.stdout.write(`ready ${signalling.url}\n`);
+process.stdout.write(`ready ${signalling.url} ${process.pid}\n`);
 
 const stop = async (): Promise<void> => {
   server.close();
