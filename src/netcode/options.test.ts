@@ -28,6 +28,9 @@ describe('resolvePayload: what the transport sets', () => {
     expect(r.channels.lanes[0]).toEqual({ mode: 'reliable-ordered' });
     expect(r.block).toBeDefined();
     expect(r.path!.reliableTransport).toBe(true);
+    expect(r.acks).toEqual({ maxAckDelayMs: 25 });
+    expect(resolvePayload({ lanes, acks: { maxAckDelayMs: 2 } }, WEBSOCKET_TRANSPORT).session!.acks).toEqual({ maxAckDelayMs: 2 });
+    expect(resolvePayload({ lanes }, UDP_TRANSPORT).session!.acks).toBeUndefined();
     expect(resolvePayload({ lanes }, UDP_TRANSPORT).session!.path!.reliableTransport).toBeUndefined();
   });
 });

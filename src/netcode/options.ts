@@ -57,7 +57,8 @@ export interface NetcodeTransport {
   defaultRedundancy?: number | 'auto';
   /**
    * It delivers every packet, in order (TCP): the lanes send no extra rides whatever the options say,
-   * and the path declares no loss by timeout (`PathOptions.reliableTransport`).
+   * the path declares no loss by timeout (`PathOptions.reliableTransport`), and acks wait up to 25 ms
+   * for data to ride on (unless `acks.maxAckDelayMs` says).
    */
   reliable?: boolean;
 }
@@ -90,6 +91,9 @@ export const WEBRTC_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, 
  */
 export const WEBSOCKET_TRANSPORT: NetcodeTransport = { overheadBytes: 60, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES, reliable: true };
 
+/** How long (ms) an ack may wait for data to ride on over a reliable transport, unless `acks.maxAckDelayMs` says. */
+const RELIABLE_ACK_DELAY_MS = 25;
+
 /** A lane's settings without its own redundancy (over a reliable transport every lane has none). */
 function withoutRedundancy(l: LaneConfig): LaneConfig {
   if (l === null || typeof l !== 'object' || !('redundancy' in l)) return l;
@@ -110,10 +114,12 @@ export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTrans
   const channels = reliable ? { ...o.channels, redundancy: 0 }
     : transport.defaultRedundancy === undefined ? o.channels : { redundancy: transport.defaultRedundancy, ...o.channels };
   const lanes = reliable && Array.isArray(o.lanes) ? o.lanes.map(withoutRedundancy) : o.lanes;
+  // Over TCP an ack-only packet is a segment of its own that a loss can hold up: acks wait to ride on data.
+  const acks = reliable ? { maxAckDelayMs: RELIABLE_ACK_DELAY_MS, ...o.acks } : o.acks;
   const c = resolveConnectionOptions({
     ...(lanes === undefined ? {} : { lanes }),
     ...(channels === undefined ? {} : { channels }),
-    ...(o.acks === undefined ? {} : { acks: o.acks }),
+    ...(acks === undefined ? {} : { acks }),
     path: {
       ...(o.path ?? {}),
       overheadBytes: transport.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES,

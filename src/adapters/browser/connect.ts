@@ -177,8 +177,8 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   }
   // Bad client options throw here, before anything goes on the network.
   new Client(clientOptions, WEBRTC_TRANSPORT);
-  const openers: Record<BrowserTransport, (signal: AbortSignal) => Promise<Pipe>> = {
-    webrtc: (signal) => openWebRtc(url, token, signal, Rtc ?? globalThis.RTCPeerConnection, rtcConfiguration, doFetch ?? globalThis.fetch.bind(globalThis)),
+  const openers: Record<BrowserTransport, Opener> = {
+    webrtc: (signal, hurry) => openWebRtc(url, token, signal, hurry, Rtc ?? globalThis.RTCPeerConnection, rtcConfiguration, doFetch ?? globalThis.fetch.bind(globalThis)),
     websocket: (signal) => openWebSocket(url, webSocketProtocols(token), signal, Ws ?? globalThis.WebSocket),
   };
   const pipe = await firstOpen(order, openers, fallbackMs, timeoutMs);
@@ -195,10 +195,17 @@ export function connectWebRtc(options: Omit<ConnectOptions, 'transports' | 'fall
   return connect({ ...options, transports: ['webrtc'] });
 }
 
-/** Start the transports in `order`, each `fallbackMs` after the one before or at once when it failed; the first open wins. */
-function firstOpen(
-  order: readonly BrowserTransport[], openers: Record<BrowserTransport, (signal: AbortSignal) => Promise<Pipe>>, fallbackMs: number, timeoutMs: number,
-): Promise<Pipe> {
+/**
+ * Opens one transport: rejects with a `ConnectError` when it fails or `signal` aborts; may call
+ * `hurry` when it has a hint that it will not open (the next transport then starts at once, beside it).
+ */
+type Opener = (signal: AbortSignal, hurry: () => void) => Promise<Pipe>;
+
+/**
+ * Start the transports in `order`, each `fallbackMs` after the one before, or at once when it failed
+ * or hurried; the first open wins. At `timeoutMs` every attempt is aborted and says why it ended.
+ */
+function firstOpen(order: readonly BrowserTransport[], openers: Record<BrowserTransport, Opener>, fallbackMs: number, timeoutMs: number): Promise<Pipe> {
   return new Promise((resolve, reject) => {
     const attempts: AbortController[] = [];
     const failures: Array<{ transport: BrowserTransport; reason: ConnectFailure; message: string }> = [];
@@ -214,9 +221,9 @@ function firstOpen(
     };
     const overall = setTimeout(() => {
       if (settled) return;
-      finish();
-      const tried = order.slice(0, started).join(' and ');
-      reject(new ConnectError('timeout', `no transport opened within ${timeoutMs} ms (tried ${tried})`, failures));
+      clearTimeout(next);
+      started = order.length;
+      for (const a of attempts) a.abort(new ConnectError('timeout', `no transport opened within ${timeoutMs} ms`));
     }, timeoutMs);
     const start = (): void => {
       clearTimeout(next);
@@ -226,7 +233,7 @@ function firstOpen(
       const attempt = new AbortController();
       attempts.push(attempt);
       if (started < order.length) next = setTimeout(start, fallbackMs);
-      openers[kind](attempt.signal).then((pipe) => {
+      openers[kind](attempt.signal, start).then((pipe) => {
         running--;
         if (settled) {
           pipe.close();
@@ -255,10 +262,10 @@ function firstOpen(
 
 /** The WebRTC transport: offer, signalling POST, answer, an open data channel. */
 async function openWebRtc(
-  url: string, token: Uint8Array, signal: AbortSignal, Peer: new (c?: RTCConfiguration) => RTCPeerConnection,
+  url: string, token: Uint8Array, signal: AbortSignal, hurry: () => void, Peer: new (c?: RTCConfiguration) => RTCPeerConnection,
   rtcConfiguration: RTCConfiguration | undefined, post: typeof fetch,
 ): Promise<Pipe> {
-  if (typeof Peer !== 'function') throw new ConnectError('no-candidates', 'this browser has no RTCPeerConnection');
+  if (typeof Peer !== 'function') throw new ConnectError('no-candidates', 'this environment has no RTCPeerConnection');
   const pc = new Peer({ iceServers: [], ...rtcConfiguration });
   const dc = pc.createDataChannel('gamewire', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
   dc.binaryType = 'arraybuffer';
@@ -268,7 +275,12 @@ async function openWebRtc(
     failure ??= e;
     wakeFail();
   };
-  const aborted = (): void => fail(new ConnectError('timeout', 'another transport opened first, or the time ran out'));
+  // No candidate gathered is a strong hint (UDP disabled by policy) but no proof: ICE may still find a
+  // path from the server's candidates. The next transport starts at once; this one goes on trying.
+  let noCandidates = false;
+  const aborted = (): void => fail(noCandidates
+    ? new ConnectError('no-candidates', 'the browser gathered no ICE candidate (UDP disabled by policy?) and the channel did not open')
+    : signal.reason instanceof ConnectError ? signal.reason : new ConnectError('timeout', 'another transport opened first'));
   signal.addEventListener('abort', aborted);
   let candidates = 0;
   pc.onicecandidate = (e) => {
@@ -279,7 +291,8 @@ async function openWebRtc(
     if (pc.iceGatheringState !== 'complete') return;
     setTimeout(() => {
       if (candidates === 0 && !(pc.localDescription?.sdp ?? '').includes('a=candidate:')) {
-        fail(new ConnectError('no-candidates', 'the browser gathered no ICE candidate (UDP disabled by policy?)'));
+        noCandidates = true;
+        hurry();
       }
     }, 0);
   };
@@ -344,7 +357,12 @@ async function openWebRtc(
     kind: 'webrtc',
     transport: WEBRTC_TRANSPORT,
     send: (bytes) => {
-      if (dc.readyState === 'open') dc.send(bytes as Uint8Array<ArrayBuffer>);
+      if (dc.readyState !== 'open') return;
+      try {
+        dc.send(bytes as Uint8Array<ArrayBuffer>);
+      } catch {
+        // Closing under us: the datagram is lost, as on any path; the lanes resend.
+      }
     },
     full: () => dc.bufferedAmount > CHANNEL_HIGH_BYTES,
     onDrain: (wake) => {
@@ -382,7 +400,7 @@ function openWebSocket(url: string, protocols: string[], signal: AbortSignal, Ws
     ws.binaryType = 'arraybuffer';
     const aborted = (): void => {
       ws.close();
-      reject(new ConnectError('timeout', 'another transport opened first, or the time ran out'));
+      reject(signal.reason instanceof ConnectError ? signal.reason : new ConnectError('timeout', 'another transport opened first'));
     };
     signal.addEventListener('abort', aborted);
     ws.onerror = () => undefined;
@@ -435,6 +453,23 @@ function openWebSocket(url: string, protocols: string[], signal: AbortSignal, Ws
   });
 }
 
+/**
+ * Runs a task after the current one. Browsers hold a `setTimeout(0)` called from nested timers (as a
+ * game loop's are) for at least 4 ms; a message posted to a `MessageChannel` is not held.
+ */
+function taskQueue(): (task: () => void) => void {
+  if (typeof MessageChannel !== 'function') return (task) => void setTimeout(task, 0);
+  const channel = new MessageChannel();
+  const tasks: Array<() => void> = [];
+  channel.port1.onmessage = () => tasks.shift()?.();
+  // In Node a port with a listener would keep the process alive.
+  (channel.port1 as { unref?: () => void }).unref?.();
+  return (task) => {
+    tasks.push(task);
+    channel.port2.postMessage(null);
+  };
+}
+
 /** How a connection moves to a new WebSocket: after how long without a datagram (ms), and how it opens one for its client index. */
 interface Resume {
   afterMs: number;
@@ -460,6 +495,7 @@ function run(
   const scratch = new Uint8Array(1500);
   const now = (): number => performance.now();
   const path = new SimulatedEndpoint(client, 1);
+  const defer = taskQueue();
   let pipe = first;
   let held = false;
   let closing = false;
@@ -483,7 +519,7 @@ function run(
     },
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
-    defer: (task) => void setTimeout(task, 0),
+    defer,
   }, { onEvent, onError, maxDatagramBytes: scratch.length });
   const move = async (): Promise<void> => {
     if (resume === undefined || moving || closing || client.state !== 'connected') return;
