@@ -26,7 +26,7 @@ describe('gamewire/browser bundle (docs/browser.md, "Size")', () => {
     expect(b.gz).toBeLessThanOrEqual(74_000);
   });
 
-  it('a page that imports only connect (both transports): ≤ 146,000 bytes minified, ≤ 48,000 gzipped', async () => {
+  it('a page that imports only connect (both transports): ≤ 150,000 bytes minified, ≤ 49,500 gzipped', async () => {
     mkdirSync(join(ROOT, '.examples'), { recursive: true });
     const dir = mkdtempSync(join(ROOT, '.examples', 'bundle-'));
     try {
@@ -34,8 +34,8 @@ describe('gamewire/browser bundle (docs/browser.md, "Size")', () => {
       writeFileSync(entry, `import { connect } from '${join(ROOT, 'src/browser.ts')}';\n(globalThis as Record<string, unknown>).connect = connect;\n`);
       const b = await bundle(entry);
       expect(b.text).toContain('gamewire');
-      expect(b.min).toBeLessThanOrEqual(146_000);
-      expect(b.gz).toBeLessThanOrEqual(48_000);
+      expect(b.min).toBeLessThanOrEqual(150_000);
+      expect(b.gz).toBeLessThanOrEqual(49_500);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
