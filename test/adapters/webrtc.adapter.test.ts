@@ -24,6 +24,8 @@ const LANES = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }] as const;
 class LoopbackPeer extends PolyfillPeer {
   /** The largest datagram any client channel sent, bytes. */
   static largestSent = 0;
+  /** The options of the last channel a client made. */
+  static lastInit: RTCDataChannelInit | undefined;
 
   constructor(config: RTCConfiguration = {}) {
     super({ ...config, peerConnection: new ndc.PeerConnection('client', { iceServers: [], bindAddress: '127.0.0.1' }) } as RTCConfiguration);
@@ -31,6 +33,7 @@ class LoopbackPeer extends PolyfillPeer {
 
   override createDataChannel(label: string, init?: RTCDataChannelInit): ReturnType<PolyfillPeer['createDataChannel']> {
     const dc = super.createDataChannel(label, init);
+    LoopbackPeer.lastInit = init;
     const send = dc.send.bind(dc);
     dc.send = (data: Parameters<typeof send>[0]) => {
       if (data instanceof Uint8Array) LoopbackPeer.largestSent = Math.max(LoopbackPeer.largestSent, data.length);
@@ -158,6 +161,25 @@ describe('WebRTC transport (node-datachannel, loopback)', () => {
     conn.simulate(undefined);
     await conn.close();
   }, 30_000);
+
+  it('the offer goes as a CORS simple request (text/plain: no preflight); the browser end of the channel resends a chunk at most once', async () => {
+    const types: Array<string | null> = [];
+    const seen: typeof fetch = (input, init) => {
+      types.push(new Headers(init?.headers).get('content-type'));
+      return fetch(input, init);
+    };
+    const events: ClientEvent[] = [];
+    const conn = await connectWebRtc({
+      url: signalling.url, token: token(), lanes: LANES, onEvent: (e) => events.push(e), RTCPeerConnection: Loopback, fetch: seen,
+    });
+    try {
+      await until(() => events.some((e) => e.type === 'connected'));
+      expect(types).toEqual(['text/plain']);
+      expect(LoopbackPeer.lastInit).toMatchObject({ negotiated: true, id: 0, ordered: false, maxRetransmits: 1 });
+    } finally {
+      await conn.close();
+    }
+  }, 10_000);
 
   it('a signalling endpoint that never answers fails with timeout after openTimeoutMs, not never', async () => {
     const silent = createServer(() => undefined); // accepts the request, never answers

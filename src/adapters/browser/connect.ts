@@ -132,6 +132,15 @@ const CHANNEL_LOW_BYTES = 1200;
  */
 const WEBSOCKET_HIGH_BYTES = 65_536;
 const WEBSOCKET_DRAIN_POLL_MS = 5;
+/**
+ * The browser's end of the data channel (pre-negotiated: the server's end has the same label and id):
+ * unordered, each SCTP chunk resent at most once. Not 0: an abandoned chunk holds the peer's
+ * cumulative ack until a FORWARD-TSN gets through, which Chromium sends at most once per round trip;
+ * when one is lost the retransmission timer fires, the congestion window drops to one packet and
+ * grows only as that ack moves, so at 10 % loss sends stalled for seconds. Not unlimited: Chromium
+ * resends a lost chunk again on every third SACK, before the first resend could have arrived.
+ */
+const CHANNEL_INIT: RTCDataChannelInit = { negotiated: true, id: 0, ordered: false, maxRetransmits: 1 };
 /** Refusals of the token: every transport would be refused the same way, so none is tried after one. */
 const FINAL: ReadonlySet<ConnectFailure> = new Set(['invalid', 'expired', 'wrong-server', 'already-connected', 'used', 'full']);
 const SIGNALLING_ERRORS: readonly ConnectFailure[] = [
@@ -146,11 +155,11 @@ function base64(b: Uint8Array): string {
 
 /**
  * Connect to a gamewire server (`BrowserGateway`) from a browser: over WebRTC (one pre-negotiated
- * unordered, unreliable data channel), falling back to a WebSocket when WebRTC fails or is slow to open
- * (`transports`, `fallbackAfterMs`), and run a netcode `Client` on the transport that opened first
- * (handshake, encryption, lanes, stats: the same as over UDP). Resolves once a transport is open and
- * the netcode handshake has started (`transport` says which); `onEvent` then sees `connected` (or
- * `disconnected` with the reason). Rejects with {@link ConnectError}; throws
+ * unordered data channel whose chunks SCTP resends at most once), falling back to a WebSocket when
+ * WebRTC fails or is slow to open (`transports`, `fallbackAfterMs`), and run a netcode `Client` on
+ * the transport that opened first (handshake, encryption, lanes, stats: the same as over UDP).
+ * Resolves once a transport is open and the netcode handshake has started (`transport` says which);
+ * `onEvent` then sees `connected` (or `disconnected` with the reason). Rejects with {@link ConnectError}; throws
  * `GamewireError('invalid-argument')` for a missing token, URL or handler, `invalid-config` for bad
  * client options.
  */
@@ -269,7 +278,7 @@ async function openWebRtc(
 ): Promise<Pipe> {
   if (typeof Peer !== 'function') throw new ConnectError('no-candidates', 'this environment has no RTCPeerConnection');
   const pc = new Peer({ iceServers: [], ...rtcConfiguration });
-  const dc = pc.createDataChannel('gamewire', { negotiated: true, id: 0, ordered: false, maxRetransmits: 0 });
+  const dc = pc.createDataChannel('gamewire', CHANNEL_INIT);
   dc.binaryType = 'arraybuffer';
   let failure: ConnectError | undefined;
   let wakeFail: () => void = () => undefined;
@@ -320,7 +329,8 @@ async function openWebRtc(
     try {
       res = await post(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        // A CORS simple request: no preflight round trip before the offer (the body is JSON all the same).
+        headers: { 'content-type': 'text/plain' },
         body: JSON.stringify({ token: base64(token), sdp: pc.localDescription?.sdp ?? offer.sdp }),
         signal,
       });

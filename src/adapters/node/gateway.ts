@@ -158,6 +158,15 @@ const CLOSE_LINGER_MS = 1000;
 
 /** The data channel both ends create (pre-negotiated, so no in-band open message to race). */
 export const WEBRTC_CHANNEL = { label: 'gamewire', id: 0 } as const;
+/**
+ * The server's end of the channel: unordered and reliable (SCTP resends a lost chunk; each end sets
+ * the reliability of what it sends). An end that abandons chunks (`maxRetransmits: 0`) has to move
+ * its peer past them with FORWARD-TSN: usrsctp sends one with every SACK that still reports the
+ * abandoned chunk missing, and Chromium's SCTP (dcsctp) answers each with a SACK, so under steady
+ * loss the two ends keep several such packets per message going (docs/browser.md). Resent chunks are
+ * few (the loss rate) and what waits for them is bounded by usrsctp's send buffer, as before.
+ */
+const SERVER_CHANNEL = { negotiated: true, id: WEBRTC_CHANNEL.id, unordered: true } as const;
 
 type Ndc = typeof import('node-datachannel');
 type Ws = typeof import('ws');
@@ -241,7 +250,7 @@ function bump(m: Map<string, number>, key: string, d: number): void {
  * came). One HTTP(S) endpoint (`url`) takes both:
  * - `POST {token, sdp}`: the connect token (base64) is checked first (`Server.checkConnectToken`), so
  *   a request without a valid, unexpired token costs no peer connection; then the offer is answered.
- *   One pre-negotiated unordered, unreliable channel (`WEBRTC_CHANNEL`) carries netcode packets.
+ *   One pre-negotiated unordered channel (`WEBRTC_CHANNEL`) carries netcode packets.
  * - a WebSocket upgrade whose subprotocols carry the token (`WEBSOCKET_PROTOCOL`): checked the same
  *   way before the upgrade completes. Each binary message is one netcode packet.
  *
@@ -841,7 +850,7 @@ export class BrowserGateway {
     try {
       // The offer first: a channel made before it would make libdatachannel offer too (glare).
       pc.setRemoteDescription(offer, 'offer' as never);
-      dc = pc.createDataChannel(WEBRTC_CHANNEL.label, { negotiated: true, id: WEBRTC_CHANNEL.id, unordered: true, maxRetransmits: 0 });
+      dc = pc.createDataChannel(WEBRTC_CHANNEL.label, SERVER_CHANNEL);
     } catch (err) {
       pc.close();
       throw err;
