@@ -6,7 +6,7 @@
  * the echo's p50/p99/max, the stalls (no echo for more than 300 ms while messages were out: where
  * they began, how long, which direction held the messages), the page channel's bufferedAmount, IP
  * packets and bytes per message sent by each namespace, the packets each end sent by kind (told by
- * size: DATA, SACK, FORWARD-TSN) and the connect phases. Waits while another engineer's bench:browser
+ * size: DATA, SACK, FORWARD-TSN) and the connect phases. Waits while a bench:browser
  * (namespace gwbr-a) runs.
  *   STALL_RUNS (3), STALL_COUNT (1000), STALL_LOSS (0.1), STALL_SCTP (JSON for setSctpSettings),
  *   STALL_REDUNDANCY (server's channels.redundancy), STALL_NDC_LOG (libdatachannel log level),
