@@ -314,12 +314,14 @@ async function openWebRtc(
     dc.onopen = () => resolve();
     wakeFail = () => resolve();
   });
-  const check = (): void => {
-    if (failure === undefined) return;
+  const stop = (): never => {
     signal.removeEventListener('abort', aborted);
     dc.close();
     pc.close();
-    throw failure;
+    throw failure!;
+  };
+  const check = (): void => {
+    if (failure !== undefined) stop();
   };
   try {
     const offer = await pc.createOffer();
@@ -335,10 +337,9 @@ async function openWebRtc(
         signal,
       });
     } catch (err) {
-      check();
+      // An earlier failure (the abort that ended the request) stays the reason.
       fail(new ConnectError('unreachable', `signalling request failed: ${String(err)}`));
-      check();
-      throw err;
+      return stop();
     }
     let body: { sdp?: unknown; error?: unknown } = {};
     try {
