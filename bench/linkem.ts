@@ -94,7 +94,8 @@ export class LinkedNamespaces {
       p.on('exit', (code) => {
         clearTimeout(t);
         if (code === 0) resolve(out);
-        else reject(new Error(`${args.join(' ')} exited ${code}: ${err.trim().split('\n').slice(-3).join(' / ')}`));
+        // Paths relative to the checkout: the message may end up in bench/README.md.
+        else reject(new Error(`${args.join(' ')} exited ${code}: ${err.trim().split('\n').slice(-3).join(' / ')}`.replaceAll(`${process.cwd()}/`, '')));
       });
     });
   }
