@@ -70,7 +70,7 @@ export interface ConnectOptions extends ClientOptions {
   openTimeoutMs?: number;
   /**
    * Once connected, how long (ms) nothing may arrive before the client moves the connection to a new
-   * WebSocket (as when its transport closes or WebRTC fails): the same client, its slot and every
+   * WebSocket (as it does when its transport closes): the same client, its slot and every
    * unacknowledged reliable message go on there. Only with `'websocket'` among `transports`; 0 never
    * moves. Default 2 000 (below netcode's own timeout, at least 5 s in a token).
    */
@@ -500,7 +500,7 @@ const RESUME_CHECK_MS = 250;
 
 /**
  * Run a netcode client on `first` with the browser's timers. With `resume`, a connected client whose
- * transport closes, fails or falls silent for `resume.afterMs` moves to a new WebSocket: its next
+ * transport closes or falls silent for `resume.afterMs` moves to a new WebSocket: its next
  * packet there, sealed with its key, proves it to the server, which moves it (`migrated`); the lanes
  * resend what the old transport lost. One move at a time; a move that fails leaves the client to
  * netcode's timeout.
