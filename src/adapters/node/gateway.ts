@@ -520,8 +520,9 @@ export class BrowserGateway {
         this.ctr.sendDropped++;
         return;
       }
-      // A copy: the socket writes it later, and the driver reuses `bytes` for the next datagram.
-      p.ws.send(bytes.slice(), { binary: true });
+      // A copy (`bytes` is a Buffer, whose slice() would be a view): the socket may write it later,
+      // and the driver reuses `bytes` for the next datagram.
+      p.ws.send(Buffer.from(bytes), { binary: true });
       return;
     }
     const dc = p.rtc!.dc;
