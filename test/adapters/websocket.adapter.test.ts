@@ -29,10 +29,17 @@ const Ws = WebSocket as unknown as new (url: string, protocols?: string | string
 /** node-datachannel's RTCPeerConnection bound to loopback; remembers the last one made (to cut it). */
 class LoopbackPeer extends PolyfillPeer {
   static last: LoopbackPeer | undefined;
+  channel: { close(): void } | undefined;
 
   constructor(config: RTCConfiguration = {}) {
     super({ ...config, peerConnection: new ndc.PeerConnection('client', { iceServers: [], bindAddress: '127.0.0.1' }) } as RTCConfiguration);
     LoopbackPeer.last = this;
+  }
+
+  override createDataChannel(label: string, init?: RTCDataChannelInit): ReturnType<PolyfillPeer['createDataChannel']> {
+    const dc = super.createDataChannel(label, init);
+    this.channel = dc;
+    return dc;
   }
 }
 const Loopback = LoopbackPeer as unknown as new (c?: RTCConfiguration) => RTCPeerConnection;
@@ -376,6 +383,50 @@ describe('WebSocket transport (ws, loopback)', () => {
     await until(() => gateway.size === 0, 3000);
   }, 30_000);
 
+  it('a WebRTC path that falls silent (open, but nothing arrives) moves to a WebSocket after resumeAfterMs, and the gateway closes the path it left', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events, { transports: ['webrtc', 'websocket'], RTCPeerConnection: Loopback, resumeAfterMs: 500 });
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().find((c) => c.address.startsWith('webrtc:') && c.clientIndex === conn.client.slot.clientIndex)!;
+    const left = sc.address;
+    type Dc = { bufferedAmount(): number; sendMessageBinary(b: Uint8Array): boolean; close(): void };
+    const peers = (gateway as unknown as { peers: Map<string, { rtc?: { pc: unknown; dc: Dc } }> }).peers;
+    // The server's end still open, its datagrams going nowhere: the client hears nothing.
+    const rtc = peers.get(left)!.rtc!;
+    const real = rtc.dc;
+    rtc.dc = { bufferedAmount: () => 0, sendMessageBinary: () => true, close: () => real.close() };
+    // And the client's close of the path it leaves never reaches the server (as on a dead network).
+    const clientPc = LoopbackPeer.last!;
+    const closePc = clientPc.close.bind(clientPc);
+    clientPc.close = () => undefined;
+    clientPc.channel!.close = () => undefined;
+    await until(() => conn.transport === 'websocket' && sc.address.startsWith('ws:'), 5000);
+    expect(peers.has(left)).toBe(false);
+    conn.client.send(0, Uint8Array.of(7, 0));
+    await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 7));
+    await conn.close();
+    closePc();
+  }, 15_000);
+
+  it('what the gateway hands a WebSocket is its own copy: the driver reuses its buffer for the next datagram', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events);
+    await until(() => events.some((e) => e.type === 'connected'));
+    const sc = server.clients().filter((c) => c.address.startsWith('ws:')).at(-1)!;
+    const ws = (gateway as unknown as { peers: Map<string, { ws: { send(b: Uint8Array, o: object): void } }> }).peers.get(sc.address)!.ws;
+    const handed: [Uint8Array, Uint8Array][] = [];
+    const send = ws.send.bind(ws);
+    ws.send = (b, o) => {
+      handed.push([b, new Uint8Array(b)]); // a copy (a Buffer's slice() is a view)
+      send(b, o);
+    };
+    for (let i = 0; i < 20; i++) sc.send(0, Uint8Array.from({ length: 300 }, () => i));
+    await until(() => events.filter((e) => e.type === 'message').length >= 20);
+    expect(handed.length).toBeGreaterThan(1);
+    expect(handed.filter(([given, atTheTime]) => !Buffer.from(given).equals(atTheTime)).length).toBe(0);
+    await conn.close();
+  });
+
   it('a resumption it cannot prove moves nothing: a packet not sealed with the client\'s key is refused, the WebSocket closed; no such client is 404', async () => {
     const events: ClientEvent[] = [];
     const conn = await open(token(), events);
@@ -390,6 +441,7 @@ describe('WebSocket transport (ws, loopback)', () => {
     await until(() => server.counters().migrationsRefused - before.refused >= 2);
     await once(thief, 'close'); // handshakeTimeoutMs
     expect(sc.address).toBe(before.address);
+    expect((server as unknown as { claims: Map<string, number> }).claims.size).toBe(0); // released with its WebSocket
     conn.client.send(0, Uint8Array.of(9, 0));
     await until(() => events.some((e) => e.type === 'message' && e.bytes[0] === 9));
     expect(await rawStatus(resumeProtocols(7))).toBe(404);
