@@ -22,7 +22,7 @@ import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
 import { BrowserGateway } from '../src/adapters/node/gateway.js';
 import { sodiumCrypto } from '../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../src/netcode/server.js';
-import { generateConnectToken } from '../src/netcode/wire.js';
+import { tokenAnswer } from './browser-token.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const host = process.argv[2] ?? '127.0.0.1';
@@ -66,7 +66,7 @@ const bundles = await build({
 });
 const files = new Map(bundles.outputFiles.map((f) => [`/${f.path.split('/').pop()}`, f.text]));
 const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; import geckos from "/geckos.js"; window.gw = gw; window.geckos = geckos;</script>';
-let nextClient = 1n;
+const sendToken = tokenAnswer(PROTOCOL, KEY, `${host}:${PORTS.udp}`);
 const page = createServer((req, res) => {
   const js = files.get(req.url ?? '');
   if (js !== undefined) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
@@ -85,13 +85,7 @@ const page = createServer((req, res) => {
     });
     return;
   }
-  if (req.url === '/token') {
-    const token = generateConnectToken({
-      protocolId: PROTOCOL, privateKey: KEY, clientId: nextClient++, serverAddresses: [`${host}:${PORTS.udp}`],
-      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 300, timeoutSeconds: 10,
-    });
-    return void res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.from(token).toString('base64'));
-  }
+  if (req.url === '/token') return void sendToken(res);
   res.writeHead(200, { 'content-type': 'text/html' }).end(html);
 });
 await new Promise<void>((r) => page.listen(PORTS.page, host, r));

@@ -20,7 +20,7 @@ import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
 import { BrowserGateway } from '../src/adapters/node/gateway.js';
 import { sodiumCrypto } from '../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../src/netcode/server.js';
-import { generateConnectToken } from '../src/netcode/wire.js';
+import { tokenAnswer } from './browser-token.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const host = process.argv[2] ?? '127.0.0.1';
@@ -74,16 +74,10 @@ const bundle = await build({
 });
 const js = bundle.outputFiles[0]!.text;
 const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; window.gw = gw;</script>';
-let nextClient = 1n;
+const sendToken = tokenAnswer(PROTOCOL, KEY, `${host}:${PORTS.udp}`);
 const page = createServer((req, res) => {
   if (req.url === '/gamewire.js') return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-  if (req.url === '/token') {
-    const token = generateConnectToken({
-      protocolId: PROTOCOL, privateKey: KEY, clientId: nextClient++, serverAddresses: [`${host}:${PORTS.udp}`],
-      nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 300, timeoutSeconds: 10,
-    });
-    return void res.writeHead(200, { 'content-type': 'text/plain' }).end(Buffer.from(token).toString('base64'));
-  }
+  if (req.url === '/token') return void sendToken(res);
   res.writeHead(200, { 'content-type': 'text/html' }).end(html);
 });
 await new Promise<void>((r) => page.listen(PORTS.page, host, r));
