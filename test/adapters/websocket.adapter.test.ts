@@ -210,6 +210,18 @@ describe('WebSocket transport (ws, loopback)', () => {
     await until(() => gateway.size === 0);
   });
 
+  it('the server starts the handshake: its challenge comes on a WebSocket before the client sends anything', async () => {
+    const before = server.counters().challengesSent;
+    const ws = new WebSocket(gateway.url.replace('http', 'ws'), webSocketProtocols(token()));
+    const got = await new Promise<Uint8Array>((resolve, reject) => {
+      ws.once('message', (d: Buffer) => resolve(new Uint8Array(d)));
+      setTimeout(() => reject(new Error('no challenge within 3 s')), 3000);
+    });
+    expect(got[0]! & 0x0f).toBe(2); // netcode's connection challenge
+    expect(server.counters().challengesSent).toBe(before + 1);
+    ws.terminate();
+  });
+
   it('drops text and junk, closes on an oversized frame, and a socket that never handshakes is closed after handshakeTimeoutMs', async () => {
     const before = gateway.counters();
     const ws = new WebSocket(gateway.url.replace('http', 'ws'), webSocketProtocols(token()));

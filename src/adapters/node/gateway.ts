@@ -10,7 +10,7 @@ import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
-import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken } from '../../netcode/wire.js';
+import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken, REQUEST_BYTES, writeRequestPacket } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import { readWebSocketProtocols, WEBSOCKET_PROTOCOL } from '../../netcode/websocket-protocol.js';
 import type { UdpDriver } from './udp-driver.js';
@@ -186,6 +186,8 @@ interface Peer {
   source: string;
   /** The open timeout, then the handshake timeout. */
   timer: NodeJS.Timeout | undefined;
+  /** The netcode connection request its token makes, handed to the server once the peer opens (none for a resumption). */
+  request: Uint8Array | undefined;
 }
 
 const STATUS: Record<Exclude<TokenCheck, 'ok'>, number> = {
@@ -680,7 +682,7 @@ export class BrowserGateway {
     const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
     let peer: Peer;
     try {
-      peer = this.makePeer(address, withoutCandidates(sdp), tokenKey, source);
+      peer = this.makePeer(address, withoutCandidates(sdp), tokenKey, source, requestOf(token));
     } catch {
       this.ctr.badRequests++;
       this.reply(res, 400, { error: 'bad-offer' });
@@ -790,7 +792,8 @@ export class BrowserGateway {
     const accepted = this.connectionOf(socket)?.[0];
     if (accepted !== undefined) this.forget(accepted);
     const address = `${WEBSOCKET_ADDRESS_PREFIX}${this.next++}`;
-    const peer = this.addPeer({ address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted, source, timer: undefined });
+    const request = 'token' in asked ? requestOf(asked.token) : undefined;
+    const peer = this.addPeer({ address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted, source, timer: undefined, request });
     // A request ws refuses (a bad key or version) never calls back: its socket closes.
     socket.once('close', () => {
       if (peer.ws === undefined) this.drop(peer);
@@ -833,7 +836,11 @@ export class BrowserGateway {
     return peer;
   }
 
-  /** Its channel or WebSocket opened: the netcode handshake has `handshakeTimeoutMs` from now. */
+  /**
+   * Its channel or WebSocket opened: the netcode handshake has `handshakeTimeoutMs` from now, and
+   * starts at once with the connection request its token makes, so the server's challenge is on its
+   * way before the client's own request could arrive (a round trip less to connect).
+   */
   private opened(peer: Peer): void {
     if (peer.open || this.peers.get(peer.address) !== peer) return;
     peer.open = true;
@@ -843,9 +850,12 @@ export class BrowserGateway {
       this.ctr.handshakeTimeouts++;
       this.drop(peer);
     }, this.opts.handshakeTimeoutMs).unref();
+    const request = peer.request;
+    peer.request = undefined;
+    if (request !== undefined) this.feed(peer.address, request);
   }
 
-  private makePeer(address: Address, offer: string, token: string, source: string): Peer {
+  private makePeer(address: Address, offer: string, token: string, source: string, request: Uint8Array): Peer {
     const pc = new this.ndc!.PeerConnection(address, BrowserGateway.rtcConfig(this.opts));
     let dc: DataChannel;
     try {
@@ -856,7 +866,7 @@ export class BrowserGateway {
       pc.close();
       throw err;
     }
-    const peer = this.addPeer({ address, rtc: { pc, dc }, ws: undefined, open: false, joined: false, token, source, timer: undefined });
+    const peer = this.addPeer({ address, rtc: { pc, dc }, ws: undefined, open: false, joined: false, token, source, timer: undefined, request });
     dc.onOpen(() => {
       if (peer.open || this.peers.get(address) !== peer) return;
       this.ctr.opened++;
@@ -937,6 +947,13 @@ export class BrowserGateway {
       /* already closed */
     }
   }
+}
+
+/** The connection request (netcode's first packet) of a connect token the gateway admitted. */
+function requestOf(token: Uint8Array): Uint8Array {
+  const out = new Uint8Array(REQUEST_BYTES);
+  writeRequestPacket(out, (readConnectToken(token) as { value: ConnectTokenPublic }).value);
+  return out;
 }
 
 /** An accepted HTTP connection: its source address key, remote address and port, and whether its offer is being answered. */
