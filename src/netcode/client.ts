@@ -84,7 +84,7 @@ export interface ClientOptions extends NetcodePayloadOptions {
  * packet without `migration` included; `unexpected`: a valid packet of a type this state does not
  * take); `sendsAfterClose`: `send`/`sendRaw` calls after the connection had ended (nothing sent);
  * `addressedSent`: packets sent in the addressed form (`migration`), path responses included;
- * `pathChallenges`: the server's path challenges answered.
+ * `pathChallenges`: the server's path challenges received (the next packet out answers the latest).
  */
 export type ClientCounter = 'wrongAddress' | 'replayed' | 'dropped' | 'unexpected' | 'sendsAfterClose' | 'addressedSent' | 'pathChallenges';
 
