@@ -19,11 +19,11 @@ async function bundle(entry: string): Promise<{ text: string; min: number; gz: n
 }
 
 describe('gamewire/browser bundle (docs/browser.md, "Size")', () => {
-  it('the whole entry: builds for browsers without Node built-ins, ≤ 236,000 bytes minified, ≤ 74,000 gzipped', async () => {
+  it('the whole entry: builds for browsers without Node built-ins, ≤ 240,000 bytes minified, ≤ 75,000 gzipped', async () => {
     const b = await bundle(join(ROOT, 'src/browser.ts'));
     expect(b.text).not.toMatch(/\bBuffer\.|\bprocess\.|require\(/);
-    expect(b.min).toBeLessThanOrEqual(236_000);
-    expect(b.gz).toBeLessThanOrEqual(74_000);
+    expect(b.min).toBeLessThanOrEqual(240_000);
+    expect(b.gz).toBeLessThanOrEqual(75_000);
   });
 
   it('a page that imports only connect (both transports): ≤ 150,000 bytes minified, ≤ 49,500 gzipped', async () => {

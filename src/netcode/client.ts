@@ -4,15 +4,16 @@ import { Lanes, type ConnectionStats, type LanesCounters, type SessionEvents } f
 import { readU32LE } from '../core/bytes.js';
 import { newCounters } from '../core/counters.js';
 import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
-import { checkConfig, isObject } from '../core/config.js';
+import { checkConfig, isNum, isObject } from '../core/config.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
-  addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T, newNetcodePacket, readConnectToken, readPacket, ReplayProtection,
-  writePacket, writeRequestPacket,
+  ADDRESSED_TYPE, AddressedKind as K, addressedIndex, addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T,
+  newNetcodePacket, PATH_CHALLENGE_BYTES, readAddressedPacket, readConnectToken, readPacket, ReplayProtection, writeAddressedPacket, writePacket,
+  writeRequestPacket,
 } from './wire.js';
 
 /**
@@ -63,15 +64,29 @@ export type ClientEvent =
 export interface ClientOptions extends NetcodePayloadOptions {
   /** AEAD provider. Default `nobleCrypto`. */
   crypto?: CryptoProvider;
+  /**
+   * Survive a change of this client's address (a NAT rebinding, Wi-Fi to mobile) on a gamewire
+   * server (docs/netcode.md, "gamewire extension: moving a client to a new address"): once connected
+   * and nothing has been heard from the server for `migrateAfterMs`, every other packet goes out as
+   * an addressed packet (type 7, naming the client's slot; a netcode 1.02 server drops those and
+   * still gets the others), each PATH_CHALLENGE the server sends is answered, and packets go back to
+   * netcode's form once the server is heard again. The client never learns its own address. Default
+   * true over UDP; false over the browser's transports, which resume a client by their own means.
+   */
+  migration?: boolean;
+  /** With `migration`: ms of silence from the server (connected) before packets alternate to the addressed form (1..3 600 000; default 1000). */
+  migrateAfterMs?: number;
 }
 
 /**
  * Counter names of a `Client`: packets dropped, by why (`wrongAddress`: not from the server being
- * tried; `replayed`: refused by the replay window; `dropped`: failed any other check; `unexpected`:
- * a valid packet of a type this state does not take); `sendsAfterClose`: `send`/`sendRaw` calls
- * after the connection had ended (nothing sent).
+ * tried; `replayed`: refused by the replay window; `dropped`: failed any other check, an addressed
+ * packet without `migration` included; `unexpected`: a valid packet of a type this state does not
+ * take); `sendsAfterClose`: `send`/`sendRaw` calls after the connection had ended (nothing sent);
+ * `addressedSent`: packets sent in the addressed form (`migration`), path responses included;
+ * `pathChallenges`: the server's path challenges received (the next packet out answers the latest).
  */
-export type ClientCounter = 'wrongAddress' | 'replayed' | 'dropped' | 'unexpected' | 'sendsAfterClose';
+export type ClientCounter = 'wrongAddress' | 'replayed' | 'dropped' | 'unexpected' | 'sendsAfterClose' | 'addressedSent' | 'pathChallenges';
 
 /** Requests, responses and keep-alives go out this often (the standard's 10 Hz). */
 const SEND_INTERVAL_MS = 100;
@@ -96,7 +111,17 @@ const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
 export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
   private readonly payload: ResolvedPayload;
-  private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose']);
+  private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose', 'addressedSent', 'pathChallenges']);
+  private readonly migration: boolean;
+  private readonly migrateAfterMs: number;
+  // When the server was last heard (a keep-alive or payload; a path challenge does not count: it
+  // means the server has not moved this client yet).
+  private serverHeardAt = 0;
+  // After a silence, packets alternate: the next one goes addressed when true.
+  private addressedNext = false;
+  // A PATH_CHALLENGE's bytes to echo, owed when `responseOwed`.
+  private readonly pathResponse = new Uint8Array(PATH_CHALLENGE_BYTES);
+  private responseOwed = false;
   private state_: ClientState = 'disconnected';
   private token: ConnectTokenPublic | undefined;
   private serverIndex = 0;
@@ -104,8 +129,8 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private readonly rawQueue: Uint8Array[] = [];
   private replay = new ReplayProtection();
   private readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
-  /** Every packet's body is opened here, one at a time (what is kept is copied out). */
-  private readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  /** Every packet's body is opened here, one at a time (what is kept is copied out); an addressed packet's kind byte comes first. */
+  private readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 1);
   private readonly packet = newNetcodePacket();
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly tx: Transmit = { length: 0, to: '' };
@@ -130,6 +155,12 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
     this.payload = resolvePayload(o, transport);
+    const migration = o.migration ?? transport === undefined;
+    checkConfig(typeof migration === 'boolean', 'migration must be a boolean');
+    const migrateAfterMs = o.migrateAfterMs ?? 1000;
+    checkConfig(isNum(migrateAfterMs, 1, 3_600_000), 'migrateAfterMs must be a number of ms in 1..3600000');
+    this.migration = migration;
+    this.migrateAfterMs = migrateAfterMs;
   }
 
   /** The current state. */
@@ -167,6 +198,8 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     this.clientIndex = -1;
     this.maxClients = 0;
     this.wasConnected = false;
+    this.addressedNext = false;
+    this.responseOwed = false;
     if (t === undefined) {
       this.fail('invalid-token');
       this.wake();
@@ -252,6 +285,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     }
     const state = this.state_;
     const t = this.token!;
+    if (b.length > 0 && (b[0]! & 0x0f) === ADDRESSED_TYPE) {
+      this.onAddressed(now, b);
+      return;
+    }
     const allowed = state === 'connected'
       ? (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect)
       : (1 << T.Denied) | (1 << T.Challenge) | (1 << T.KeepAlive);
@@ -276,6 +313,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         return;
       case T.KeepAlive:
         this.heard(now);
+        this.serverHeardAt = now;
         if (state === 'sending-response') {
           this.clientIndex = readU32LE(p.body, 0);
           this.maxClients = readU32LE(p.body, 4);
@@ -290,6 +328,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         return;
       case T.Payload:
         this.heard(now);
+        this.serverHeardAt = now;
         if (!takePayload(now, this.session, p.body, 2) && this.payload.raw) this.push({ type: 'payload', bytes: p.body.slice() });
         return;
       case T.Disconnect:
@@ -325,18 +364,63 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         this.handshakeOwed = false;
         return this.state_ === 'sending-request' ? writeRequestPacket(out, t) : this.seal(out, T.Response, this.challenge);
       default: {
+        if (this.responseOwed) {
+          this.responseOwed = false;
+          return this.sealAddressed(out, K.PathResponse, this.pathResponse);
+        }
         const n = nextPayload(now, this.session, this.rawQueue, this.plain);
-        if (n !== undefined) return this.seal(out, T.Payload, this.plain.subarray(0, n));
+        if (n !== undefined) return this.sealConnected(now, out, T.Payload, this.plain.subarray(0, n));
         if (!this.timers.expired(Timer.KeepAlive, now)) return undefined;
         const ka = this.plain.subarray(0, 8);
         ka.fill(0);
-        return this.seal(out, T.KeepAlive, ka);
+        return this.sealConnected(now, out, T.KeepAlive, ka);
       }
     }
   }
 
   protected override writeDisconnect(out: Uint8Array): number {
-    return this.seal(out, T.Disconnect, this.plain.subarray(0, 0));
+    return this.sealConnected(this.now, out, T.Disconnect, this.plain.subarray(0, 0));
+  }
+
+  /**
+   * An addressed packet from the server: while connected with `migration`, a PATH_CHALLENGE naming
+   * this client's slot is answered (the next packet out echoes it); anything else is dropped, as a
+   * netcode 1.02 client drops type 7.
+   */
+  private onAddressed(now: number, b: Uint8Array): void {
+    if (!this.migration || this.state_ !== 'connected' || addressedIndex(b) !== this.clientIndex) {
+      this.ctr.dropped++;
+      return;
+    }
+    const t = this.token!;
+    const p = this.packet;
+    const n = readAddressedPacket(b, t.protocolId, t.serverToClientKey, 1 << K.PathChallenge, this.replay, this.crypto, p, this.opened);
+    if (n < 0) {
+      this.ctr[n === NetcodeDrop.replay ? 'replayed' : 'dropped']++;
+      return;
+    }
+    this.accepted(b.length);
+    this.heard(now);
+    this.pathResponse.set(p.body);
+    this.responseOwed = true;
+    this.ctr.pathChallenges++;
+  }
+
+  /** A connected packet of netcode's `type` (kinds 4..6 are the same numbers): every other one addressed once the server has been silent for `migrateAfterMs`. */
+  private sealConnected(now: number, out: Uint8Array, type: number, body: Uint8Array): number {
+    if (this.migration && now - this.serverHeardAt >= this.migrateAfterMs) {
+      this.addressedNext = !this.addressedNext;
+      if (this.addressedNext) return this.sealAddressed(out, type, body);
+    } else {
+      this.addressedNext = false;
+    }
+    return this.seal(out, type, body);
+  }
+
+  private sealAddressed(out: Uint8Array, kind: number, body: Uint8Array): number {
+    const t = this.token!;
+    this.ctr.addressedSent++;
+    return writeAddressedPacket(out, this.clientIndex, kind, this.sequence++, body, t.protocolId, t.clientToServerKey, this.crypto);
   }
 
   protected override sentAfterClose(): void {

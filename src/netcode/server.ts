@@ -6,16 +6,17 @@ import { newCounters, type CounterSet } from '../core/counters.js';
 import { transportOf, type Address } from '../core/endpoint.js';
 import { checkConfig, isInt } from '../core/config.js';
 import { GamewireError } from '../core/errors.js';
-import { Host, HostEndpoint, type HostedPeer } from '../core/host.js';
+import { Host, HostEndpoint, type HostedPeer, type PeerId } from '../core/host.js';
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
-  addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken, decryptChallengeToken, KEY_BYTES,
-  NetcodeDrop, type NetcodeAddress, NetcodePacketType as T, newNetcodePacket, parseAddress, readConnectToken, readPacket, readRequestPacket,
-  ReplayProtection, USER_DATA_BYTES, writePacket,
+  ADDRESSED_TYPE, AddressedKind as K, addressedIndex, addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken,
+  decryptChallengeToken, KEY_BYTES, MIN_ADDRESSED_BYTES, NetcodeDrop, type NetcodeAddress, NetcodePacketType as T, newNetcodePacket,
+  parseAddress, PATH_CHALLENGE_BYTES, readAddressedPacket, readConnectToken, readPacket, readRequestPacket, ReplayProtection,
+  sequenceBytes, USER_DATA_BYTES, writeAddressedPacket, writePacket,
 } from './wire.js';
 import { TAG_BYTES } from '../crypto/provider.js';
 
@@ -44,7 +45,11 @@ export interface ServerOptions extends NetcodePayloadOptions {
   maxClients?: number;
   /** AEAD provider. Default `nobleCrypto` (`nodeCrypto` from `gamewire/node` is faster on Node). */
   crypto?: CryptoProvider;
-  /** CSPRNG for the challenge key and the first sequence of unconnected packets, drawn at construction. Default `cryptoRandom`. */
+  /**
+   * CSPRNG for the challenge key and the first sequence of unconnected packets (drawn at
+   * construction), and for the 8 bytes of each path challenge to a native client's new address.
+   * Default `cryptoRandom`.
+   */
   random?: RandomSource;
 }
 
@@ -60,8 +65,10 @@ export type ServerEvent =
   | { type: 'payload'; client: ServerClient; bytes: Uint8Array }
   | { type: 'disconnected'; client: ServerClient; reason: ServerDisconnectReason }
   /**
-   * The client now comes from `client.address` (it was at `previous`): it proved the new path with a
-   * fresh packet sealed with its key (a browser client that moved from WebRTC to a WebSocket).
+   * The client now comes from `client.address` (it was at `previous`): a browser client that moved
+   * to a new transport (a WebSocket resuming it) proved the new path with a fresh packet sealed with
+   * its key; a native client whose address changed (a NAT rebinding, Wi-Fi to mobile) answered, from
+   * the new address, the server's challenge sent there (docs/netcode.md, "gamewire extension").
    */
   | { type: 'migrated'; client: ServerClient; previous: Address };
 
@@ -71,17 +78,19 @@ export type ServerEvent =
  * that failed any other check: size, type, sequence bytes, decryption, body size).
  * `sendsAfterClose`: `send`/`sendRaw` calls on a client that had closed (nothing sent).
  * `migrations`: clients that moved to a new address (`migrated`); `migrationsRefused`: packets from
- * an address claiming a client that did not authenticate under its key or were not fresh.
+ * an address claiming a client (a browser transport's claim, or an addressed packet from an unknown
+ * address) that named no connected client, did not authenticate under its key or were not fresh;
+ * `pathChallenges`: PATH_CHALLENGEs sent to a native client's candidate address.
  */
 export type ServerCounter =
   | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
   | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed'
-  | 'replayed' | 'packetsDropped' | 'sendsAfterClose' | 'migrations' | 'migrationsRefused';
+  | 'replayed' | 'packetsDropped' | 'sendsAfterClose' | 'migrations' | 'migrationsRefused' | 'pathChallenges';
 
 const COUNTERS: readonly ServerCounter[] = [
   'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
   'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
-  'replayed', 'packetsDropped', 'sendsAfterClose', 'migrations', 'migrationsRefused',
+  'replayed', 'packetsDropped', 'sendsAfterClose', 'migrations', 'migrationsRefused', 'pathChallenges',
 ];
 
 /** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
@@ -95,6 +104,27 @@ const CHALLENGE_BODY_BYTES = 8 + CHALLENGE_TOKEN_BYTES;
 /** Encryption mappings per client slot, and token-history entries per client slot (the reference's ratios). */
 const MAPPINGS_PER_SLOT = 4;
 const HISTORY_PER_SLOT = 8;
+/** At most one PATH_CHALLENGE per candidate address in this many ms. */
+const PATH_CHALLENGE_INTERVAL_MS = 250;
+/** What a client sends in netcode's own packets, and in addressed ones. */
+const FROM_CLIENT = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
+const ADDRESSED_FROM_CLIENT = (1 << K.KeepAlive) | (1 << K.Payload) | (1 << K.Disconnect) | (1 << K.PathResponse);
+
+/**
+ * The one address a native client was last seen at, other than its own, by an addressed packet
+ * that authenticated under its key and was fresh; it moves there when the address echoes the
+ * challenge sent to it. Made only then (one per client at most), and replaced by a newer one.
+ */
+interface PathCandidate {
+  readonly address: Address;
+  /** The 8 random bytes every challenge to this address carries. */
+  readonly challenge: Uint8Array;
+  /** Bytes of authenticated packets received from it, and of challenges sent to it (never more). */
+  received: number;
+  sent: number;
+  /** When (ms) the last challenge went to it. */
+  challengedAt: number;
+}
 
 /**
  * An address between its request and its response. `keys` is one buffer (each separate one costs
@@ -122,8 +152,8 @@ class ClientShared {
   readonly plain = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
   /** Every packet read from a client is read into this (`readPacket`), one at a time. */
   readonly packet = newNetcodePacket();
-  /** Every client's received payload is opened here, one packet at a time (the session copies what it keeps). */
-  readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES);
+  /** Every client's received payload is opened here, one packet at a time (the session copies what it keeps); an addressed packet's kind byte comes first. */
+  readonly opened = new Uint8Array(NETCODE_MAX_PAYLOAD_BYTES + 1);
   private readonly keepAlive = new Uint8Array(KEEP_ALIVE_BYTES);
 
   constructor(
@@ -136,7 +166,14 @@ class ClientShared {
     readonly ctr: CounterSet<ServerCounter>,
     /** A client ended: the server frees its index and retires it from the host. */
     readonly released: (c: ServerClient) => void,
+    /** CSPRNG for path challenges. */
+    readonly random: RandomSource,
+    /** Queue a datagram for an address that has no client (the host's `sendTo`). */
+    readonly sendTo: (to: Address, bytes: Uint8Array) => void,
   ) {}
+
+  /** Every path challenge is sealed here, one at a time. */
+  readonly challengeOut = new Uint8Array(MIN_ADDRESSED_BYTES + 8 + PATH_CHALLENGE_BYTES);
 
   /** The body of a keep-alive to client slot `index` (client index, max clients), in one buffer for every client. */
   keepAliveBody(index: number): Uint8Array {
@@ -213,8 +250,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     this.crypto = o.crypto ?? nobleCrypto;
     this.payload = resolvePayload(o);
     this.payloadOptions = o;
-    this.shared = new ClientShared(this.protocolId, this.crypto, max, this.payload.maxRawQueue, this.ctr, (c) => this.released(c));
     const random = o.random ?? cryptoRandom;
+    this.shared = new ClientShared(
+      this.protocolId, this.crypto, max, this.payload.maxRawQueue, this.ctr, (c) => this.released(c), random,
+      (to, bytes) => void this.host.sendTo(to, bytes),
+    );
     random(this.challengeKey);
     // Every server of a token (and a restarted server) seals its challenges under the token's one
     // server-to-client key: a random start in 2^63..2^63 + 2^62 keeps their sequences apart.
@@ -306,9 +346,14 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     return { ...this.ctr, host: this.host.counters() };
   }
 
-  /** Entries held in the encryption-mapping table and the token history (both bounded by `maxClients`). */
-  tableSizes(): { mappings: number; history: number } {
-    return { mappings: this.mappings.size, history: this.history.size };
+  /**
+   * Entries held in the encryption-mapping table, the token history and the candidate addresses of
+   * moving clients (each bounded by `maxClients`: at most one candidate per client).
+   */
+  tableSizes(): { mappings: number; history: number; candidates: number } {
+    let candidates = 0;
+    for (const c of this.byIndex) if (c?.candidateAddress !== undefined) candidates++;
+    return { mappings: this.mappings.size, history: this.history.size, candidates };
   }
 
   pollEvent(): ServerEvent | undefined {
@@ -343,6 +388,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const type = b[0]! & 0x0f;
     if (type === T.Request && b[0] === 0) this.onRequest(now, from, b);
     else if (type === T.Response) this.onResponse(now, from, b);
+    else if (type === ADDRESSED_TYPE) this.onAddressed(now, from, b);
     else this.ctr.unknownAddress++;
     return undefined;
   }
@@ -426,22 +472,53 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   }
 
   /**
-   * A datagram from `from`, which claims the client at `index`: if it authenticates under that
-   * client's key and is fresh, the client moves to `from` and the datagram is then its own.
+   * A datagram from `from`, which a transport's claim says is the client at `index`: if it
+   * authenticates under that client's key and is fresh, the client moves to `from` and the datagram
+   * is then its own.
    */
   private migrate(from: Address, index: number, b: Uint8Array): number | undefined {
-    const c = this.byIndex[index];
+    const id = this.claimant(index, b);
+    if (id === undefined) return undefined;
+    this.claims.delete(from);
+    this.move(id, from);
+    return id;
+  }
+
+  /**
+   * An addressed packet from `from`, an address no client has: if it authenticates under the key of
+   * the client it names and is fresh, `from` becomes that client's candidate (challenged); the
+   * client moves there when `from` answers the challenge. Its content is not taken before the move.
+   */
+  private onAddressed(now: number, from: Address, b: Uint8Array): void {
+    const id = this.claimant(addressedIndex(b), b);
+    if (id === undefined) return;
+    if (!this.host.get(id)!.probe(now, from, b.length)) return;
+    this.move(id, from);
+    this.host.touch(id);
+  }
+
+  /**
+   * The live client at `index` if `b` is a fresh packet sealed with its key
+   * (`ServerClient.authenticates`, which leaves it read in the shared packet); else undefined,
+   * counted `migrationsRefused`.
+   */
+  private claimant(index: number, b: Uint8Array): PeerId | undefined {
+    const c = index < 0 ? undefined : this.byIndex[index];
     const id = c === undefined ? undefined : this.host.peerWithKey(c.clientId);
     if (c === undefined || id === undefined || c.isClosed || !c.authenticates(b)) {
       this.ctr.migrationsRefused++;
       return undefined;
     }
-    this.claims.delete(from);
+    return id;
+  }
+
+  /** Client `id` now comes from `from`: the host's address index follows, and `migrated` is raised. */
+  private move(id: PeerId, from: Address): void {
+    const c = this.host.get(id)!;
     const previous = c.address;
     this.host.rebind(id, from);
     c.moved(from, previous);
     this.ctr.migrations++;
-    return id;
   }
 
   private sendGlobal(to: Address, type: number, body: Uint8Array, key: Uint8Array): void {
@@ -513,6 +590,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private readonly replay = new ReplayProtection();
   private sequence = 0n;
   private confirmed = false;
+  private candidate: PathCandidate | undefined = undefined;
   // Until the client confirms (its first packet), every payload to it is preceded by a keep-alive (it carries the slot).
   private keepAliveOwed = true;
 
@@ -547,17 +625,60 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     return this.at;
   }
 
-  /** @internal True if `b` is a packet of this client: sealed with its key, fresh, of a type a connected client sends. Changes nothing. */
+  /** @internal The address it may be moving to (a `PathCandidate`), if any. */
+  get candidateAddress(): Address | undefined {
+    return this.candidate?.address;
+  }
+
+  /**
+   * @internal True if `b` is a packet of this client: sealed with its key, fresh, of a type a
+   * connected client sends (netcode's, or addressed with its index). Changes nothing; the packet is
+   * left read in the shared packet struct.
+   */
   authenticates(b: Uint8Array): boolean {
-    const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
-    const p = this.shared.packet;
-    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, undefined, this.shared.crypto, p, this.shared.opened);
-    return n >= 0 && !this.replay.alreadyReceived(p.sequence);
+    return this.read(b, undefined) >= 0 && !this.replay.alreadyReceived(this.shared.packet.sequence);
+  }
+
+  /**
+   * @internal `authenticates(b)` has just passed for `b` (`length` bytes), an addressed packet from
+   * `from`, an address no client has: it is taken into the replay window (so it cannot be replayed
+   * from elsewhere), `from` becomes the candidate (a new one, with new challenge bytes, if it was
+   * another), and a PATH_CHALLENGE goes there if none did in the last 250 ms and the challenge's
+   * bytes keep what was sent there within what came from it. True when the packet is the
+   * candidate's PATH_RESPONSE echoing the challenge: the server then moves the client to `from`.
+   * Nothing else in the packet is taken (its lanes resend what it carried).
+   */
+  probe(now: number, from: Address, length: number): boolean {
+    const s = this.shared;
+    const p = s.packet;
+    this.replay.advance(p.sequence);
+    this.accepted(length);
+    let c = this.candidate;
+    if (c === undefined || c.address !== from) {
+      const challenge = new Uint8Array(PATH_CHALLENGE_BYTES);
+      s.random(challenge);
+      c = this.candidate = { address: from, challenge, received: 0, sent: 0, challengedAt: -Infinity };
+    }
+    c.received += length;
+    if (p.type === K.PathResponse && sameBytes(p.body, c.challenge)) {
+      this.heard(now);
+      return true;
+    }
+    const size = MIN_ADDRESSED_BYTES - 1 + sequenceBytes(this.sequence) + PATH_CHALLENGE_BYTES;
+    if (now - c.challengedAt >= PATH_CHALLENGE_INTERVAL_MS && c.sent + size <= c.received) {
+      const n = writeAddressedPacket(s.challengeOut, this.clientIndex, K.PathChallenge, this.sequence++, c.challenge, s.protocolId, this.s2c, s.crypto);
+      s.sendTo(from, s.challengeOut.subarray(0, n));
+      c.sent += n;
+      c.challengedAt = now;
+      s.ctr.pathChallenges++;
+    }
+    return false;
   }
 
   /** @internal The server moved it to `address` (from `previous`). */
   moved(address: Address, previous: Address): void {
     this.at = address;
+    this.candidate = undefined;
     this.push({ type: 'migrated', client: this, previous });
   }
 
@@ -625,9 +746,8 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   handleDatagram(now: number, b: Uint8Array): void {
     this.tick(now);
     if (this.ended) return;
-    const allowed = (1 << T.KeepAlive) | (1 << T.Payload) | (1 << T.Disconnect);
     const p = this.shared.packet;
-    const n = readPacket(b, this.shared.protocolId, this.c2s, allowed, this.replay, this.shared.crypto, p, this.shared.opened);
+    const n = this.read(b, this.replay);
     if (n < 0) {
       this.shared.ctr[n === NetcodeDrop.replay ? 'replayed' : 'packetsDropped']++;
       return;
@@ -641,6 +761,18 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.confirmed = true;
     if (p.type !== T.Payload) return;
     if (!takePayload(now, this.session, p.body, 1)) this.push({ type: 'payload', client: this, bytes: p.body.slice() });
+  }
+
+  /**
+   * Read one of its packets into the shared packet struct: netcode's types 4..6, or an addressed
+   * packet naming its index (keep-alive, payload, disconnect, path response; the kinds of the first
+   * three equal their types). `readPacket`'s result.
+   */
+  private read(b: Uint8Array, replay: ReplayProtection | undefined): number {
+    const s = this.shared;
+    if (b.length === 0 || (b[0]! & 0x0f) !== ADDRESSED_TYPE) return readPacket(b, s.protocolId, this.c2s, FROM_CLIENT, replay, s.crypto, s.packet, s.opened);
+    if (addressedIndex(b) !== this.clientIndex) return NetcodeDrop.type;
+    return readAddressedPacket(b, s.protocolId, this.c2s, ADDRESSED_FROM_CLIENT, replay, s.crypto, s.packet, s.opened);
   }
 
   pollTransmit(now: number, out: Uint8Array): number | undefined {
@@ -685,6 +817,14 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     this.end(tellPeer, { type: 'disconnected', client: this, reason });
     this.shared.released(this);
   }
+}
+
+/** Whether two byte arrays hold the same bytes. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d |= a[i]! ^ b[i]!;
+  return d === 0;
 }
 
 /** A token's MAC as a map key: one flat 16-character string (a hex string built by `+=` is a tree of a dozen pieces). */

@@ -48,7 +48,7 @@ const BODY_BYTES = [-1, 0, 8 + CHALLENGE_TOKEN_BYTES, 8 + CHALLENGE_TOKEN_BYTES,
 /** Why a packet was dropped (stable names, counted by the server and client). */
 export type NetcodeDropReason =
   | 'size' // shorter than the smallest packet, or a request not 1078 bytes
-  | 'type' // type ≥ 7, or a type this side does not accept
+  | 'type' // type ≥ 7 (readPacket), or a type or addressed kind this side does not accept
   | 'sequence-bytes' // sequence length not 1..8, or the packet too short for it
   | 'replay' // sequence seen already, or older than the window
   | 'decrypt' // the tag did not verify (wrong key, changed byte, wrong protocol id)
@@ -480,6 +480,19 @@ function packetNonce(lo: number, hi: number): Uint8Array {
   return nonceScratch;
 }
 
+/** Bytes a sequence given as two 32-bit halves takes on the wire (1..8). */
+function sequenceLength(lo: number, hi: number): number {
+  let n = 1;
+  if (hi !== 0) for (n = 5; n < 8 && hi >>> (8 * (n - 4)) !== 0;) n++;
+  else while (n < 4 && lo >>> (8 * n) !== 0) n++;
+  return n;
+}
+
+/** Write the `n` low bytes of a sequence (two 32-bit halves) at `out[o..]`, low byte first. */
+function writeSequence(out: Uint8Array, o: number, n: number, lo: number, hi: number): void {
+  for (let i = 0; i < n; i++) out[o + i] = i < 4 ? (lo >>> (8 * i)) & 0xff : (hi >>> (8 * (i - 4))) & 0xff;
+}
+
 /**
  * Write an encrypted packet (types 1..6): prefix byte `(sequence bytes << 4) | type`, the sequence,
  * then `body` sealed with ChaCha20-Poly1305-IETF (nonce 4 zero bytes ‖ sequence u64; AD version
@@ -490,12 +503,10 @@ export function writePacket(
 ): number {
   const lo = Number(sequence & 0xffffffffn);
   const hi = Number(sequence >> 32n);
-  let n = 1;
-  if (hi !== 0) for (n = 5; n < 8 && hi >>> (8 * (n - 4)) !== 0;) n++;
-  else while (n < 4 && lo >>> (8 * n) !== 0) n++;
+  const n = sequenceLength(lo, hi);
   const prefix = (n << 4) | type;
   out[0] = prefix;
-  for (let i = 0; i < n; i++) out[1 + i] = i < 4 ? (lo >>> (8 * i)) & 0xff : (hi >>> (8 * (i - 4))) & 0xff;
+  writeSequence(out, 1, n, lo, hi);
   return 1 + n + crypto.seal(key, packetNonce(lo, hi), packetAd(protocolId, prefix), body, out, 1 + n);
 }
 
@@ -634,4 +645,120 @@ export function readRequestPacket(
   const token = decryptPrivateToken(encrypted, protocolId, expire, b.subarray(30, 54), privateKey, crypto);
   if (!token.ok) return rejected('token');
   return decoded({ token: token.value, expireTimestamp: expire, tokenMac: encrypted.slice(CONNECT_TOKEN_PRIVATE_BYTES - TAG_BYTES) }, REQUEST_BYTES);
+}
+
+// ---------------------------------------------------------------------------------------------
+// gamewire's extension: addressed packets (docs/netcode.md, "gamewire extension: moving a client
+// to a new address"). Not netcode 1.02: its readers, `readPacket` among them, drop type 7.
+
+/** The packet type of an addressed packet (a gamewire extension; netcode 1.02 drops it). */
+export const ADDRESSED_TYPE = 7;
+
+/**
+ * What an addressed packet carries (its first plaintext byte): a connected client's keep-alive,
+ * payload or disconnect (bodies as netcode's types 4..6), or path validation (8 bytes each).
+ */
+export const AddressedKind = { KeepAlive: 4, Payload: 5, Disconnect: 6, PathChallenge: 8, PathResponse: 9 } as const;
+
+/** Bytes of a PATH_CHALLENGE's (and a PATH_RESPONSE's) body. */
+export const PATH_CHALLENGE_BYTES = 8;
+
+/** Bytes of an addressed packet's header before its sequence: prefix byte, client index u32. */
+const ADDRESSED_HEADER_BYTES = 5;
+
+/** Smallest addressed packet: prefix, client index, one sequence byte, the kind byte, tag (23 bytes). */
+export const MIN_ADDRESSED_BYTES = ADDRESSED_HEADER_BYTES + 1 + 1 + TAG_BYTES;
+
+/** Body size of each kind (−1: 1..1200; undefined: no such kind). */
+const KIND_BODY_BYTES: readonly (number | undefined)[] = [
+  undefined, undefined, undefined, undefined, 8, -1, 0, undefined, PATH_CHALLENGE_BYTES, PATH_CHALLENGE_BYTES,
+];
+
+const addressedAdScratch = new Uint8Array(26);
+let addressedAdProtocol: bigint | undefined;
+const addressedPlain = new Uint8Array(1 + MAX_PAYLOAD_BYTES);
+
+/** An addressed packet's associated data: netcode's 22 bytes (version info ‖ protocol id ‖ prefix) ‖ client index u32 (26 bytes). */
+function addressedAd(protocolId: bigint, prefix: number, index: number): Uint8Array {
+  if (protocolId !== addressedAdProtocol) {
+    addressedAdScratch.set(NETCODE_VERSION_INFO);
+    writeU64LE(addressedAdScratch, 13, protocolId);
+    addressedAdProtocol = protocolId;
+  }
+  addressedAdScratch[21] = prefix;
+  writeU32LE(addressedAdScratch, 22, index);
+  return addressedAdScratch;
+}
+
+/** The client index an addressed packet names (in clear), or −1 when `b` is not one (type, or too short). */
+export function addressedIndex(b: Uint8Array): number {
+  if (b.length < MIN_ADDRESSED_BYTES || (b[0]! & 0x0f) !== ADDRESSED_TYPE) return -1;
+  return readU32LE(b, 1);
+}
+
+/**
+ * Write an addressed packet: prefix byte `(sequence bytes << 4) | 7`, the client index u32 (in
+ * clear), the sequence (1..8 bytes, as netcode's), then `kind ‖ body` sealed with
+ * ChaCha20-Poly1305-IETF under the sender's key (nonce 4 zero bytes ‖ sequence u64, from the same
+ * sequence as the connection's other packets; AD version info ‖ protocol id ‖ prefix ‖ index).
+ * `kind` is one of `AddressedKind`, `body` at most 1200 bytes. Returns the packet's length (body + 31
+ * bytes at most).
+ */
+export function writeAddressedPacket(
+  out: Uint8Array, index: number, kind: number, sequence: bigint, body: Uint8Array, protocolId: bigint, key: Uint8Array, crypto: CryptoProvider,
+): number {
+  const lo = Number(sequence & 0xffffffffn);
+  const hi = Number(sequence >> 32n);
+  const n = sequenceLength(lo, hi);
+  const prefix = (n << 4) | ADDRESSED_TYPE;
+  out[0] = prefix;
+  writeU32LE(out, 1, index);
+  writeSequence(out, ADDRESSED_HEADER_BYTES, n, lo, hi);
+  addressedPlain[0] = kind;
+  addressedPlain.set(body, 1);
+  const o = ADDRESSED_HEADER_BYTES + n;
+  return o + crypto.seal(key, packetNonce(lo, hi), addressedAd(protocolId, prefix, index), addressedPlain.subarray(0, 1 + body.length), out, o);
+}
+
+/**
+ * Read an addressed packet, in `readPacket`'s order: size ≥ 23, type 7, sequence bytes 1..8 and
+ * room for them, replay check (when `replay` is given), decryption (the index is in the AD: a
+ * changed index fails here), replay advance, the kind (one of `AddressedKind` with its bit set in
+ * `allowed`: `type`), its body size (`body-size`). A hot-path decoder: the packet is read into
+ * `into` (`type` = the kind, `body` a view of `out` after the kind byte) and the body's length
+ * returned, or a negative `NetcodeDrop` code. The index is the caller's to check (`addressedIndex`).
+ * `out`, when given, should hold 1201 bytes. Never throws.
+ */
+export function readAddressedPacket(
+  b: Uint8Array, protocolId: bigint, key: Uint8Array, allowed: number, replay: ReplayProtection | undefined,
+  crypto: CryptoProvider, into: NetcodePacket, out?: Uint8Array,
+): number {
+  if (b.length < MIN_ADDRESSED_BYTES) return NetcodeDrop.size;
+  const prefix = b[0]!;
+  if ((prefix & 0x0f) !== ADDRESSED_TYPE) return NetcodeDrop.type;
+  const n = prefix >> 4;
+  const o = ADDRESSED_HEADER_BYTES + n;
+  if (n < 1 || n > 8 || b.length < o + 1 + TAG_BYTES) return NetcodeDrop.sequenceBytes;
+  let lo = 0;
+  let hi = 0;
+  for (let i = n - 1; i >= 0; i--) {
+    if (i >= 4) hi = hi * 256 + b[ADDRESSED_HEADER_BYTES + i]!;
+    else lo = lo * 256 + b[ADDRESSED_HEADER_BYTES + i]!;
+  }
+  const seq = hi === 0 ? BigInt(lo) : (BigInt(hi) << 32n) | BigInt(lo);
+  if (replay !== undefined && replay.alreadyReceived(seq)) return NetcodeDrop.replay;
+  const sealed = b.subarray(o);
+  const plain = out !== undefined && out.length >= sealed.length - TAG_BYTES ? out : new Uint8Array(sealed.length - TAG_BYTES);
+  const len = crypto.open(key, packetNonce(lo, hi), addressedAd(protocolId, prefix, readU32LE(b, 1)), sealed, plain, 0);
+  if (len < 0) return NetcodeDrop.decrypt;
+  replay?.advance(seq);
+  const kind = plain[0]!;
+  const want = KIND_BODY_BYTES[kind];
+  if (want === undefined || (allowed & (1 << kind)) === 0) return NetcodeDrop.type;
+  const body = len - 1;
+  if (want >= 0 ? body !== want : body < 1 || body > MAX_PAYLOAD_BYTES) return NetcodeDrop.bodySize;
+  into.type = kind;
+  into.sequence = seq;
+  into.body = plain.subarray(1, len);
+  return body;
 }

@@ -199,6 +199,25 @@ describe('World: N endpoints', () => {
     expect(() => world.endpoint('c')).toThrow(GamewireError);
   });
 
+  it('rebind moves an endpoint to a new address (a NAT rebinding): it sends from there, and what was in flight to the old one is lost', () => {
+    const world = new World({ seed: 1, link: { latencyMs: 5 } });
+    const server = new EchoServer();
+    world.add('srv', server);
+    const pinger = new Pinger(10, 100);
+    world.addPeer('c', pinger, 'srv');
+    world.runFor(52); // pings at 0..50 sent (5 ms each way): the echoes of 0..40 are back, the ping of 50 is on its way
+    expect(pinger.seqs).toEqual([0, 1, 2, 3, 4]);
+    world.rebind('c', 'c2');
+    world.runFor(100);
+    expect(world.addresses).toEqual(['srv', 'c2']);
+    expect(server.from.slice(0, 6)).toEqual(['c', 'c', 'c', 'c', 'c', 'c']);
+    expect(server.from.slice(6).every((a) => a === 'c2')).toBe(true);
+    expect(world.stats.undeliverable).toBe(1); // the echo of 50, sent to the old address
+    expect(pinger.seqs.slice(0, 6)).toEqual([0, 1, 2, 3, 4, 6]);
+    expect(() => world.rebind('c', 'c3')).toThrow(GamewireError);
+    expect(() => world.rebind('c2', 'srv')).toThrow(GamewireError);
+  });
+
   it('bounds the routes it creates: beyond maxRoutes datagrams are dropped as unroutable', () => {
     let n = 0;
     const sprayer: Endpoint = {

@@ -150,11 +150,11 @@ export interface RunLimits {
 }
 
 interface Slot {
-  readonly address: Address;
+  address: Address;
   readonly ep: Endpoint;
   readonly stats: PeerStats;
   /** Routes out of this address, by destination. */
-  readonly routes: Map<Address, Route>;
+  routes: Map<Address, Route>;
   /** Its id on the world's heap. */
   readonly id: number;
   /** Its deadline on the heap (`undefined`: none). */
@@ -352,6 +352,26 @@ export class World {
     this.slots.splice(this.slots.indexOf(slot), 1);
     this.orphanRoutes.set(address, slot.routes);
     this.releaseId(slot.id);
+  }
+
+  /**
+   * Give the endpoint at `address` the address `to` from now on, as a NAT does when it rebinds (or a
+   * phone moving from Wi-Fi to mobile): what it sends from now leaves from `to`, datagrams sent to
+   * `to` reach it, and those still in flight to `address` are dropped on arrival (counted in
+   * `undeliverable`). Datagrams it sent before still arrive from `address`. Throws `invalid-state`
+   * if no endpoint is at `address` or one is at `to`.
+   */
+  rebind(address: Address, to: Address): void {
+    checkArg(typeof to === 'string', 'address must be a string');
+    const slot = this.byAddress.get(address);
+    if (slot === undefined) throw new GamewireError('invalid-state', `no endpoint at '${address}'`);
+    if (this.byAddress.has(to)) throw new GamewireError('invalid-state', `address '${to}' already has an endpoint`);
+    this.byAddress.delete(address);
+    this.orphanRoutes.set(address, slot.routes);
+    slot.routes = this.orphanRoutes.get(to) ?? new Map<Address, Route>();
+    this.orphanRoutes.delete(to);
+    slot.address = to;
+    this.byAddress.set(to, slot);
   }
 
   /** The endpoint at `address`. Throws `invalid-state` if absent. */

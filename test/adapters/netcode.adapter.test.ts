@@ -162,4 +162,32 @@ describe('netcode Server on a UdpDriver: event handlers (in process, real loopba
     await until(() => a.events.some((e) => e.type === 'message'), 'the echo after two throws');
     expect(driver.counters().handlerErrors).toBe(2);
   }, 20_000);
+
+  it('a client whose socket (its address) changes mid-stream goes on at the new port: same slot, one migrated, every echo once and in order', async () => {
+    const moved: ServerEvent[] = [];
+    const { server, driver } = await serve((e) => {
+      if (e.type === 'message') e.client.send(e.lane, e.bytes);
+      if (e.type === 'migrated') moved.push(e);
+    });
+    const a = await connect(driver.local.port, 7n);
+    const echoes = (): number[] => a.events.flatMap((e) => (e.type === 'message' ? [e.bytes[0]!] : []));
+    const sc = server.client(7n)!;
+    const first = sc.address;
+    for (let i = 0; i < 20; i++) a.client.send(0, Uint8Array.of(i));
+    await until(() => echoes().length === 20, 'the first echoes');
+    // The NAT rebinds: the client's socket goes (nothing in flight to it arrives), another takes over.
+    await a.driver.close();
+    for (let i = 20; i < 40; i++) a.client.send(0, Uint8Array.of(i));
+    const b = await UdpDriver.openEndpoint(a.client, { host: '127.0.0.1', port: 0 });
+    drivers.push(b as UdpDriver<unknown>);
+    b.on('event', (e) => void a.events.push(e));
+    await until(() => echoes().length === 40, 'every echo after the move');
+    expect(echoes()).toEqual([...Array(40).keys()]);
+    expect(sc.address).toBe(`127.0.0.1:${b.local.port}`);
+    expect(sc.address).not.toBe(first);
+    expect(moved).toEqual([{ type: 'migrated', client: sc, previous: first }]);
+    expect(server.clients()).toEqual([sc]);
+    expect(a.client.state).toBe('connected');
+    expect(server.counters().migrations).toBe(1);
+  }, 20_000);
 });

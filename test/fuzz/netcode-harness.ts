@@ -1,7 +1,8 @@
 // Seeded fuzz targets for netcode's readers (src/netcode/wire.ts), one per reader the reference C
 // fuzzes: the public connect token (client), the private token (server, sealed and in plaintext),
 // every packet type (with the right key, a wrong key, with and without replay protection), the
-// connection request, the challenge token, and the address parser with the addresses inside tokens.
+// connection request, the challenge token, and the address parser with the addresses inside tokens;
+// and gamewire's own addressed packet (type 7, docs/netcode.md).
 // Each input is made from its own case seed (random bytes, structured bytes, or a valid input mutated),
 // so a failure replays from (target, case seed) alone. Shared by the seeded slice in `npm test`
 // (netcode.test.ts) and the long runs of `npm run fuzz` (run.ts).
@@ -19,16 +20,17 @@ import { writeU32LE } from '../../src/core/bytes.js';
 import { NonCryptoRng } from '../../src/core/rng.js';
 import type { CryptoProvider } from '../../src/crypto/provider.js';
 import {
-  addressToKey, CHALLENGE_TOKEN_BYTES, CONNECT_TOKEN_BYTES, CONNECT_TOKEN_PRIVATE_BYTES, type ConnectTokenPrivate,
+  ADDRESSED_TYPE, AddressedKind, addressedIndex, addressToKey, CHALLENGE_TOKEN_BYTES, CONNECT_TOKEN_BYTES, CONNECT_TOKEN_PRIVATE_BYTES, type ConnectTokenPrivate,
   type ConnectTokenPublic, decryptChallengeToken, decryptPrivateToken, encryptChallengeToken, generateConnectToken, KEY_BYTES,
   MAX_PAYLOAD_BYTES, MAX_SERVERS_PER_CONNECT, NETCODE_VERSION_INFO, type NetcodeAddress, NetcodePacketType as T, parseAddress,
   readConnectToken, readPrivateToken, readRequestPacket, REPLAY_WINDOW, ReplayProtection, REQUEST_BYTES,
   TOKEN_NONCE_BYTES, USER_DATA_BYTES, writeConnectToken, writePacket, writePrivateToken, writeRequestPacket,
+  newNetcodePacket, netcodeDropReason, readAddressedPacket, writeAddressedPacket,
 } from '../../src/netcode/wire.js';
 import { okValue, packetOf, requestOf } from '../harness/decoders.js';
 
 /** The fuzz targets, in the order inputs are spread over them. */
-export const NETCODE_FUZZ_TARGETS = ['connect-token', 'private-token', 'packet', 'request', 'challenge-token', 'address'] as const;
+export const NETCODE_FUZZ_TARGETS = ['connect-token', 'private-token', 'packet', 'request', 'challenge-token', 'address', 'addressed'] as const;
 /** One fuzz target. */
 export type NetcodeFuzzTarget = (typeof NETCODE_FUZZ_TARGETS)[number];
 
@@ -120,9 +122,10 @@ export const NETCODE_FUZZ_MODES: Record<NetcodeFuzzTarget, readonly string[]> = 
   request: ['random', 'sealed-any-plaintext', 'valid', 'mutated'],
   'challenge-token': ['valid', 'random', 'mutated'],
   address: ['from-token-bytes', 'random-chars', 'structured', 'mutated'],
+  addressed: ['random', 'valid', 'replay', 'mutated', 'wrong-key'],
 };
 /** Drop reasons the seeded slice must see, per target, so every check in the readers is reached. */
-export const EXPECTED_DROPS: Partial<Record<NetcodeFuzzTarget, readonly string[]>> = { packet: PACKET_DROPS, request: REQUEST_DROPS };
+export const EXPECTED_DROPS: Partial<Record<NetcodeFuzzTarget, readonly string[]>> = { packet: PACKET_DROPS, request: REQUEST_DROPS, addressed: PACKET_DROPS };
 
 class FuzzCheck extends Error {}
 
@@ -596,6 +599,96 @@ function fuzzPacket(c: Case): void {
   check('drop' in r, () => 'accepted a packet under another key or protocol id');
 }
 
+const KINDS = Object.values(AddressedKind) as number[];
+const ALL_KINDS = KINDS.reduce((m, k) => m | (1 << k), 0);
+const KIND_BYTES: Record<number, number> = { 4: 8, 5: -1, 6: 0, 8: 8, 9: 8 };
+
+/** A body for addressed kind `kind` (any byte: a kind that does not exist gets 8 bytes), of a wrong size when `wrongSize`. */
+function kindBody(rng: NonCryptoRng, kind: number, wrongSize: boolean): Uint8Array {
+  const want = KIND_BYTES[kind] ?? 8;
+  if (want < 0) return wrongSize ? new Uint8Array(0) : bytes(rng, rng.chance(0.1) ? pick(rng, [1, MAX_PAYLOAD_BYTES]) : 1 + rng.nextInt(MAX_PAYLOAD_BYTES));
+  if (!wrongSize) return bytes(rng, want);
+  return bytes(rng, rng.chance(0.5) && want > 0 ? want - 1 - rng.nextInt(want) : want + 1 + rng.nextInt(20));
+}
+
+// addressed: readAddressedPacket (gamewire's type 7) with the right key, a wrong key, and a replay
+// window that has or has not seen the sequence; a fresh window per read, so providers can be compared.
+function fuzzAddressed(c: Case): void {
+  const { rng } = c;
+  const protocolId = rng.chance(0.5) ? PROTOCOL : interestingU64(rng);
+  const key = rng.chance(0.5) ? PACKET_KEY : bytes(rng, KEY_BYTES);
+  const allowed = rng.chance(0.6) ? ALL_KINDS : rng.nextInt(1024);
+  const seen: bigint[] = [];
+  const withReplay = rng.chance(0.5);
+  const read = (b: Uint8Array, k: Uint8Array, pid: bigint): { kind: number; index: number; sequence: bigint; body: Uint8Array } | { drop: string } =>
+    callAll(c, (crypto) => {
+      const replay = withReplay || seen.length > 0 ? new ReplayProtection() : undefined;
+      for (const q of seen) replay?.advance(q);
+      const p = newNetcodePacket();
+      const n = readAddressedPacket(b, pid, k, allowed, replay, crypto, p);
+      if (n < 0) return { drop: netcodeDropReason(n) };
+      check(n === p.body.length, () => `returned ${n} for a body of ${p.body.length} bytes`);
+      return { kind: p.type, index: addressedIndex(b), sequence: p.sequence, body: p.body.slice() };
+    });
+  const m = rng.nextInt(20);
+  if (m < 4) {
+    c.mode = 'random';
+    const b = bytes(rng, rng.nextInt(16) === 0 ? rng.nextInt(2000) : rng.nextInt(64));
+    if (b.length > 0 && rng.chance(0.8)) b[0] = ((rng.chance(0.8) ? 1 + rng.nextInt(8) : rng.nextInt(16)) << 4) | (rng.chance(0.8) ? ADDRESSED_TYPE : rng.nextInt(16));
+    c.input = b;
+    const r = read(b, key, protocolId);
+    c.outcome = verdict(r);
+    check('drop' in r, () => 'accepted random bytes as an addressed packet');
+    return;
+  }
+  const kind = rng.chance(0.9) ? pick(rng, KINDS) : rng.nextInt(256);
+  const index = rng.chance(0.5) ? rng.nextInt(256) : Number(u64(rng) & 0xffffffffn);
+  const seq = interestingU64(rng);
+  const wrongSize = rng.chance(0.1);
+  const body = kindBody(rng, kind, wrongSize);
+  const out = new Uint8Array(body.length + 31);
+  const sealed = out.slice(0, writeAddressedPacket(out, index, kind, seq, body, protocolId, key, c.crypto));
+  check(addressedIndex(sealed) === index, () => 'addressedIndex does not give the index written');
+  if (m < 10) {
+    c.mode = 'valid';
+    c.input = sealed;
+    const r = read(sealed, key, protocolId);
+    c.outcome = verdict(r);
+    const want = KIND_BYTES[kind] === undefined || (allowed & (1 << kind)) === 0 ? 'type' : wrongSize ? 'body-size' : undefined;
+    if (want !== undefined) check('drop' in r && r.drop === want, () => `kind ${kind} body ${body.length}: want drop '${want}', got ${show(r)}`);
+    else {
+      check(!('drop' in r), () => `refused a valid addressed packet (kind ${kind}, sequence ${seq}, body ${body.length}): ${show(r)}`);
+      if (!('drop' in r)) check(r.kind === kind && r.index === index && r.sequence === seq && equal(r.body, body), () => 'read back different values');
+    }
+    return;
+  }
+  if (m < 12) {
+    c.mode = 'replay';
+    c.input = sealed;
+    seen.push(rng.chance(0.5) ? seq : seq + BigInt(REPLAY_WINDOW) + BigInt(rng.nextInt(1000)));
+    if (seen[0]! > U64_MAX) seen[0] = seq;
+    const r = read(sealed, key, protocolId);
+    c.outcome = verdict(r);
+    check('drop' in r && r.drop === 'replay', () => `a sequence the window has seen or left behind was not refused as a replay: ${show(r)}`);
+    return;
+  }
+  if (m < 17) {
+    c.mode = 'mutated';
+    c.input = mutate(rng, sealed, rng.chance(0.6), [0, 1, 4, 5, 6]);
+    const r = read(c.input, key, protocolId);
+    c.outcome = verdict(r);
+    check('drop' in r, () => `accepted a mutated addressed packet (from kind ${kind}, index ${index}, sequence ${seq})`);
+    return;
+  }
+  c.mode = 'wrong-key';
+  c.input = sealed;
+  const other = rng.chance(0.5) ? mutate(rng, key, true) : key;
+  const pid = other === key ? protocolId ^ (1n << BigInt(rng.nextInt(64))) : protocolId;
+  const r = read(sealed, other, pid);
+  c.outcome = verdict(r);
+  check('drop' in r, () => 'accepted an addressed packet under another key or protocol id');
+}
+
 /**
  * A stream of keep-alive, payload and disconnect packets (and forged copies) into one replay window:
  * accepted exactly when the reference's window would accept (not 256 or more behind the newest, not
@@ -861,6 +954,7 @@ const FUZZERS: Record<NetcodeFuzzTarget, (c: Case) => void> = {
   request: fuzzRequest,
   'challenge-token': fuzzChallengeToken,
   address: fuzzAddress,
+  addressed: fuzzAddressed,
 };
 
 /** Stats with nothing counted. */
