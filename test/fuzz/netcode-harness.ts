@@ -590,13 +590,21 @@ function fuzzPacket(c: Case): void {
     check('drop' in r, () => `accepted a mutated packet (from type ${type}, sequence ${seq})`);
     return;
   }
+  wrongKey(c, sealed, key, protocolId, read, 'a packet');
+}
+
+/** The case where `sealed` is read under another key or protocol id: it must be dropped. */
+function wrongKey(
+  c: Case, sealed: Uint8Array, key: Uint8Array, protocolId: bigint, read: (b: Uint8Array, k: Uint8Array, pid: bigint) => object, what: string,
+): void {
+  const { rng } = c;
   c.mode = 'wrong-key';
   c.input = sealed;
   const other = rng.chance(0.5) ? mutate(rng, key, true) : key;
   const pid = other === key ? protocolId ^ (1n << BigInt(rng.nextInt(64))) : protocolId;
   const r = read(sealed, other, pid);
   c.outcome = verdict(r);
-  check('drop' in r, () => 'accepted a packet under another key or protocol id');
+  check('drop' in r, () => `accepted ${what} under another key or protocol id`);
 }
 
 const KINDS = Object.values(AddressedKind) as number[];
@@ -680,13 +688,7 @@ function fuzzAddressed(c: Case): void {
     check('drop' in r, () => `accepted a mutated addressed packet (from kind ${kind}, index ${index}, sequence ${seq})`);
     return;
   }
-  c.mode = 'wrong-key';
-  c.input = sealed;
-  const other = rng.chance(0.5) ? mutate(rng, key, true) : key;
-  const pid = other === key ? protocolId ^ (1n << BigInt(rng.nextInt(64))) : protocolId;
-  const r = read(sealed, other, pid);
-  c.outcome = verdict(r);
-  check('drop' in r, () => 'accepted an addressed packet under another key or protocol id');
+  wrongKey(c, sealed, key, protocolId, read, 'an addressed packet');
 }
 
 /**
