@@ -155,6 +155,8 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
       }
     } else if (!o.quiet && (e.type === 'connected' || e.type === 'disconnected')) {
       process.stderr.write(`client ${e.client.clientId} (${e.client.address}) ${e.type}${e.type === 'disconnected' ? ` (${e.reason})` : ''}\n`);
+    } else if (!o.quiet && e.type === 'migrated') {
+      process.stderr.write(`client ${e.client.clientId} moved from ${e.previous} to ${e.client.address}\n`);
     }
   });
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);

@@ -62,6 +62,21 @@ describe('gamewire serve and connect (spawned, real loopback)', () => {
     expect(serve.child.exitCode, serve.stderr()).toBeNull();
   });
 
+  it('serve logs a client that moved to a new address (its socket replaced), and keeps echoing it', async () => {
+    const a = await connectClient();
+    const from = `127.0.0.1:${a.driver.local.port}`;
+    await a.driver.close();
+    const b = await UdpDriver.openEndpoint(a.client, { host: '127.0.0.1', port: 0 });
+    b.on('event', (e: ClientEvent) => void a.events.push(e));
+    a.client.send(0, Uint8Array.of(9));
+    b.kick();
+    await until(() => a.events.some((e) => e.type === 'message'), 'the echo from the new address', 8000);
+    expect(serve.stderr()).toContain(`moved from ${from} to 127.0.0.1:${b.local.port}`);
+    a.client.close();
+    b.flush();
+    await b.close();
+  }, 15_000);
+
   it('Ctrl-C on connect exits 130 and the server is told (a disconnect, not a timeout)', async () => {
     const before = (serve.stderr().match(/disconnected \(peer\)/g) ?? []).length;
     const run = gamewire('connect', '--server', `127.0.0.1:${port}`, '--count', '100000', '--interval', '20ms');
