@@ -112,6 +112,27 @@ describe('Path', () => {
     expect(p.resendDelayMs(0)).toBeLessThan(100 + 4 * 50 + 10);
   });
 
+  it('restart: a new network path starts its RTT, its own controller, budget, cap and backoff over; a given controller is kept', () => {
+    const p = new Path({ initialRttMs: 50 });
+    const first = p.controller;
+    p.onRttSample(10, 200);
+    p.onAck(10, 1228, true);
+    p.onSent(11, 1228, true);
+    p.onResend(500, 11);
+    expect(p.rtt.samples).toBe(1);
+    const delay = p.resendDelayMs(0);
+    p.restart();
+    expect(p.rtt.samples).toBe(0);
+    expect(p.rtt.srttMs).toBe(50);
+    expect(p.controller).not.toBe(first);
+    expect(p.controller).toBeInstanceOf(AdaptiveRate);
+    expect(p.resendDelayMs(0)).toBeLessThan(delay);
+    const rc = new FixedRate(1000);
+    const q = new Path({ rateController: rc });
+    q.restart();
+    expect(q.controller).toBe(rc);
+  });
+
   it('rejects bad configuration with invalid-config', () => {
     for (const bad of [
       { overheadBytes: -1 }, { overheadBytes: 1.5 }, { maxDatagramBytes: 0 }, { pacingBurstMs: -1 },

@@ -74,10 +74,10 @@ const MAX_BACKOFF = 16;
  * (`wireBytes(datagram)`), except where the name says datagram.
  */
 export class Path {
-  /** The path's RTT estimator: the one every lane and the controller read. */
-  readonly rtt: RttEstimator;
-  /** The path's send-rate controller. */
-  readonly controller: RateController;
+  private rttEstimator: RttEstimator;
+  private rateController: RateController;
+  private readonly initialRttMs: number;
+  private readonly ownController: boolean;
   /** Bytes the transport adds to every datagram. */
   readonly overheadBytes: number;
   /** The transport delivers every datagram in order (`PathOptions.reliableTransport`). */
@@ -115,14 +115,46 @@ export class Path {
     checkConfig(isInt(floor, 0, Number.MAX_SAFE_INTEGER), 'unackedFloorBytes must be an integer ≥ 0');
     checkConfig(isNum(ackDelay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
     checkConfig(config.reliableTransport === undefined || typeof config.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
-    this.rtt = new RttEstimator(config.initialRttMs ?? 100);
-    this.controller = rc ?? new AdaptiveRate();
+    this.initialRttMs = config.initialRttMs ?? 100;
+    this.rttEstimator = new RttEstimator(this.initialRttMs);
+    this.ownController = rc === undefined;
+    this.rateController = rc ?? new AdaptiveRate();
     this.overheadBytes = overhead;
     this.reliableTransport = config.reliableTransport ?? false;
     this.pacer = new PacingBudget(burstMs, 2 * (maxDatagram + overhead));
     this.bdpMultiple = multiple;
     this.floorBytes = floor;
     this.maxAckDelay = ackDelay;
+  }
+
+  /** The path's RTT estimator: the one every lane and the controller read. */
+  get rtt(): RttEstimator {
+    return this.rttEstimator;
+  }
+
+  /** The path's send-rate controller. */
+  get controller(): RateController {
+    return this.rateController;
+  }
+
+  /**
+   * The peer now sends from another network path (a new address or transport, proven): what was
+   * learnt about the old one no longer holds (QUIC resets the same on a new path). The RTT estimate,
+   * the pacing budget, the in-flight cap, the probe backoff and the peer's learnt ack delay start
+   * over, and so does the rate controller when the path made it (a `rateController` given in the
+   * options is kept as it is).
+   */
+  restart(): void {
+    this.rttEstimator = new RttEstimator(this.initialRttMs);
+    if (this.ownController) this.rateController = new AdaptiveRate();
+    this.pacer.clear();
+    this.rate = 0;
+    this.freshUnacked = 0;
+    this.freshCap = Infinity;
+    this.backoff = 1;
+    this.heardAt = -Infinity;
+    this.probeAt = -Infinity;
+    this.peerAckDelay = 0;
   }
 
   /** Wire bytes of a datagram of `datagramBytes` (the transport's overhead added). */
@@ -132,10 +164,10 @@ export class Path {
 
   /** Refill the pacing budget at the controller's rate and recompute the in-flight cap, at `now` (ms). */
   update(now: number): void {
-    this.rate = this.controller.pacingRate(now);
+    this.rate = this.rateController.pacingRate(now);
     this.pacer.refill(now, this.rate);
     const m = this.bdpMultiple;
-    this.freshCap = m > 0 ? Math.max(m * this.rate * this.rtt.srttMs * 0.001, this.floorBytes) : Infinity;
+    this.freshCap = m > 0 ? Math.max(m * this.rate * this.rttEstimator.srttMs * 0.001, this.floorBytes) : Infinity;
   }
 
   /** Pacing rate at the last `update`, wire bytes/s. */
@@ -173,7 +205,7 @@ export class Path {
   /** A datagram of `wireBytes` went out at `now` (ms); `fresh` when it carried data never sent before. */
   onSent(now: number, wireBytes: number, fresh = false): void {
     if (fresh) this.freshUnacked += wireBytes;
-    this.controller.onSent(now, wireBytes);
+    this.rateController.onSent(now, wireBytes);
   }
 
   /** Anything valid arrived from the peer at `now` (ms): the probe backoff and the in-flight cap reset. */
@@ -189,7 +221,7 @@ export class Path {
    * Returns false when the estimator rejected the sample (< 0, ≥ 60 s, not finite).
    */
   onRttSample(now: number, sampleMs: number, peerAckDelayMs = 0): boolean {
-    if (!this.rtt.update(now, sampleMs)) return false;
+    if (!this.rttEstimator.update(now, sampleMs)) return false;
     const held = Number.isFinite(peerAckDelayMs) && peerAckDelayMs > 0 ? peerAckDelayMs : 0;
     this.peerAckDelay = Math.max(Math.min(held, this.maxAckDelay), this.peerAckDelay * 0.98);
     return true;
@@ -200,12 +232,12 @@ export class Path {
    * (fed with `onRttSample` just before). Forwards to the controller.
    */
   onAck(now: number, ackedWireBytes: number, sampled: boolean): void {
-    this.controller.onAck(now, ackedWireBytes, sampled ? this.rtt.latestMs : undefined, this.rtt);
+    this.rateController.onAck(now, ackedWireBytes, sampled ? this.rttEstimator.latestMs : undefined, this.rttEstimator);
   }
 
   /** A lane concluded at `now` (ms) that `lostWireBytes` were lost. Forwards to the controller. */
   onLoss(now: number, lostWireBytes: number): void {
-    this.controller.onLoss(now, lostWireBytes);
+    this.rateController.onLoss(now, lostWireBytes);
   }
 
   /**
@@ -216,7 +248,7 @@ export class Path {
    */
   resendDelayMs(floorMs: number): number {
     const floor = this.reliableTransport && floorMs < RELIABLE_RESEND_FLOOR_MS ? RELIABLE_RESEND_FLOOR_MS : floorMs;
-    return (this.rtt.resendDelayMs(floor) + this.peerAckDelay) * this.backoff;
+    return (this.rttEstimator.resendDelayMs(floor) + this.peerAckDelay) * this.backoff;
   }
 
   /**

@@ -556,6 +556,15 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   }
 }
 
+/**
+ * Whether a client that moved from `a` to `b` is still on the same network path: both UDP, from the
+ * same IP (a NAT gave it a new port, QUIC's exception to resetting a path's estimates). Any other
+ * move (a new IP, another transport, another WebSocket) is a new path.
+ */
+function sameNetworkPath(a: Address, b: Address): boolean {
+  return transportOf(a) === '' && transportOf(b) === '' && a.slice(0, a.lastIndexOf(':')) === b.slice(0, b.lastIndexOf(':'));
+}
+
 /** Builds a server client's message and delivery events, naming it (one object per event). */
 class ServerClientEvents implements SessionEvents<ServerEvent> {
   constructor(private readonly client: ServerClient) {}
@@ -679,6 +688,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   moved(address: Address, previous: Address): void {
     this.at = address;
     this.candidate = undefined;
+    if (!sameNetworkPath(previous, address)) this.session?.path.restart();
     this.push({ type: 'migrated', client: this, previous });
   }
 

@@ -108,6 +108,38 @@ describe('netcode: a native client survives a change of its address', () => {
     expect(client.counters().pathChallenges).toBeGreaterThanOrEqual(1);
   });
 
+  it('a new port on the same IP keeps what the server learnt of the path; a new IP starts its RTT and rate over', () => {
+    const r = rig(13, { latencyMs: 40 });
+    const { client, sc } = r.add(HOME, 1n);
+    const path = (): { rtt: { samples: number; srttMs: number }; controller: object } => (sc as unknown as { session: { path: never } }).session.path;
+    const echo = (): void => {
+      for (let t = 0; t < 1000; t += 20) r.world.at(r.world.now + t, () => void sc.send(0, numbered(t)));
+      r.world.runFor(1500);
+      r.pump();
+    };
+    echo();
+    const learnt = path().controller;
+    const samples = path().rtt.samples;
+    expect(samples).toBeGreaterThan(20);
+    const moveTo = (to: string): void => {
+      const from = sc.address;
+      r.world.rebind(from, to);
+      for (let t = 0; t < 3000; t += 50) r.world.at(r.world.now + t, () => void client.send(0, numbered(t)));
+      r.world.runUntil(() => (r.pump(), sc.address === to), { maxTimeMs: 5000 });
+      expect(sc.address).toBe(to);
+    };
+    moveTo('192.0.2.10:5001');
+    expect(path().controller).toBe(learnt);
+    expect(path().rtt.samples).toBeGreaterThanOrEqual(samples);
+    moveTo(AWAY);
+    expect(path().controller).not.toBe(learnt);
+    expect(path().rtt.samples).toBeLessThan(5);
+    echo();
+    expect(path().rtt.samples).toBeGreaterThan(20);
+    expect(path().rtt.srttMs).toBeGreaterThan(70);
+    expect(r.server.counters().migrations).toBe(2);
+  });
+
   it('packets alternate addressed / netcode after a silence of migrateAfterMs, so a netcode 1.02 server still gets half; addressed packets from the current address are taken as ordinary ones', () => {
     const r = rig(12, { latencyMs: 10 }, { migrateAfterMs: 400 });
     const { client, sc } = r.add(HOME, 1n);
