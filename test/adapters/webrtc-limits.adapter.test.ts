@@ -149,8 +149,12 @@ describe('BrowserGateway limits (node-datachannel, loopback)', () => {
       const res = await fetch(r.signalling.url, { method: 'POST', body: offerBody(r.token(), rogue.sdp) });
       expect(res.status).toBe(200);
       await rogue.pc.setRemoteDescription({ type: 'answer', sdp: ((await res.json()) as { sdp: string }).sdp });
+      const received: Uint8Array[] = [];
+      rogue.dc.onmessage = (e: MessageEvent) => void received.push(new Uint8Array(e.data as ArrayBuffer));
       await until(() => rogue.dc.readyState === 'open', 'the rogue channel to open');
       expect(r.signalling.size).toBe(1);
+      // The gateway starts the handshake with the token's request: a challenge comes unasked.
+      await until(() => received.some((b) => (b[0]! & 0x0f) === 2), 'the server\'s challenge on the silent channel', 3000);
       // maxPeers 1: while the rogue holds the slot a player is refused.
       expect((await post(r.signalling.url, offerBody(r.token(), rogue.sdp))).error).toBe('busy');
       await until(() => r.signalling.size === 0, 'the silent channel to be closed', 5000);

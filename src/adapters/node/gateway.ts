@@ -190,6 +190,18 @@ interface Peer {
   request: Uint8Array | undefined;
 }
 
+/** A peer the gateway let in: its key in `tokens`, and the connection request its token makes (none for a resumption). */
+interface Admission {
+  key: string;
+  request: Uint8Array | undefined;
+}
+
+/** Why the gateway turned a peer away: the HTTP status and the error it answers. */
+interface Refusal {
+  status: number;
+  error: string;
+}
+
 const STATUS: Record<Exclude<TokenCheck, 'ok'>, number> = {
   invalid: 401, expired: 401, 'wrong-server': 401, 'already-connected': 409, used: 401, full: 503,
 };
@@ -674,15 +686,14 @@ export class BrowserGateway {
     }
     this.ctr.offers++;
     const admitted = this.admit(token, source, 'rtc:');
-    if (typeof admitted !== 'string') {
+    if ('status' in admitted) {
       this.reply(res, admitted.status, { error: admitted.error });
       return;
     }
-    const tokenKey = admitted;
     const address = `${WEBRTC_ADDRESS_PREFIX}${this.next++}`;
     let peer: Peer;
     try {
-      peer = this.makePeer(address, withoutCandidates(sdp), tokenKey, source, requestOf(token));
+      peer = this.makePeer(address, withoutCandidates(sdp), admitted, source);
     } catch {
       this.ctr.badRequests++;
       this.reply(res, 400, { error: 'bad-offer' });
@@ -700,17 +711,23 @@ export class BrowserGateway {
 
   /**
    * The checks before a peer connection or a WebSocket: the token (`Server.checkConnectToken`), one of
-   * each kind per token, the pending limits, the peer limits. The token's key, or what to answer.
+   * each kind per token, the pending limits, the peer limits. The token's key and the connection
+   * request it makes, or what to answer.
    */
-  private admit(token: Uint8Array, source: string, kind: 'rtc:' | 'ws:'): string | { status: number; error: string } {
+  private admit(token: Uint8Array, source: string, kind: 'rtc:' | 'ws:'): Admission | Refusal {
     const check = this.server.checkConnectToken(this.now(), token);
     if (check !== 'ok') {
       this.ctr[check === 'full' ? 'busy' : 'tokensRefused']++;
       return { status: STATUS[check], error: check };
     }
     // The check above decrypted the token, so its tag is authentic: one tag, one token.
-    const priv = (readConnectToken(token) as { value: ConnectTokenPublic }).value.privateData;
-    return this.room(kind + Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64'), source, kind);
+    const pub = (readConnectToken(token) as { value: ConnectTokenPublic }).value;
+    const priv = pub.privateData;
+    const key = this.room(kind + Buffer.from(priv.subarray(priv.length - TAG_BYTES)).toString('base64'), source, kind);
+    if (typeof key !== 'string') return key;
+    const request = new Uint8Array(REQUEST_BYTES);
+    writeRequestPacket(request, pub);
+    return { key, request };
   }
 
   /**
@@ -718,19 +735,20 @@ export class BrowserGateway {
    * connected (else 404), one resumption at a time for it, and the pending and peer limits. Its key
    * in `tokens`, or what to answer. What proves it is its first packet (`Server.claimAddress`).
    */
-  private admitResume(index: number, source: string): string | { status: number; error: string } {
+  private admitResume(index: number, source: string): Admission | Refusal {
     if (!this.server.clients().some((c) => c.clientIndex === index)) {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
     }
-    return this.room(`resume:${index}`, source, 'resume');
+    const key = this.room(`resume:${index}`, source, 'resume');
+    return typeof key === 'string' ? { key, request: undefined } : key;
   }
 
   /**
    * Room for one more peer under `key` (a token's, or a resumed client's): one per key, the pending
    * limits, and the peer limits (not for a resumption: it replaces a peer). `key`, or what to answer.
    */
-  private room(key: string, source: string, kind: 'rtc:' | 'ws:' | 'resume'): string | { status: number; error: string } {
+  private room(key: string, source: string, kind: 'rtc:' | 'ws:' | 'resume'): string | Refusal {
     if (this.tokens.has(key)) {
       this.ctr.tokensInUse++;
       return { status: 409, error: 'already-connected' };
@@ -785,15 +803,16 @@ export class BrowserGateway {
     this.ctr.upgrades++;
     const source = sourceKey(socket.remoteAddress);
     const admitted = 'token' in asked ? this.admit(asked.token, source, 'ws:') : this.admitResume(asked.resume, source);
-    if (typeof admitted !== 'string') {
+    if ('status' in admitted) {
       refuse(admitted.status, admitted.error);
       return;
     }
     const accepted = this.connectionOf(socket)?.[0];
     if (accepted !== undefined) this.forget(accepted);
     const address = `${WEBSOCKET_ADDRESS_PREFIX}${this.next++}`;
-    const request = 'token' in asked ? requestOf(asked.token) : undefined;
-    const peer = this.addPeer({ address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted, source, timer: undefined, request });
+    const peer = this.addPeer({
+      address, rtc: undefined, ws: undefined, open: false, joined: false, token: admitted.key, source, timer: undefined, request: admitted.request,
+    });
     // A request ws refuses (a bad key or version) never calls back: its socket closes.
     socket.once('close', () => {
       if (peer.ws === undefined) this.drop(peer);
@@ -855,7 +874,7 @@ export class BrowserGateway {
     if (request !== undefined) this.feed(peer.address, request);
   }
 
-  private makePeer(address: Address, offer: string, token: string, source: string, request: Uint8Array): Peer {
+  private makePeer(address: Address, offer: string, { key, request }: Admission, source: string): Peer {
     const pc = new this.ndc!.PeerConnection(address, BrowserGateway.rtcConfig(this.opts));
     let dc: DataChannel;
     try {
@@ -866,7 +885,7 @@ export class BrowserGateway {
       pc.close();
       throw err;
     }
-    const peer = this.addPeer({ address, rtc: { pc, dc }, ws: undefined, open: false, joined: false, token, source, timer: undefined, request });
+    const peer = this.addPeer({ address, rtc: { pc, dc }, ws: undefined, open: false, joined: false, token: key, source, timer: undefined, request });
     dc.onOpen(() => {
       if (peer.open || this.peers.get(address) !== peer) return;
       this.ctr.opened++;
@@ -947,13 +966,6 @@ export class BrowserGateway {
       /* already closed */
     }
   }
-}
-
-/** The connection request (netcode's first packet) of a connect token the gateway admitted. */
-function requestOf(token: Uint8Array): Uint8Array {
-  const out = new Uint8Array(REQUEST_BYTES);
-  writeRequestPacket(out, (readConnectToken(token) as { value: ConnectTokenPublic }).value);
-  return out;
 }
 
 /** An accepted HTTP connection: its source address key, remote address and port, and whether its offer is being answered. */
