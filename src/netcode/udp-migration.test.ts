@@ -8,6 +8,7 @@ import { NonCryptoRng } from '../core/rng.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import { World } from '../sim/world.js';
 import { Client, type ClientEvent, type ClientOptions } from './client.js';
+import { type NetcodeTransport, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from './options.js';
 import { Server, type ServerEvent } from './server.js';
 import {
   ADDRESSED_TYPE, AddressedKind as K, generateConnectToken, newNetcodePacket, readAddressedPacket, readConnectToken, writeAddressedPacket,
@@ -43,8 +44,8 @@ function rig(seed: number, link = {}, clientOptions: ClientOptions = {}, maxClie
     for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) serverEvents.push(e);
     for (const c of clients) for (let e = c.client.pollEvent(); e !== undefined; e = c.client.pollEvent()) c.events.push(e);
   };
-  const add = (address: string, clientId: bigint) => {
-    const client = new Client({ lanes: LANES, ...clientOptions });
+  const add = (address: string, clientId: bigint, transport?: NetcodeTransport) => {
+    const client = new Client({ lanes: LANES, ...clientOptions }, transport);
     world.add(address, client);
     const token = generateConnectToken({
       protocolId: PROTOCOL, privateKey: KEY, clientId, serverAddresses: [SERVER], nowUnixSeconds: Math.floor(unixTime(world.now)),
@@ -191,6 +192,17 @@ describe('netcode: a native client survives a change of its address', () => {
   });
 
   it('a client over a browser transport does not migrate by default (its transport resumes it); migrateAfterMs is checked', () => {
+    for (const [seed, transport] of [[14, WEBRTC_TRANSPORT], [15, WEBSOCKET_TRANSPORT]] as const) {
+      const r = rig(seed, { latencyMs: 10 });
+      const { client } = r.add(HOME, 1n, transport);
+      const silentFrom = r.world.now;
+      r.world.onDeliver = (from) => (from === SERVER ? null : undefined);
+      for (let i = 0; i < 30; i++) r.world.at(silentFrom + i * 100, () => void client.send(0, numbered(i)));
+      r.world.runFor(3000);
+      const out = r.sent.filter((s) => s.from === HOME && s.at > silentFrom + 1200);
+      expect(out.length).toBeGreaterThan(10);
+      expect(out.some((s) => isAddressed(s.bytes))).toBe(false);
+    }
     expect(() => new Client({ migrateAfterMs: 0 })).toThrow(/migrateAfterMs/);
     expect(() => new Client({ migrateAfterMs: Number.NaN })).toThrow(/migrateAfterMs/);
     expect(() => new Client({ migration: 'yes' as unknown as boolean })).toThrow(/migration/);
