@@ -189,6 +189,9 @@ class RateMeter {
   }
 }
 
+/** `AckOptions.maxAckDelayMs` when unset, ms. */
+const DEFAULT_ACK_DELAY_MS = 5;
+
 /**
  * The packet layer of a connection: numbers outgoing packets, acks incoming ones (a 3..40-byte
  * header, docs/ack.md), and reports for every eliciting packet exactly one outcome, delivered or
@@ -206,7 +209,7 @@ export class PacketAcks<T> {
 
   private readonly path: Path;
   private readonly outcomes: PacketOutcomes<T>;
-  private readonly maxAckDelay: number;
+  private maxAckDelay: number;
   private readonly ackEvery: number;
   private readonly keepAlive: number;
   private readonly minLossTimeout: number;
@@ -280,7 +283,7 @@ export class PacketAcks<T> {
     for (const k of Object.keys(config)) checkConfig(KEYS.has(k), `unknown ack config key '${k}'`);
     const cap = config.maxInFlightPackets ?? 1024;
     const win = config.receiveWindow ?? 512;
-    const delay = config.maxAckDelayMs ?? 5;
+    const delay = config.maxAckDelayMs ?? DEFAULT_ACK_DELAY_MS;
     const every = config.ackEveryPackets ?? 2;
     const keep = config.keepAliveMs ?? 1000;
     const frac = config.reorderFraction ?? 1 / 8;
@@ -309,6 +312,15 @@ export class PacketAcks<T> {
     this.rWindow = win;
     this.rMask = win - 1;
     this.rBits = new Uint32Array(win >>> 5);
+  }
+
+  /**
+   * How long (ms, 0..1000; default 5) an ack may now wait for data to ride on (`AckOptions.maxAckDelayMs`):
+   * the connection moved to a transport that wants another. Throws `invalid-config` out of range.
+   */
+  setMaxAckDelay(ms = DEFAULT_ACK_DELAY_MS): void {
+    checkConfig(inRange(ms, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
+    this.maxAckDelay = ms;
   }
 
   /**

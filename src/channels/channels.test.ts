@@ -645,3 +645,29 @@ describe('channels: lanesHash and hostile bytes', () => {
     while (c.pollEvent() !== undefined);
   });
 });
+
+describe('channels: setRedundancy (a connection moved to another transport)', () => {
+  it('takes the new redundancy from the next packet on; refuses other lanes', () => {
+    const lanes: MessageLaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'unreliable' }];
+    const pipe = new ChannelPipe({ lanes, redundancy: 2 }, { seed: 5, delayMs: 20, room: 1200, alwaysSend: true, sendEveryMs: 5 });
+    const a = pipe.ends[0];
+    const exchange = (): void => {
+      let sent = 0;
+      pipe.runUntil(() => {
+        if (pipe.now % 10 === 0 && sent < 30) a.send(pipe.now, 0, message(9, sent++, 40));
+        return sent === 30 && pipe.idle();
+      });
+    };
+    exchange();
+    const rode = a.laneStats(0).redundant;
+    expect(rode).toBeGreaterThan(0);
+    throwsCode(() => a.setRedundancy({ lanes: [{ mode: 'reliable-ordered' }] }), 'invalid-config');
+    throwsCode(() => a.setRedundancy({ lanes: [{ mode: 'reliable-unordered' }, { mode: 'unreliable' }] }), 'invalid-config');
+    throwsCode(() => a.setRedundancy({ lanes, redundancy: 9 }), 'invalid-config');
+    a.setRedundancy({ lanes, redundancy: 0 });
+    expect(a.config.redundancy).toBe(0);
+    exchange();
+    expect(a.laneStats(0).redundant).toBe(rode);
+    expect(pipe.messages(1, 0).length).toBe(60);
+  });
+});

@@ -1,5 +1,5 @@
 import { newCounters } from '../core/counters.js';
-import { checkArg, GamewireError } from '../core/errors.js';
+import { checkArg, checkConfig, GamewireError } from '../core/errors.js';
 import { SequenceBuffer } from '../core/sequence-buffer.js';
 import { seqDiff16, seqGreaterThan16 } from '../core/wrap.js';
 import {
@@ -201,7 +201,7 @@ class Fifo<T> {
 
 abstract class SendLane {
   readonly index: number;
-  readonly cfg: ResolvedLane;
+  cfg: ResolvedLane;
   readonly stats = newStats();
   /** Charged bytes: queued + unacknowledged messages, each length + MESSAGE_CHARGE_BYTES. */
   charged = 0;
@@ -345,8 +345,7 @@ function autoRidesFor(p: number): number {
  * (through the token of `takeToken`). See docs/channels.md.
  */
 export class MessageLanes<E = MessageLaneEvent> {
-  /** The configuration with every default filled in. */
-  readonly config: ResolvedMessageLanesOptions;
+  private config_: ResolvedMessageLanesOptions;
   private readonly send_: SendLane[];
   private readonly recvReliable: (ReliableReceiveLane | undefined)[];
   private readonly recvUnreliable: (UnreliableReceiveLane | undefined)[];
@@ -354,7 +353,7 @@ export class MessageLanes<E = MessageLaneEvent> {
   private readonly levels: number[][];
   private readonly levelVt: number[];
   /** Per priority level, its reliable lanes (whose unacked pieces may ride again). */
-  private readonly ridersByLevel: ReliableSendLane[][];
+  private ridersByLevel: ReliableSendLane[][];
   private readonly events = new Fifo<E>();
   private readonly make: ChannelEventFactory<E>;
   private readonly count = newCounters<MessageLanesCounter>(COUNTER_NAMES);
@@ -371,9 +370,9 @@ export class MessageLanes<E = MessageLaneEvent> {
    * (default: `MessageLaneEvent` objects).
    */
   constructor(config: MessageLanesOptions, events: ChannelEventFactory<E> = PLAIN_EVENTS as unknown as ChannelEventFactory<E>) {
-    this.config = resolveMessageLanesOptions(config);
+    this.config_ = resolveMessageLanesOptions(config);
     this.make = events;
-    const c = this.config;
+    const c = this.config_;
     this.send_ = c.lanes.map((l, i) => (l.reliable ? new ReliableSendLane(i, l, c.reliableWindow) : new UnreliableSendLane(i, l)));
     this.recvReliable = c.lanes.map((l) => (l.reliable ? new ReliableReceiveLane(l.ordered) : undefined));
     this.recvUnreliable = c.lanes.map((l) => (l.reliable ? undefined : new UnreliableReceiveLane()));
@@ -381,7 +380,33 @@ export class MessageLanes<E = MessageLaneEvent> {
     c.lanes.forEach((l, i) => byLevel.set(l.priority, [...(byLevel.get(l.priority) ?? []), i]));
     this.levels = [...byLevel.keys()].sort((a, b) => a - b).map((k) => byLevel.get(k)!);
     this.levelVt = this.levels.map(() => 0);
-    this.ridersByLevel = this.levels.map((level) => level.map((i) => this.send_[i]!)
+    this.ridersByLevel = this.riders();
+  }
+
+  /** The configuration with every default filled in. */
+  get config(): ResolvedMessageLanesOptions {
+    return this.config_;
+  }
+
+  /**
+   * Take the redundancy of `config`, the same lanes resolved for another transport (a connection
+   * that moved onto TCP, which delivers everything, rides nothing); nothing else of it is taken.
+   * Throws `invalid-config` when `config` is invalid or its lanes are not these, in the same modes.
+   */
+  setRedundancy(config: MessageLanesOptions): void {
+    const c = resolveMessageLanesOptions(config);
+    checkConfig(c.lanes.length === this.send_.length && c.lanes.every((l, i) => l.mode === this.send_[i]!.cfg.mode),
+      'setRedundancy: the same lanes, in the same modes');
+    this.send_.forEach((l, i) => {
+      l.cfg = { ...l.cfg, redundancy: c.lanes[i]!.redundancy };
+    });
+    this.config_ = { ...this.config_, redundancy: c.redundancy, lanes: this.send_.map((l) => l.cfg) };
+    this.ridersByLevel = this.riders();
+  }
+
+  /** Per priority level, its reliable lanes that may ride again. */
+  private riders(): ReliableSendLane[][] {
+    return this.levels.map((level) => level.map((i) => this.send_[i]!)
       .filter((l): l is ReliableSendLane => l instanceof ReliableSendLane && l.cfg.redundancy !== 0));
   }
 
@@ -417,7 +442,7 @@ export class MessageLanes<E = MessageLaneEvent> {
     const u = l as UnreliableSendLane;
     while (u.charged + charge > cfg.maxQueuedBytes && u.queue.length > 0) this.dropUnreliable(u);
     const id = u.nextMessageId++;
-    const frag = this.config.fragmentBytes;
+    const frag = this.config_.fragmentBytes;
     const count = bytes.length <= frag ? 1 : Math.ceil(bytes.length / frag);
     const notify = cfg.mode === 'notify'
       ? { lane, id, carriers: 0, failed: false, allWritten: false, done: false, lastPacket: -1 }
@@ -442,7 +467,7 @@ export class MessageLanes<E = MessageLaneEvent> {
   }
 
   private unsentBytes(m: UnreliableMsg): number {
-    return m.bytes.length - Math.min(m.bytes.length, m.next * this.config.fragmentBytes);
+    return m.bytes.length - Math.min(m.bytes.length, m.next * this.config_.fragmentBytes);
   }
 
   /**
@@ -596,7 +621,7 @@ export class MessageLanes<E = MessageLaneEvent> {
   }
 
   private writeUnreliable(u: UnreliableSendLane, out: Uint8Array, o: number, end: number, pkt: number): number {
-    const frag = this.config.fragmentBytes;
+    const frag = this.config_.fragmentBytes;
     for (;;) {
       const m = u.queue.peek();
       if (m === undefined) return 0;
@@ -733,13 +758,13 @@ export class MessageLanes<E = MessageLaneEvent> {
     if (!(offset >= 0 && offset <= end && end <= bytes.length)) return this.refuse('badFrame');
     const v = this.view;
     const extra = VALIDATE_SCRATCH;
-    extra.fill(0, 0, this.config.lanes.length);
-    const window = this.config.reliableWindow;
+    extra.fill(0, 0, this.config_.lanes.length);
+    const window = this.config_.reliableWindow;
     for (let o = offset; o < end;) {
       const n = readFrame(bytes, o, end, v);
       if (n < 0) return this.refuse('badFrame');
       o += n;
-      const lane = this.config.lanes[v.lane];
+      const lane = this.config_.lanes[v.lane];
       if (lane === undefined || lane.reliable !== v.reliable) return this.refuse('badLane');
       if (!v.reliable) continue;
       const r = this.recvReliable[v.lane]!;
@@ -772,7 +797,7 @@ export class MessageLanes<E = MessageLaneEvent> {
         return;
       }
       o += n;
-      const lane = this.config.lanes[v.lane];
+      const lane = this.config_.lanes[v.lane];
       if (lane === undefined || lane.reliable !== v.reliable) {
         this.count.badLane++;
         continue;
@@ -786,7 +811,7 @@ export class MessageLanes<E = MessageLaneEvent> {
   private receiveReliable(lane: number, cfg: ResolvedLane, bytes: Uint8Array, v: FrameView): void {
     const r = this.recvReliable[lane]!;
     const d = seqDiff16(v.id, r.base & 0xffff);
-    if (d >= this.config.reliableWindow) {
+    if (d >= this.config_.reliableWindow) {
       this.count.outsideWindow++;
       return;
     }
@@ -921,7 +946,7 @@ export class MessageLanes<E = MessageLaneEvent> {
     const len = v.payloadEnd - v.payloadStart;
     let slot = r.slots.get(seq);
     if (slot === undefined) {
-      if (r.slots.size >= this.config.maxReassemblySlots) this.evictOldest(r);
+      if (r.slots.size >= this.config_.maxReassemblySlots) this.evictOldest(r);
       slot = { count: v.count, got: 0, bytes: 0, parts: new Array<Uint8Array | undefined>(v.count) };
       r.slots.set(seq, slot);
     }

@@ -46,6 +46,12 @@ export interface PathOptions {
   reliableTransport?: boolean;
 }
 
+/** What a path's transport is (see `PathOptions`): the bytes it adds to each datagram, and whether it delivers everything in order. */
+export interface PathTransport {
+  overheadBytes: number;
+  reliableTransport: boolean;
+}
+
 /**
  * Floor of the resend delay on a reliable transport, ms: above what TCP's head-of-line blocking after
  * one loss usually costs (its minimum retransmission timeout, 200 ms on Linux, plus an RTT), so a
@@ -78,10 +84,8 @@ export class Path {
   private rateController: RateController;
   private readonly initialRttMs: number;
   private readonly ownController: boolean;
-  /** Bytes the transport adds to every datagram. */
-  readonly overheadBytes: number;
-  /** The transport delivers every datagram in order (`PathOptions.reliableTransport`). */
-  readonly reliableTransport: boolean;
+  private overhead: number;
+  private reliable: boolean;
   private readonly pacer: PacingBudget;
   private readonly bdpMultiple: number;
   private readonly floorBytes: number;
@@ -119,8 +123,8 @@ export class Path {
     this.rttEstimator = new RttEstimator(this.initialRttMs);
     this.ownController = rc === undefined;
     this.rateController = rc ?? new AdaptiveRate();
-    this.overheadBytes = overhead;
-    this.reliableTransport = config.reliableTransport ?? false;
+    this.overhead = overhead;
+    this.reliable = config.reliableTransport ?? false;
     this.pacer = new PacingBudget(burstMs, 2 * (maxDatagram + overhead));
     this.bdpMultiple = multiple;
     this.floorBytes = floor;
@@ -137,14 +141,31 @@ export class Path {
     return this.rateController;
   }
 
+  /** Bytes the transport adds to every datagram (`PathOptions.overheadBytes`). */
+  get overheadBytes(): number {
+    return this.overhead;
+  }
+
+  /** The transport delivers every datagram in order (`PathOptions.reliableTransport`). */
+  get reliableTransport(): boolean {
+    return this.reliable;
+  }
+
   /**
    * The peer now sends from another network path (a new address or transport, proven): what was
    * learnt about the old one no longer holds (QUIC resets the same on a new path). The RTT estimate,
    * the pacing budget, the in-flight cap, the probe backoff and the peer's learnt ack delay start
    * over, and so does the rate controller when the path made it (a `rateController` given in the
-   * options is kept as it is).
+   * options is kept as it is). `transport`: the new path's transport, when it is another one (its
+   * overhead in bytes per datagram, and whether it delivers everything in order).
    */
-  restart(): void {
+  restart(transport?: PathTransport): void {
+    if (transport !== undefined) {
+      checkConfig(isInt(transport.overheadBytes, 0, 1024), 'overheadBytes must be an integer in 0..1024');
+      checkConfig(typeof transport.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
+      this.overhead = transport.overheadBytes;
+      this.reliable = transport.reliableTransport;
+    }
     this.rttEstimator = new RttEstimator(this.initialRttMs);
     if (this.ownController) this.rateController = new AdaptiveRate();
     this.pacer.clear();
@@ -159,7 +180,7 @@ export class Path {
 
   /** Wire bytes of a datagram of `datagramBytes` (the transport's overhead added). */
   wireBytes(datagramBytes: number): number {
-    return datagramBytes + this.overheadBytes;
+    return datagramBytes + this.overhead;
   }
 
   /** Refill the pacing budget at the controller's rate and recompute the in-flight cap, at `now` (ms). */
@@ -247,7 +268,7 @@ export class Path {
    * floor is at least `RELIABLE_RESEND_FLOOR_MS`.
    */
   resendDelayMs(floorMs: number): number {
-    const floor = this.reliableTransport && floorMs < RELIABLE_RESEND_FLOOR_MS ? RELIABLE_RESEND_FLOOR_MS : floorMs;
+    const floor = this.reliable && floorMs < RELIABLE_RESEND_FLOOR_MS ? RELIABLE_RESEND_FLOOR_MS : floorMs;
     return (this.rttEstimator.resendDelayMs(floor) + this.peerAckDelay) * this.backoff;
   }
 

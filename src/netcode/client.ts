@@ -110,7 +110,8 @@ const CLIENT_EVENTS: SessionEvents<ClientEvent> = {
  */
 export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEvent> {
   private readonly crypto: CryptoProvider;
-  private readonly payload: ResolvedPayload;
+  private readonly options: ClientOptions;
+  private payload: ResolvedPayload;
   private readonly ctr = newCounters<ClientCounter>(['wrongAddress', 'replayed', 'dropped', 'unexpected', 'sendsAfterClose', 'addressedSent', 'pathChallenges']);
   private readonly migration: boolean;
   private readonly migrateAfterMs: number;
@@ -155,12 +156,23 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     super(DISCONNECT_COPIES, 0, 0, Phase.Closed);
     this.crypto = o.crypto ?? nobleCrypto;
     this.payload = resolvePayload(o, transport);
+    this.options = o;
     const migration = o.migration ?? transport === undefined;
     checkConfig(typeof migration === 'boolean', 'migration must be a boolean');
     const migrateAfterMs = o.migrateAfterMs ?? 1000;
     checkConfig(isNum(migrateAfterMs, 1, 3_600_000), 'migrateAfterMs must be a number of ms in 1..3600000');
     this.migration = migration;
     this.migrateAfterMs = migrateAfterMs;
+  }
+
+  /**
+   * @internal The packets go over `transport` from now on (a browser client moved to a WebSocket):
+   * the session takes the settings that transport wants (redundancy, ack delay, overhead, whether it
+   * delivers everything) and its path's estimates start over, as the server's do when it sees the move.
+   */
+  changeTransport(transport: NetcodeTransport): void {
+    this.payload = resolvePayload(this.options, transport);
+    this.session?.newPath(this.payload.session);
   }
 
   /** The current state. */

@@ -517,7 +517,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const c = this.host.get(id)!;
     const previous = c.address;
     this.host.rebind(id, from);
-    c.moved(from, previous);
+    c.moved(from, previous, this.payloadFor(from));
     this.ctr.migrations++;
   }
 
@@ -684,11 +684,12 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     return false;
   }
 
-  /** @internal The server moved it to `address` (from `previous`). */
-  moved(address: Address, previous: Address): void {
+  /** @internal The server moved it to `address` (from `previous`), whose clients carry `payload`. */
+  moved(address: Address, previous: Address, payload: ResolvedPayload): void {
     this.at = address;
     this.candidate = undefined;
-    if (!sameNetworkPath(previous, address)) this.session?.path.restart();
+    if (transportOf(previous) !== transportOf(address)) this.session?.newPath(payload.session);
+    else if (!sameNetworkPath(previous, address)) this.session?.newPath();
     this.push({ type: 'migrated', client: this, previous });
   }
 
