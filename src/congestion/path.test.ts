@@ -133,6 +133,17 @@ describe('Path', () => {
     expect(q.controller).toBe(rc);
   });
 
+  it('restart onto another transport takes its overhead and reliability', () => {
+    const p = new Path({ overheadBytes: 96 });
+    expect([p.overheadBytes, p.reliableTransport]).toEqual([96, false]);
+    p.restart({ overheadBytes: 60, reliableTransport: true });
+    expect([p.overheadBytes, p.reliableTransport]).toEqual([60, true]);
+    expect(p.wireBytes(100)).toBe(160);
+    expect(p.resendDelayMs(0)).toBeGreaterThanOrEqual(RELIABLE_RESEND_FLOOR_MS);
+    expectConfigError(() => p.restart({ overheadBytes: -1, reliableTransport: true }));
+    expectConfigError(() => p.restart({ overheadBytes: 60, reliableTransport: 1 as unknown as boolean }));
+  });
+
   it('rejects bad configuration with invalid-config', () => {
     for (const bad of [
       { overheadBytes: -1 }, { overheadBytes: 1.5 }, { maxDatagramBytes: 0 }, { pacingBurstMs: -1 },

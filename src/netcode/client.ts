@@ -166,9 +166,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   }
 
   /**
-   * @internal The packets go over `transport` from now on (a browser client moved to a WebSocket):
-   * the session takes the settings that transport wants (redundancy, ack delay, overhead, whether it
-   * delivers everything) and its path's estimates start over, as the server's do when it sees the move.
+   * @internal The packets go over a new `transport` from now on (a browser client moved to a new
+   * WebSocket): the session takes the settings that transport wants (redundancy, ack delay, overhead,
+   * whether it delivers everything) and its path's estimates start over, as the server's do when it
+   * sees the move.
    */
   changeTransport(transport: NetcodeTransport): void {
     this.payload = resolvePayload(this.options, transport);

@@ -51,6 +51,15 @@ export interface ServerOptions extends NetcodePayloadOptions {
    * Default `cryptoRandom`.
    */
   random?: RandomSource;
+  /**
+   * A connected client may move to another address, proven by its key (default true): a native
+   * client whose address changed (addressed packets and a path challenge), a browser client to a new
+   * WebSocket. false: a client stays at the address it connected from, for a server that ties a
+   * client to its IP (bans, per-IP limits): addressed packets from elsewhere are dropped and counted
+   * (`migrationsRefused`), `claimAddress` refuses, and the browser gateway answers a resumption 403
+   * `no-migration`.
+   */
+  migration?: boolean;
 }
 
 /** Why a server-side client connection ended. */
@@ -199,6 +208,8 @@ interface HistoryEntry {
 export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent, bigint> {
   readonly protocolId: bigint;
   readonly maxClients: number;
+  /** Clients may move to another address (`ServerOptions.migration`). */
+  readonly migration: boolean;
   private readonly privateKey: Uint8Array;
   private readonly addressKeys: Set<string>;
   private readonly unixTime: (now: number) => number;
@@ -242,6 +253,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     }
     const max = o.maxClients ?? 256;
     checkConfig(isInt(max, 1, 65_536), 'maxClients must be an integer in 1..65536');
+    checkConfig(o.migration === undefined || typeof o.migration === 'boolean', 'migration must be a boolean');
+    this.migration = o.migration ?? true;
     this.protocolId = o.protocolId;
     this.privateKey = o.privateKey.slice();
     this.addressKeys = keys;
@@ -317,11 +330,12 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * @internal Datagrams from `address` (a new path a transport opened, with nothing yet known of it)
    * claim to be from the client at `clientIndex`: the first one that authenticates under that
    * client's key and is fresh (its replay window) moves the client there (`migrated`); the others are
-   * dropped (`migrationsRefused`). False when `maxClients` claims are open already. The browser
-   * gateway calls it for a WebSocket that resumes a client; `releaseClaim` when that WebSocket ends.
+   * dropped (`migrationsRefused`). False when `maxClients` claims are open already, or without
+   * `migration`. The browser gateway calls it for a WebSocket that resumes a client; `releaseClaim`
+   * when that WebSocket ends.
    */
   claimAddress(address: Address, clientIndex: number): boolean {
-    if (this.claims.size >= this.maxClients && !this.claims.has(address)) return false;
+    if (!this.migration || (this.claims.size >= this.maxClients && !this.claims.has(address))) return false;
     this.claims.set(address, clientIndex);
     return true;
   }
@@ -490,7 +504,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * client moves there when `from` answers the challenge. Its content is not taken before the move.
    */
   private onAddressed(now: number, from: Address, b: Uint8Array): void {
-    const id = this.claimant(addressedIndex(b), b);
+    const id = this.claimant(this.migration ? addressedIndex(b) : -1, b);
     if (id === undefined) return;
     if (!this.host.get(id)!.probe(now, from, b.length)) return;
     this.move(id, from);

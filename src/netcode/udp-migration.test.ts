@@ -32,9 +32,9 @@ function seeded(seed: number): (out: Uint8Array) => void {
 
 interface Sent { from: string; to: string; bytes: Uint8Array; at: number }
 
-function rig(seed: number, link = {}, clientOptions: ClientOptions = {}, maxClients = 16) {
+function rig(seed: number, link = {}, clientOptions: ClientOptions = {}, maxClients = 16, migration = true) {
   const world = new World({ seed, link });
-  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, random: seeded(seed), lanes: LANES, maxClients });
+  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, random: seeded(seed), lanes: LANES, maxClients, migration });
   world.add(SERVER, server);
   const sent: Sent[] = [];
   world.onTransmit = (from, to, bytes, at) => void sent.push({ from, to, bytes: bytes.slice(), at });
@@ -189,6 +189,24 @@ describe('netcode: a native client survives a change of its address', () => {
     r.world.runFor(3000);
     r.pump();
     expect(client.state).toBe('connection-timed-out');
+  });
+
+  it('a server with migration: false moves nobody: the addressed packets from the new address are refused and counted, nothing is sent there, claims are refused', () => {
+    const r = rig(14, { latencyMs: 10 }, {}, 16, false);
+    const { client, sc } = r.add(HOME, 1n);
+    r.world.rebind(HOME, AWAY);
+    for (let i = 0; i < 20; i++) r.world.at(r.world.now + i * 100, () => void client.send(0, numbered(i)));
+    r.world.runFor(3000);
+    expect(r.sent.some((s) => s.from === AWAY && isAddressed(s.bytes))).toBe(true);
+    expect(r.server.counters().migrationsRefused).toBeGreaterThan(5);
+    expect(r.server.counters().pathChallenges).toBe(0);
+    expect(r.bytesBetween(SERVER, AWAY)).toBe(0);
+    expect(sc.address).toBe(HOME);
+    expect(r.server.claimAddress('ws:1', sc.clientIndex)).toBe(false);
+    r.world.runFor(3000);
+    r.pump();
+    expect(client.state).toBe('connection-timed-out');
+    expect(() => new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, migration: 'no' as unknown as boolean })).toThrow(/migration must be a boolean/);
   });
 
   it('a client over a browser transport does not migrate by default (its transport resumes it); migrateAfterMs is checked', () => {

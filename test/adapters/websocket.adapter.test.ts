@@ -54,10 +54,10 @@ const until = async (cond: () => boolean, ms = 5000): Promise<void> => {
 };
 
 /** A netcode server on loopback that echoes every message, its driver, and (with options) a gateway on it. */
-async function echoServer(gatewayOptions?: BrowserGatewayOptions, maxClients = 8): Promise<{
+async function echoServer(gatewayOptions?: BrowserGatewayOptions, migration = true): Promise<{
   server: Server; driver: UdpDriver<ServerEvent>; gateway: BrowserGateway; events: ServerEvent[]; close(): Promise<void>;
 }> {
-  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES, maxClients });
+  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: ['127.0.0.1:40002'], unixTime: systemUnixTime, lanes: LANES, maxClients: 8, migration });
   const driver = await UdpDriver.openEndpoint(server, { host: '127.0.0.1', port: 0 });
   const events: ServerEvent[] = [];
   driver.on('event', (e) => {
@@ -128,8 +128,8 @@ describe('WebSocket transport (ws, loopback)', () => {
   });
 
   /** A raw WebSocket request with these subprotocols: the HTTP status of the refusal, or 101. */
-  const rawStatus = async (protocols: string[], headers: Record<string, string> = {}): Promise<number> => {
-    const ws = new WebSocket(gateway.url.replace('http', 'ws'), protocols, { headers });
+  const rawStatus = async (protocols: string[], headers: Record<string, string> = {}, url = gateway.url): Promise<number> => {
+    const ws = new WebSocket(url.replace('http', 'ws'), protocols, { headers });
     ws.on('error', () => undefined);
     return new Promise((resolve) => {
       ws.on('unexpected-response', (_req, res) => {
@@ -314,6 +314,20 @@ describe('WebSocket transport (ws, loopback)', () => {
       const started = performance.now();
       await rig.close();
       expect(performance.now() - started).toBeLessThan(2000);
+      await conn.close();
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it('a server with migration: false: the gateway answers a resumption 403 before the upgrade, and still takes tokens', async () => {
+    const rig = await echoServer({}, false);
+    try {
+      const events: ClientEvent[] = [];
+      const conn = await connect({ url: rig.gateway.url, token: token(), lanes: LANES, onEvent: (e) => events.push(e), transports: ['websocket'], WebSocket: Ws });
+      await until(() => events.some((e) => e.type === 'connected'));
+      expect(await rawStatus(resumeProtocols(conn.client.slot.clientIndex), {}, rig.gateway.url)).toBe(403);
+      expect(rig.server.clients()[0]!.address).toMatch(/^ws:/);
       await conn.close();
     } finally {
       await rig.close();

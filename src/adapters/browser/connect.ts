@@ -550,7 +550,7 @@ function run(
       }
       const old = pipe;
       pipe = next;
-      if (next.transport !== old.transport) client.changeTransport(next.transport);
+      client.changeTransport(next.transport);
       held = false;
       heardAt = now();
       attach(next);

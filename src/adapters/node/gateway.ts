@@ -736,6 +736,10 @@ export class BrowserGateway {
    * in `tokens`, or what to answer. What proves it is its first packet (`Server.claimAddress`).
    */
   private admitResume(index: number, source: string): Admission | Refusal {
+    if (!this.server.migration) {
+      this.ctr.tokensRefused++;
+      return { status: 403, error: 'no-migration' };
+    }
     if (!this.server.clients().some((c) => c.clientIndex === index)) {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
