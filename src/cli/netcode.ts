@@ -77,6 +77,8 @@ export interface ServeCommandOptions {
   maxClients: number;
   raw: boolean;
   quiet: boolean;
+  /** Clients may move to another address (`ServerOptions.migration`; default true). */
+  migration?: boolean;
   /** TCP port of the WebRTC signalling endpoint for browser clients (0 = any), or undefined for none. */
   webrtc: number | undefined;
   /** UDP port every browser peer shares (default: the signalling port's number). */
@@ -123,7 +125,7 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
   const server = new Server({
     protocolId: o.protocolId ?? DEV_PROTOCOL_ID, privateKey: o.key ?? DEV_KEY,
     addresses: [addressKey(o.host === '0.0.0.0' ? '127.0.0.1' : o.host, port)],
-    unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}),
+    unixTime: systemUnixTime, maxClients: o.maxClients, crypto: aead, ...(o.raw ? { raw: true } : {}), migration: o.migration ?? true,
   });
   const tls = o.tlsCert === undefined || o.tlsKey === undefined ? undefined : { cert: readFileSync(o.tlsCert), key: readFileSync(o.tlsKey) };
   const driver = await UdpDriver.openEndpoint(server, { port, host: o.host });
@@ -344,6 +346,7 @@ interface NetcodeFlags {
   maxClients: number;
   raw?: boolean;
   quiet?: boolean;
+  migration?: boolean;
   token?: string;
   count: number;
   interval: number;
@@ -400,6 +403,7 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--max-clients <n>', 'most connected clients (1..65536)', arg((v) => parseUint(v, '--max-clients')), 256)
     .option('--raw', 'raw payloads (interoperates with any netcode 1.02 client) instead of gamewire lanes')
     .option('--quiet', 'no per-client lines')
+    .option('--no-migration', 'keep every client at the address it connected from (no move to a new address or WebSocket)')
     .option('--webrtc <port>', 'also take browser clients: WebRTC signalling on this TCP port (0 = any; the URL is printed)', arg((v) => parsePort(v, '--webrtc')))
     .option('--webrtc-udp-port <port>', 'with --webrtc: the UDP port every browser peer shares (default: the --webrtc number; it must differ from --port)', arg((v) => parsePort(v, '--webrtc-udp-port')))
     .option('--public-address <ip>', 'with --webrtc: the public IP address to announce to browsers (a server behind 1:1 NAT)')
@@ -423,7 +427,7 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
       if (o.publicAddress !== undefined && isIP(o.publicAddress) === 0) throw new UsageError(`--public-address: expected an IP address, got "${o.publicAddress}"`);
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
-        webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress, ws: o.ws, tlsCert: o.tlsCert, tlsKey: o.tlsKey,
+        migration: o.migration !== false, webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress, ws: o.ws, tlsCert: o.tlsCert, tlsKey: o.tlsKey,
       }));
     });
 

@@ -7,33 +7,37 @@ import { Client, type ClientEvent } from '../../src/netcode/client.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
 import { gamewire, until, waitForStderr, type Run } from './helpers.js';
 
-// Two `gamewire serve`s, spawned once: one that clients use, one that only ever sees junk (its
-// summary must then count exactly the junk).
+// Three `gamewire serve`s, spawned once: one that clients use, one that only ever sees junk (its
+// summary must then count exactly the junk), one with --no-migration.
 let serve: Run;
 let port = 0;
 let junkServe: Run;
 let junkPort = 0;
+let fixedServe: Run;
+let fixedPort = 0;
 
 beforeAll(async () => {
   serve = gamewire('serve', '--port', '0');
   junkServe = gamewire('serve', '--port', '0');
+  fixedServe = gamewire('serve', '--port', '0', '--no-migration');
   port = Number((await waitForStderr(serve, /serve listening on 127\.0\.0\.1:(\d+)/))[1]);
   junkPort = Number((await waitForStderr(junkServe, /serve listening on 127\.0\.0\.1:(\d+)/))[1]);
+  fixedPort = Number((await waitForStderr(fixedServe, /serve listening on 127\.0\.0\.1:(\d+)/))[1]);
 });
 
 afterAll(() => {
-  for (const r of [serve, junkServe]) if (r.child.exitCode === null) r.child.kill('SIGKILL');
+  for (const r of [serve, junkServe, fixedServe]) if (r.child.exitCode === null) r.child.kill('SIGKILL');
 });
 
-/** A netcode client in this process, connected to the spawned serve with the development key. */
-async function connectClient(): Promise<{ client: Client; driver: UdpDriver<ClientEvent>; events: ClientEvent[] }> {
+/** A netcode client in this process, connected to the spawned serve (at `to`) with the development key. */
+async function connectClient(to = port): Promise<{ client: Client; driver: UdpDriver<ClientEvent>; events: ClientEvent[] }> {
   const client = new Client();
   const driver = await UdpDriver.openEndpoint(client, { port: 0, host: '127.0.0.1' });
   const events: ClientEvent[] = [];
   driver.on('event', (e: ClientEvent) => events.push(e));
   const token = generateConnectToken({
     protocolId: DEV_PROTOCOL_ID, privateKey: DEV_KEY, clientId: BigInt(Math.floor(Math.random() * 2 ** 48)),
-    serverAddresses: [addressKey('127.0.0.1', port)], nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
+    serverAddresses: [addressKey('127.0.0.1', to)], nowUnixSeconds: Math.floor(systemUnixTime()), expireSeconds: 30, timeoutSeconds: 5,
   });
   client.connect(driver.now(), token);
   driver.kick();
@@ -72,6 +76,22 @@ describe('gamewire serve and connect (spawned, real loopback)', () => {
     b.kick();
     await until(() => a.events.some((e) => e.type === 'message'), 'the echo from the new address', 8000);
     expect(serve.stderr()).toContain(`moved from ${from} to 127.0.0.1:${b.local.port}`);
+    a.client.close();
+    b.flush();
+    await b.close();
+  }, 15_000);
+
+  it('serve --no-migration keeps a client at the address it connected from: its packets from a new socket are refused, nothing comes back', async () => {
+    const a = await connectClient(fixedPort);
+    await a.driver.close();
+    const b = await UdpDriver.openEndpoint(a.client, { host: '127.0.0.1', port: 0 });
+    b.on('event', (e: ClientEvent) => void a.events.push(e));
+    a.client.send(0, Uint8Array.of(9));
+    b.kick();
+    await until(() => a.client.counters().addressedSent >= 2, 'the client to name itself from its new address', 8000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(a.events.some((e) => e.type === 'message')).toBe(false);
+    expect(fixedServe.stderr()).not.toContain('moved from');
     a.client.close();
     b.flush();
     await b.close();
