@@ -42,6 +42,12 @@ interface Run {
   blockMs?: number; blockAckedBytes?: number; duringRtts?: number[]; duringSent?: number; duringMissing?: number; transport?: string; error?: string;
 }
 
+/** `BROWSER_BENCH_WS_RATE` (checked by browser.bench.ts): `adaptive:MS` (its target queue) or `fixed:BYTES_PER_SEC`. */
+function wsRateOf(v: string | undefined): { kind: 'adaptive' | 'fixed'; value: number } | undefined {
+  const m = /^(adaptive|fixed):(\d+(?:\.\d+)?)$/.exec(v ?? '');
+  return m === null ? undefined : { kind: m[1] as 'adaptive' | 'fixed', value: Number(m[2]) };
+}
+
 const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
 try {
   for (const system of systemsArg.split(',')) {
@@ -57,7 +63,7 @@ try {
     let after = before;
     await page.exposeFunction('markStart', () => void (before = counters()));
     await page.exposeFunction('markEnd', () => void (after = counters()));
-    const run = await page.evaluate(async ({ system, host, count }): Promise<Run> => {
+    const run = await page.evaluate(async ({ system, host, count, wsRate }): Promise<Run> => {
       interface Conn {
         transport: string;
         client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined };
@@ -67,6 +73,7 @@ try {
         markStart(): Promise<void>;
         markEnd(): Promise<void>;
         gw: { connect(o: object): Promise<Conn> };
+        gwx: { AdaptiveRate: new (o: object) => object; FixedRate: new (bytesPerSec: number) => object };
         geckos: (o: object) => { onConnect(cb: (err?: unknown) => void): void; emit(e: string, d: unknown, o: object): void; on(e: string, cb: (d: unknown) => void): void; close(): void };
       };
       const INTERVAL = 20;
@@ -123,6 +130,10 @@ try {
           const conn = await w.gw.connect({
             url: `http://${host}:8080/gamewire`, token, openTimeoutMs: 30_000, transports: [overWs ? 'websocket' : 'webrtc'],
             lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: BLOCK }],
+            // BROWSER_BENCH_WS_RATE: another rate controller for the client over the WebSocket transport.
+            ...(overWs && wsRate !== undefined ? {
+              path: { rateController: wsRate.kind === 'fixed' ? new w.gwx.FixedRate(wsRate.value) : new w.gwx.AdaptiveRate({ targetQueueDelayMs: wsRate.value }) },
+            } : {}),
             onEvent: (e: { type: string; bytes?: Uint8Array; lane?: number; delivered?: boolean }) => {
               if (e.type === 'connected') connected = performance.now();
               if (e.type === 'message') echoed(new DataView(e.bytes!.buffer, e.bytes!.byteOffset).getUint32(0, true));
@@ -226,7 +237,7 @@ try {
       } catch (err) {
         return { system, sent: count, rtts, missing: sentAt.size, stallMs: stallMs(), connectMs, transport, ms: performance.now() - t0, error: String(err) };
       }
-    }, { system, host, count });
+    }, { system, host, count, wsRate: wsRateOf(process.env.BROWSER_BENCH_WS_RATE) });
     process.stdout.write(`${JSON.stringify({
       ...run, ipBytes: after.up.bytes - before.up.bytes, ipPackets: after.up.packets - before.up.packets,
       serverIpBytes: after.down.bytes - before.down.bytes, serverIpPackets: after.down.packets - before.down.packets,

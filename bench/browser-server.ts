@@ -61,11 +61,14 @@ io.onConnection((channel) => {
 });
 
 const bundles = await build({
-  entryPoints: { gamewire: join(ROOT, 'src/browser.ts'), geckos: join(ROOT, 'node_modules/@geckos.io/client/lib/index.js') },
+  entryPoints: {
+    gamewire: join(ROOT, 'src/browser.ts'), extend: join(ROOT, 'src/extend.ts'), geckos: join(ROOT, 'node_modules/@geckos.io/client/lib/index.js'),
+  },
   bundle: true, format: 'esm', platform: 'browser', target: 'chrome120', write: false, outdir: '/out', external: ['libsodium'],
 });
 const files = new Map(bundles.outputFiles.map((f) => [`/${f.path.split('/').pop()}`, f.text]));
-const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; import geckos from "/geckos.js"; window.gw = gw; window.geckos = geckos;</script>';
+const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; import * as gwx from "/extend.js"; '
+  + 'import geckos from "/geckos.js"; window.gw = gw; window.gwx = gwx; window.geckos = geckos;</script>';
 const sendToken = tokenAnswer(PROTOCOL, KEY, `${host}:${PORTS.udp}`);
 const page = createServer((req, res) => {
   const js = files.get(req.url ?? '');

@@ -11,7 +11,9 @@
  *   gamewire-ws and websocket, 3 for geckos and raw) rounds; BROWSER_BENCH_BLOCK=0 skips the uploads;
  *   BROWSER_BENCH_SYSTEMS=gamewire,raw runs only those (of gamewire, gamewire-ws, websocket, geckos,
  *   raw; an upload runs for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
- *   (a fraction, or several comma-separated) only that loss. With any of these set nothing is written.
+ *   (a fraction, or several comma-separated) only that loss; BROWSER_BENCH_WS_RATE=adaptive:50 (AdaptiveRate
+ *   aiming at a 50 ms queue) or fixed:12500000 (FixedRate, bytes/s) is the rate controller of gamewire's
+ *   client over its WebSocket transport instead of the path's own. With any of these set nothing is written.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -27,8 +29,9 @@ const ENV = process.env;
 const COUNT = Number(ENV.BROWSER_BENCH_COUNT ?? 500);
 const BLOCK = ENV.BROWSER_BENCH_BLOCK !== '0';
 const LOSSES = (ENV.BROWSER_BENCH_LOSS?.split(',') ?? ['0.1', '0.01']).map(Number);
+const WS_RATE = ENV.BROWSER_BENCH_WS_RATE;
 const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined
-  && ENV.BROWSER_BENCH_SYSTEMS === undefined && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK;
+  && ENV.BROWSER_BENCH_SYSTEMS === undefined && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined;
 const ALL_SYSTEMS = ['gamewire', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (ENV.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
@@ -44,6 +47,10 @@ for (const l of LOSSES) {
     process.exit(2);
   }
 }
+if (WS_RATE !== undefined && !/^(adaptive:\d+(\.\d+)?|fixed:\d+)$/.test(WS_RATE)) {
+  console.error(`BROWSER_BENCH_WS_RATE: "${WS_RATE}" is neither adaptive:MS (the target queue, ms) nor fixed:BYTES_PER_SEC`);
+  process.exit(2);
+}
 /** Rounds per system: the targets' systems run enough for "every run" to mean something; geckos.io takes ~30 s a run. */
 const DEFAULT_ROUNDS: Record<System, number> = { gamewire: 10, 'gamewire-ws': 10, websocket: 10, geckos: 3, raw: 3 };
 const roundsOf = (s: System): number => (ENV.BROWSER_BENCH_ROUNDS === undefined ? DEFAULT_ROUNDS[s] : Number(ENV.BROWSER_BENCH_ROUNDS));
@@ -57,6 +64,7 @@ const LABEL: Record<string, string> = {
   'block-gamewire-ws': 'gamewire block lane over its WebSocket transport',
   'block-ws': 'WebSocket (kernel TCP), 64 KiB messages',
 };
+if (WS_RATE !== undefined) for (const k of ['gamewire-ws', 'block-gamewire-ws']) LABEL[k] += ` (rate controller ${WS_RATE})`;
 /** The upload run for each echo system that has one. */
 const BLOCK_OF: Partial<Record<System, string>> = { gamewire: 'block', 'gamewire-ws': 'block-gamewire-ws', websocket: 'block-ws' };
 const BLOCK_BYTES = 16 << 20;
