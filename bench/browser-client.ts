@@ -63,7 +63,7 @@ try {
     let after = before;
     await page.exposeFunction('markStart', () => void (before = counters()));
     await page.exposeFunction('markEnd', () => void (after = counters()));
-    const run = await page.evaluate(async ({ system, host, count, wsRate }): Promise<Run> => {
+    const run = await page.evaluate(async ({ system, host, count, wsRate, split }): Promise<Run> => {
       interface Conn {
         transport: string;
         client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined };
@@ -145,16 +145,34 @@ try {
           if (Number.isNaN(connected)) throw new Error('no netcode connection');
           connectMs = connected - c0;
           if (system.startsWith('block')) {
+            // BROWSER_BENCH_SPLIT: the echoes go on a second connection over that transport, the block on the first.
+            let echoConn = conn;
+            if (split !== '') {
+              const token2 = Uint8Array.from(atob(await (await fetch('/token')).text()), (c) => c.charCodeAt(0));
+              let c2 = NaN;
+              echoConn = await w.gw.connect({
+                url: `http://${host}:8080/gamewire`, token: token2, openTimeoutMs: 30_000, transports: [split],
+                lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: BLOCK }],
+                onEvent: (e: { type: string; bytes?: Uint8Array }) => {
+                  if (e.type === 'connected') c2 = performance.now();
+                  if (e.type === 'message') echoed(new DataView(e.bytes!.buffer, e.bytes!.byteOffset).getUint32(0, true));
+                },
+              });
+              for (let i = 0; i < 3000 && Number.isNaN(c2); i++) await sleep(10);
+              if (Number.isNaN(c2)) throw new Error('no second connection');
+              transport = `${transport} + echo over ${echoConn.transport}`;
+            }
             await w.markStart();
             const b0 = performance.now();
             conn.client.send(1, new Uint8Array(BLOCK).fill(7), true);
-            const sent = await echoWhile((id) => void conn.client.send(0, body(id)), () => !Number.isNaN(blockDone), 180_000);
+            const sent = await echoWhile((id) => void echoConn.client.send(0, body(id)), () => !Number.isNaN(blockDone), 180_000);
             const ok = !Number.isNaN(blockDone);
             const blockMs = (ok ? blockDone : performance.now()) - b0;
             const acked = ok ? BLOCK : (conn.client.blockProgress()?.sending.current?.ackedBytes ?? 0);
             for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
             await w.markEnd();
             await conn.close();
+            if (echoConn !== conn) await echoConn.close();
             return {
               system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, transport, ms: performance.now() - t0, blockMs, blockAckedBytes: acked,
               duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
@@ -237,7 +255,7 @@ try {
       } catch (err) {
         return { system, sent: count, rtts, missing: sentAt.size, stallMs: stallMs(), connectMs, transport, ms: performance.now() - t0, error: String(err) };
       }
-    }, { system, host, count, wsRate: wsRateOf(process.env.BROWSER_BENCH_WS_RATE) });
+    }, { system, host, count, wsRate: wsRateOf(process.env.BROWSER_BENCH_WS_RATE), split: process.env.BROWSER_BENCH_SPLIT ?? '' });
     process.stdout.write(`${JSON.stringify({
       ...run, ipBytes: after.up.bytes - before.up.bytes, ipPackets: after.up.packets - before.up.packets,
       serverIpBytes: after.down.bytes - before.down.bytes, serverIpPackets: after.down.packets - before.down.packets,

@@ -13,7 +13,9 @@
  *   raw; an upload runs for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
  *   (a fraction, or several comma-separated) only that loss; BROWSER_BENCH_WS_RATE=adaptive:50 (AdaptiveRate
  *   aiming at a 50 ms queue) or fixed:12500000 (FixedRate, bytes/s) is the rate controller of gamewire's
- *   client over its WebSocket transport instead of the path's own. With any of these set nothing is written.
+ *   client over its WebSocket transport instead of the path's own; BROWSER_BENCH_SPLIT=webrtc or websocket sends
+ *   the echoes of gamewire's uploads on a second connection over that transport (its own token and slot),
+ *   the block alone on the first. With any of these set nothing is written.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -30,8 +32,9 @@ const COUNT = Number(ENV.BROWSER_BENCH_COUNT ?? 500);
 const BLOCK = ENV.BROWSER_BENCH_BLOCK !== '0';
 const LOSSES = (ENV.BROWSER_BENCH_LOSS?.split(',') ?? ['0.1', '0.01']).map(Number);
 const WS_RATE = ENV.BROWSER_BENCH_WS_RATE;
-const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined
-  && ENV.BROWSER_BENCH_SYSTEMS === undefined && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined;
+const SPLIT = ENV.BROWSER_BENCH_SPLIT;
+const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined && ENV.BROWSER_BENCH_SYSTEMS === undefined
+  && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined;
 const ALL_SYSTEMS = ['gamewire', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (ENV.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
@@ -51,6 +54,10 @@ if (WS_RATE !== undefined && !/^(adaptive:\d+(\.\d+)?|fixed:\d+)$/.test(WS_RATE)
   console.error(`BROWSER_BENCH_WS_RATE: "${WS_RATE}" is neither adaptive:MS (the target queue, ms) nor fixed:BYTES_PER_SEC`);
   process.exit(2);
 }
+if (SPLIT !== undefined && SPLIT !== 'webrtc' && SPLIT !== 'websocket') {
+  console.error(`BROWSER_BENCH_SPLIT: "${SPLIT}" is neither webrtc nor websocket`);
+  process.exit(2);
+}
 /** Rounds per system: the targets' systems run enough for "every run" to mean something; geckos.io takes ~30 s a run. */
 const DEFAULT_ROUNDS: Record<System, number> = { gamewire: 10, 'gamewire-ws': 10, websocket: 10, geckos: 3, raw: 3 };
 const roundsOf = (s: System): number => (ENV.BROWSER_BENCH_ROUNDS === undefined ? DEFAULT_ROUNDS[s] : Number(ENV.BROWSER_BENCH_ROUNDS));
@@ -65,6 +72,7 @@ const LABEL: Record<string, string> = {
   'block-ws': 'WebSocket (kernel TCP), 64 KiB messages',
 };
 if (WS_RATE !== undefined) for (const k of ['gamewire-ws', 'block-gamewire-ws']) LABEL[k] += ` (rate controller ${WS_RATE})`;
+if (SPLIT !== undefined) for (const k of ['block', 'block-gamewire-ws']) LABEL[k] += `, echoes on a second connection over ${SPLIT}`;
 /** The upload run for each echo system that has one. */
 const BLOCK_OF: Partial<Record<System, string>> = { gamewire: 'block', 'gamewire-ws': 'block-gamewire-ws', websocket: 'block-ws' };
 const BLOCK_BYTES = 16 << 20;
