@@ -1,6 +1,7 @@
 // A connected client moving to a new address (Server.claimAddress, as the browser gateway does for a
 // WebSocket that resumes a client): only a fresh packet sealed with the client's key moves it; a
-// replayed or forged one does not. Sans-IO on a virtual clock: the two endpoints pumped by hand.
+// replayed or forged one does not; a move onto a WebSocket gives both ends that transport's settings.
+// Sans-IO on a virtual clock: the two endpoints pumped by hand.
 import { describe, expect, it } from 'vitest';
 import { NonCryptoRng } from '../core/rng.js';
 import { Client, type ClientEvent } from './client.js';
@@ -117,6 +118,9 @@ describe('Server: a client migrates only with a fresh packet sealed with its key
     expect(server.counters().migrationsRefused).toBe(1);
   });
 
+});
+
+describe('a connection moved onto a WebSocket', () => {
   it('a client that moves onto a WebSocket takes its settings at both ends: no redundancy, nothing resent while TCP holds packets back', () => {
     const r = pair({ channels: { redundancy: 2 } }, [['ws:', WEBSOCKET_TRANSPORT]], 50);
     const { server, client } = r;
