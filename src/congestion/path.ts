@@ -46,18 +46,23 @@ export interface PathOptions {
   reliableTransport?: boolean;
 }
 
-/** What a path's transport is (see `PathOptions`): the bytes it adds to each datagram, and whether it delivers everything in order. */
-export interface PathTransport {
-  overheadBytes: number;
-  reliableTransport: boolean;
-}
-
 /**
  * Floor of the resend delay on a reliable transport, ms: above what TCP's head-of-line blocking after
  * one loss usually costs (its minimum retransmission timeout, 200 ms on Linux, plus an RTT), so a
  * timer resend there is rare and only recovers what the peer discarded.
  */
 export const RELIABLE_RESEND_FLOOR_MS = 1000;
+
+/** The fields of `PathOptions` that describe the transport under a path. */
+type PathTransportOptions = Pick<PathOptions, 'overheadBytes' | 'reliableTransport'>;
+
+/** `overheadBytes` and `reliableTransport` with their defaults; throws `invalid-config` on bad values. */
+function resolveTransport(o: PathTransportOptions): { overhead: number; reliable: boolean } {
+  const overhead = o.overheadBytes ?? UDP_IPV4_OVERHEAD_BYTES;
+  checkConfig(isInt(overhead, 0, 1024), 'overheadBytes must be an integer in 0..1024');
+  checkConfig(o.reliableTransport === undefined || typeof o.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
+  return { overhead, reliable: o.reliableTransport ?? false };
+}
 
 const PATH_KEYS: ReadonlySet<string> = new Set([
   'rateController', 'initialRttMs', 'overheadBytes', 'maxDatagramBytes', 'pacingBurstMs', 'unackedBdpMultiple',
@@ -106,25 +111,23 @@ export class Path {
     checkConfig(rc === undefined || (typeof rc === 'object' && rc !== null && typeof rc.pacingRate === 'function'
       && typeof rc.onSent === 'function' && typeof rc.onAck === 'function' && typeof rc.onLoss === 'function'),
     'rateController must implement RateController');
-    const overhead = config.overheadBytes ?? UDP_IPV4_OVERHEAD_BYTES;
+    const { overhead, reliable } = resolveTransport(config);
     const maxDatagram = config.maxDatagramBytes ?? 1200;
     const burstMs = config.pacingBurstMs ?? 10;
     const multiple = config.unackedBdpMultiple ?? 2;
     const floor = config.unackedFloorBytes ?? 64 * 1024;
     const ackDelay = config.maxAckDelayMs ?? 25;
-    checkConfig(isInt(overhead, 0, 1024), 'overheadBytes must be an integer in 0..1024');
     checkConfig(isInt(maxDatagram, 1, 1 << 20), 'maxDatagramBytes must be an integer in 1..1048576');
     checkConfig(isNum(burstMs, 0, 10_000), 'pacingBurstMs must be a number in 0..10000');
     checkConfig(isNum(multiple, 0, 1000), 'unackedBdpMultiple must be a number in 0..1000');
     checkConfig(isInt(floor, 0, Number.MAX_SAFE_INTEGER), 'unackedFloorBytes must be an integer ≥ 0');
     checkConfig(isNum(ackDelay, 0, 1000), 'maxAckDelayMs must be a number in 0..1000');
-    checkConfig(config.reliableTransport === undefined || typeof config.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
     this.initialRttMs = config.initialRttMs ?? 100;
     this.rttEstimator = new RttEstimator(this.initialRttMs);
     this.ownController = rc === undefined;
     this.rateController = rc ?? new AdaptiveRate();
     this.overhead = overhead;
-    this.reliable = config.reliableTransport ?? false;
+    this.reliable = reliable;
     this.pacer = new PacingBudget(burstMs, 2 * (maxDatagram + overhead));
     this.bdpMultiple = multiple;
     this.floorBytes = floor;
@@ -156,15 +159,15 @@ export class Path {
    * learnt about the old one no longer holds (QUIC resets the same on a new path). The RTT estimate,
    * the pacing budget, the in-flight cap, the probe backoff and the peer's learnt ack delay start
    * over, and so does the rate controller when the path made it (a `rateController` given in the
-   * options is kept as it is). `transport`: the new path's transport, when it is another one (its
-   * overhead in bytes per datagram, and whether it delivers everything in order).
+   * options is kept as it is). `transport`: the new path's transport, when it is another one: its
+   * `overheadBytes` and `reliableTransport`, as in `PathOptions` (with their defaults). Throws
+   * `invalid-config` on bad values.
    */
-  restart(transport?: PathTransport): void {
+  restart(transport?: PathTransportOptions): void {
     if (transport !== undefined) {
-      checkConfig(isInt(transport.overheadBytes, 0, 1024), 'overheadBytes must be an integer in 0..1024');
-      checkConfig(typeof transport.reliableTransport === 'boolean', 'reliableTransport must be a boolean');
-      this.overhead = transport.overheadBytes;
-      this.reliable = transport.reliableTransport;
+      const t = resolveTransport(transport);
+      this.overhead = t.overhead;
+      this.reliable = t.reliable;
     }
     this.rttEstimator = new RttEstimator(this.initialRttMs);
     if (this.ownController) this.rateController = new AdaptiveRate();

@@ -1,6 +1,6 @@
 import { PacketAcks, type AckOptions, type AckStats, type PacketOutcomes } from '../ack/index.js';
 import { MessageLanes, type ChannelEventFactory, type MessageLanesOptions, type ChannelToken, type LaneStats } from '../channels/index.js';
-import { Path, type PathOptions, UDP_IPV4_OVERHEAD_BYTES } from '../congestion/path.js';
+import { Path, type PathOptions } from '../congestion/path.js';
 import { checkArg } from '../core/errors.js';
 import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
 import type { ResolvedBlockLane } from './options.js';
@@ -121,20 +121,12 @@ export class Lanes<E> {
   }
 
   /**
-   * The peer is now reached over a new network path (proven). With `transport`, the lanes' settings
-   * resolved for that path's transport (the same lanes): its overhead, whether it delivers
-   * everything (TCP), the lanes' redundancy and the ack delay replace the old path's. The path's
-   * estimates start over either way (`Path.restart`).
+   * The peer is now reached over a new network path (proven): the path's estimates start over
+   * (`Path.restart`), and `transport`, these lanes' settings resolved for that path's transport,
+   * gives its overhead, whether it delivers everything (TCP), the lanes' redundancy and the ack delay.
    */
-  newPath(transport?: LanesOptions): void {
-    if (transport === undefined) {
-      this.path.restart();
-      return;
-    }
-    this.path.restart({
-      overheadBytes: transport.path?.overheadBytes ?? UDP_IPV4_OVERHEAD_BYTES,
-      reliableTransport: transport.path?.reliableTransport ?? false,
-    });
+  newPath(transport: LanesOptions): void {
+    this.path.restart(transport.path ?? {});
     this.channels.setRedundancy(transport.channels);
     this.acks.setMaxAckDelay(transport.acks?.maxAckDelayMs);
   }

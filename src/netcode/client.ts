@@ -173,7 +173,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    */
   changeTransport(transport: NetcodeTransport): void {
     this.payload = resolvePayload(this.options, transport);
-    this.session?.newPath(this.payload.session);
+    this.session?.newPath(this.payload.session!);
   }
 
   /** The current state. */

@@ -702,8 +702,8 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   moved(address: Address, previous: Address, payload: ResolvedPayload): void {
     this.at = address;
     this.candidate = undefined;
-    if (transportOf(previous) !== transportOf(address)) this.session?.newPath(payload.session);
-    else if (!sameNetworkPath(previous, address)) this.session?.newPath();
+    // A session exists only when not raw, and every transport's payload is raw or not alike.
+    if (!sameNetworkPath(previous, address)) this.session?.newPath(payload.session!);
     this.push({ type: 'migrated', client: this, previous });
   }
 
