@@ -13,7 +13,9 @@ import { type BrowserConnection, connect, ConnectError } from '../../src/adapter
 import { BrowserGateway, type BrowserGatewayOptions } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type LaneStats } from '../../src/channels/channels.js';
+import { type Path } from '../../src/congestion/path.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
+import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from '../../src/netcode/options.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
 import { resumeProtocols, webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
@@ -414,6 +416,9 @@ describe('WebSocket transport (ws, loopback)', () => {
     }
     await until(() => events.filter((e) => e.type === 'message').length >= N + 50);
     expect(rode()).toBe(ridden);
+    // The browser's end took the WebSocket's settings too (its 'auto' rides nothing on a lossless loopback, so look at its path).
+    const path = (conn.client as unknown as { session: { path: Path } }).session.path;
+    expect([path.overheadBytes, path.reliableTransport]).toEqual([WEBSOCKET_TRANSPORT.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES, true]);
     await conn.close();
     await until(() => serverEvents.some((e) => e.type === 'disconnected' && e.client === sc && e.reason === 'peer'));
     await until(() => gateway.size === 0, 3000);
