@@ -132,8 +132,8 @@ const OVERHEAD_PER_SLICE = 13;
 export class ChunkSender implements SansIoPeer {
   /** The validated configuration. */
   readonly config: Readonly<ResolvedChunkSenderOptions>;
-  /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead. */
-  readonly path: Path;
+  /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead (`usePath` changes it). */
+  path: Path;
   private readonly ctr = newCounters<ChunkSenderCounter>(SENDER_COUNTERS);
   private readonly queue: Queued[] = [];
   private readonly inflight: OutChunk[] = [];
@@ -164,6 +164,14 @@ export class ChunkSender implements SansIoPeer {
       unackedBdpMultiple: cfg.unackedBdpMultiple, unackedFloorBytes: cfg.unackedFloorBytes,
       maxDatagramBytes: cfg.sliceBytes + SLICE_HEADER_BYTES,
     });
+  }
+
+  /**
+   * Pace on `path` from now on (a connection's block lane moving to a path of its own, or back): what
+   * is in flight stays in flight, and its acks and resends now go by `path`'s RTT and rate.
+   */
+  usePath(path: Path): void {
+    this.path = path;
   }
 
   /**

@@ -63,20 +63,28 @@ export class BlockLane {
   private owed = 0;
   private readonly ctr = newCounters(['stray'] as const);
   private sentWire = 0;
-  private readonly owedCap: number;
-  private readonly fullWire: number;
+  private owedCap = 0;
+  private fullWire = 0;
   private readonly shareFactor: number;
 
   constructor(
     private readonly cfg: ResolvedBlockLane,
-    private readonly path: Path,
+    private path: Path,
     private readonly localId: number,
     private readonly maxChunkBytes: number,
     private readonly headroom: number,
   ) {
-    this.fullWire = path.wireBytes(maxChunkBytes + headroom);
-    this.owedCap = OWED_CAP_DATAGRAMS * this.fullWire;
     this.shareFactor = cfg.minShare / (1 - cfg.minShare);
+    this.usePath(path);
+  }
+
+  /** Send and pace on `path` from now on (`Lanes.bindBulk`, `unbindBulk`); slices in flight stay so. */
+  usePath(path: Path): void {
+    this.path = path;
+    this.fullWire = path.wireBytes(this.maxChunkBytes + this.headroom);
+    this.owedCap = OWED_CAP_DATAGRAMS * this.fullWire;
+    this.owed = 0;
+    this.sender?.usePath(path);
   }
 
   /** Queue a copy of `bytes` as one block; its id (1, 2, 3…). Throws `message-too-large`, `queue-full`. */

@@ -80,6 +80,12 @@ export class Lanes<E> {
   private readonly maxBytes: number;
   private readonly headroom: number;
   private blockOut: Uint8Array | undefined;
+  private bulk: Path | undefined;
+  /**
+   * The block lane's own transport (`bindBulk`) holds more than it lets wait: no slice is written
+   * until the framing clears this (acks of the peer's blocks still go).
+   */
+  bulkHeld = false;
 
   /**
    * @param maxBytes largest framing + body written (the datagram, or the payload a cipher wraps)
@@ -129,6 +135,34 @@ export class Lanes<E> {
     this.path.restart(transport.path ?? {});
     this.channels.setRedundancy(transport.channels);
     this.acks.setMaxAckDelay(transport.acks?.maxAckDelayMs);
+  }
+
+  /**
+   * The block lane moves to a transport of its own (a browser client's second WebSocket): its slices,
+   * cancels and acks go by `writeBulk` on a new path with these settings (`overheadBytes`,
+   * `reliableTransport`, `rateController`; the lanes' path options for the rest), and the message
+   * lanes keep the connection's path to themselves. What is in flight stays in flight; its acks and
+   * resends go by the new path. False (nothing changes) when there is no block lane.
+   */
+  bindBulk(transport: Pick<PathOptions, 'overheadBytes' | 'reliableTransport' | 'rateController'>): boolean {
+    if (this.blocks === undefined) return false;
+    this.bulk = new Path({ ...this.opt.path, ...transport, maxDatagramBytes: this.maxBytes });
+    this.bulkHeld = false;
+    this.blocks.usePath(this.bulk);
+    return true;
+  }
+
+  /** The block lane's transport ended: it shares the connection's path again (`write`). */
+  unbindBulk(): void {
+    if (this.bulk === undefined) return;
+    this.bulk = undefined;
+    this.bulkHeld = false;
+    this.blocks!.usePath(this.path);
+  }
+
+  /** The block lane's own path while it has one (`bindBulk`). */
+  get bulkPath(): Path | undefined {
+    return this.bulk;
   }
 
   /** See `Connection.cancel`. */
@@ -204,8 +238,9 @@ export class Lanes<E> {
     if (blocks !== undefined) {
       const ack = blocks.ackTimeout();
       if (ack !== undefined && ack < t) t = ack;
-      // While message frames wait for the path, the next budget is theirs (see write).
-      if (!this.messagesWaiting() || blocks.owedFirst) {
+      // While message frames wait for the path, the next budget is theirs (see write); a block lane
+      // on a path of its own waits only for its transport.
+      if (this.bulk !== undefined ? !this.bulkHeld : !this.messagesWaiting() || blocks.owedFirst) {
         const b = blocks.sliceTimeout();
         if (b !== undefined && b < t) t = b;
       }
@@ -218,12 +253,13 @@ export class Lanes<E> {
    * `writtenKind`) and return the body's end, or undefined when nothing is due. `force`: write a DATA
    * body even without anything due (the first packet after the handshake). Order: an ack of the
    * peer's blocks; the block lane if it is owed its share; the message lanes if the path allows; block
-   * slices only when no message frame waits for the path.
+   * slices only when no message frame waits for the path. A block lane on a path of its own
+   * (`bindBulk`) writes nothing here: see `writeBulk`.
    */
   write(now: number, out: Uint8Array, force: boolean): number | undefined {
     const max = Math.min(out.length, this.maxBytes);
     const blocks = this.blocks;
-    if (blocks === undefined) return this.writeData(now, out, max, force);
+    if (blocks === undefined || this.bulk !== undefined) return this.writeData(now, out, max, force);
     const ack = this.writeBlock(now, out, max, false);
     if (ack !== undefined) return ack;
     if (blocks.owedFirst) {
@@ -233,6 +269,17 @@ export class Lanes<E> {
     const d = this.writeData(now, out, max, force);
     if (d !== undefined || this.messagesWaiting()) return d;
     return this.writeBlock(now, out, max, true);
+  }
+
+  /**
+   * While the block lane has a path of its own (`bindBulk`): its next body, for the block lane's
+   * transport, as `write` (an ack of the peer's blocks first, then a slice or cancel unless
+   * `bulkHeld`); undefined when nothing is due or there is no such path.
+   */
+  writeBulk(now: number, out: Uint8Array): number | undefined {
+    if (this.bulk === undefined) return undefined;
+    const max = Math.min(out.length, this.maxBytes);
+    return this.writeBlock(now, out, max, false) ?? (this.bulkHeld ? undefined : this.writeBlock(now, out, max, true));
   }
 
   /** The next message or outcome: the message lanes' first, then the block lane's. */
@@ -282,7 +329,7 @@ export class Lanes<E> {
     if (n > 0) {
       path.spend(wire);
       path.onSent(now, wire, true);
-      this.blocks?.messagesSent(wire);
+      if (this.bulk === undefined) this.blocks?.messagesSent(wire);
     }
     this.writtenKind = FrameKind.Data;
     return length;

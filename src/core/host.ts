@@ -16,6 +16,11 @@ export interface HostedPeer<E = unknown> extends SansIoPeer<E> {
    * Checked after every datagram, wake-up and `touch`.
    */
   finished?(): boolean;
+  /**
+   * Optional: where the datagram the last `pollTransmit` wrote goes, when not the peer's address (a
+   * peer with a second transport, such as a browser client's block lane on a WebSocket of its own).
+   */
+  transmitAddress?(): Address | undefined;
 }
 
 /** An event of one hosted peer, tagged with the peer's id and its address at the time of polling. */
@@ -491,7 +496,7 @@ implements Endpoint<HostEvent<E>> {
       this.markDirty(slot);
       this.ctr.datagramsOut++;
       this.transmit.length = n;
-      this.transmit.to = this.addr[slot]!;
+      this.transmit.to = this.peerOf[slot]!.transmitAddress?.() ?? this.addr[slot]!;
       return this.transmit;
     }
     return undefined;

@@ -7,11 +7,12 @@ import type { Address, Endpoint, Transmit } from '../core/endpoint.js';
 import { checkConfig, isNum, isObject } from '../core/config.js';
 import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
+import type { RateController } from '../congestion/controller.js';
 import type { CryptoProvider } from '../crypto/provider.js';
 import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
-  ADDRESSED_TYPE, AddressedKind as K, addressedIndex, addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T,
+  ADDRESSED_TYPE, AddressedKind as K, addressedIndex, BULK_SEQUENCE_BASE, addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T,
   newNetcodePacket, PATH_CHALLENGE_BYTES, readAddressedPacket, readConnectToken, readPacket, ReplayProtection, writeAddressedPacket, writePacket,
   writeRequestPacket,
 } from './wire.js';
@@ -136,6 +137,12 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   private readonly challenge = new Uint8Array(CHALLENGE_BODY_BYTES);
   private readonly tx: Transmit = { length: 0, to: '' };
   private sequence = 0n;
+  private bulkSequence = BULK_SEQUENCE_BASE;
+  // The block lane's own transport (`bindBulk`), and whether it is still to be proven with a keep-alive.
+  private bulkAt: Address | undefined = undefined;
+  private bulkHelloOwed = false;
+  // The datagram the last pollTransmit wrote goes to `bulkAt`.
+  private toBulk = false;
   // The client-to-server key `sequence` counts under: every server of a token shares it.
   private sequenceKey = '';
   private clientIndex = -1;
@@ -174,6 +181,48 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   changeTransport(transport: NetcodeTransport): void {
     this.payload = resolvePayload(this.options, transport);
     this.session?.newPath(this.payload.session!);
+  }
+
+  /**
+   * @internal Its block lane goes over a transport of its own from now on, reached at `address` (a
+   * second WebSocket to the server, named as the caller likes): its first packet there, a keep-alive
+   * sealed with the client's key, proves it to the server (`Server.claimBulk`), and the lane's slices
+   * and acks then go there on a path of its own with `transport`'s overhead and reliability and
+   * `rateController` (default `AdaptiveRate`). The other lanes stay. False (nothing changes) unless
+   * connected with a block lane.
+   */
+  bindBulk(address: Address, transport: NetcodeTransport, rateController?: RateController): boolean {
+    if (this.state_ !== 'connected' || this.session === undefined) return false;
+    const path = resolvePayload(this.options, transport).session?.path;
+    if (!this.session.bindBulk({ overheadBytes: path?.overheadBytes, reliableTransport: path?.reliableTransport, rateController })) return false;
+    this.bulkAt = address;
+    this.bulkHelloOwed = true;
+    this.wake();
+    return true;
+  }
+
+  /** @internal The block lane's transport ended: the lane shares the client's path again. */
+  unbindBulk(): void {
+    if (this.bulkAt === undefined) return;
+    this.bulkAt = undefined;
+    this.bulkHelloOwed = false;
+    this.session?.unbindBulk();
+    this.wake();
+  }
+
+  /**
+   * @internal The block lane's transport holds more than it lets wait (`held`): its slices wait
+   * (acks still go); call again with false once it drains.
+   */
+  holdBulk(held: boolean): void {
+    if (this.session === undefined || this.session.bulkHeld === held) return;
+    this.session.bulkHeld = held;
+    if (!held) this.wake();
+  }
+
+  /** @internal True when its lanes include a block lane (`bindBulk` has something to move). */
+  get hasBlockLane(): boolean {
+    return this.payload.session?.block !== undefined;
   }
 
   /** The current state. */
@@ -223,7 +272,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     if (key !== this.sequenceKey) {
       this.sequenceKey = key;
       this.sequence = 0n;
+      this.bulkSequence = BULK_SEQUENCE_BASE;
     }
+    this.bulkAt = undefined;
+    this.bulkHelloOwed = false;
     this.timers.set(Timer.TokenExpiry, now + Number(t.expireTimestamp - t.createTimestamp) * 1000);
     this.serverIndex = 0;
     this.tryServer(now);
@@ -292,7 +344,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   handleDatagram(now: number, from: Address, b: Uint8Array): void {
     this.tick(now);
     if (this.ended) return;
-    if (from !== this.server) {
+    if (from !== this.server && (from !== this.bulkAt || from === undefined)) {
       this.ctr.wrongAddress++;
       return;
     }
@@ -353,11 +405,16 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   }
 
   pollTransmit(now: number, out: Uint8Array): Transmit | undefined {
+    this.toBulk = false;
     const n = this.transmit(now, out);
     if (n === undefined) return undefined;
+    this.tx.length = n;
+    if (this.toBulk) {
+      this.tx.to = this.bulkAt!;
+      return this.tx;
+    }
     const phase = this.phase;
     if (phase !== Phase.Closed) this.timers.set(phase === Phase.Open ? Timer.KeepAlive : Timer.Resend, now + SEND_INTERVAL_MS);
-    this.tx.length = n;
     this.tx.to = this.server!;
     return this.tx;
   }
@@ -383,6 +440,10 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
         }
         const n = nextPayload(now, this.session, this.rawQueue, this.plain);
         if (n !== undefined) return this.sealConnected(now, out, T.Payload, this.plain.subarray(0, n));
+        if (this.bulkAt !== undefined) {
+          const b = this.bulkHelloOwed ? 0 : this.session!.writeBulk(now, this.plain);
+          if (b !== undefined) return this.sealBulk(out, b);
+        }
         if (!this.timers.expired(Timer.KeepAlive, now)) return undefined;
         const ka = this.plain.subarray(0, 8);
         ka.fill(0);
@@ -434,6 +495,23 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     const t = this.token!;
     this.ctr.addressedSent++;
     return writeAddressedPacket(out, this.clientIndex, kind, this.sequence++, body, t.protocolId, t.clientToServerKey, this.crypto);
+  }
+
+  /**
+   * A packet for the block lane's transport, numbered from `BULK_SEQUENCE_BASE`: the lane's body of
+   * `length` bytes in `plain`, or (0) the keep-alive that proves the transport.
+   */
+  private sealBulk(out: Uint8Array, length: number): number {
+    const t = this.token!;
+    this.toBulk = true;
+    if (length === 0) {
+      this.bulkHelloOwed = false;
+      const ka = this.plain.subarray(0, 8);
+      ka.fill(0);
+      return writePacket(out, T.KeepAlive, this.bulkSequence++, ka, t.protocolId, t.clientToServerKey, this.crypto);
+    }
+    this.plain[0] = this.session!.writtenKind;
+    return writePacket(out, T.Payload, this.bulkSequence++, this.plain.subarray(0, length), t.protocolId, t.clientToServerKey, this.crypto);
   }
 
   protected override sentAfterClose(): void {

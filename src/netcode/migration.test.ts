@@ -3,33 +3,21 @@
 // replayed or forged one does not; a move onto a WebSocket gives both ends that transport's settings.
 // Sans-IO on a virtual clock: the two endpoints pumped by hand.
 import { describe, expect, it } from 'vitest';
-import { NonCryptoRng } from '../core/rng.js';
-import { Client, type ClientEvent } from './client.js';
+import { netcodePair, PAIR_SERVER as SERVER, pairUnixTime as unixTime } from '../../test/harness/netcode.js';
+import { type ClientEvent } from './client.js';
 import { type NetcodeTransport, WEBSOCKET_TRANSPORT } from './options.js';
 import { Server, type ServerEvent } from './server.js';
-import { generateConnectToken } from './wire.js';
 
 const PROTOCOL = 0x4d494752n;
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 3 + 5);
-const SERVER = '10.0.0.1:40000';
-const unixTime = (now: number): number => 1_800_000_000 + now / 1000;
-const seeded = (seed: number) => {
-  const r = new NonCryptoRng(seed);
-  return (out: Uint8Array): void => void r.fill(out);
-};
 
 /**
  * A client and a server pumped by hand every 5 ms of virtual time, `oneWayMs` apart. The client
  * sends from `at`; `toServer`/`toClient` false holds that direction's packets (in order) until `release`.
  */
 function pair(options: { channels?: { redundancy?: number } } = {}, transports: [string, NetcodeTransport][] = [], oneWayMs = 0) {
-  const server = new Server({ protocolId: PROTOCOL, privateKey: KEY, addresses: [SERVER], unixTime, random: seeded(1), ...options });
+  const { server, client } = netcodePair({ protocolId: PROTOCOL, key: KEY, clientId: 7n, timeoutSeconds: 5, server: options, client: options });
   for (const [prefix, t] of transports) server.registerTransport(prefix, t);
-  const client = new Client(options);
-  client.connect(0, generateConnectToken({
-    protocolId: PROTOCOL, privateKey: KEY, clientId: 7n, serverAddresses: [SERVER], nowUnixSeconds: Math.floor(unixTime(0)),
-    expireSeconds: 30, timeoutSeconds: 5, random: seeded(3),
-  }));
   const out = new Uint8Array(1500);
   type InFlight = { due: number; from: string; bytes: Uint8Array };
   const toServer: InFlight[] = [];

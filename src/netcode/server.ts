@@ -13,7 +13,7 @@ import type { CryptoProvider } from '../crypto/provider.js';
 import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
-  ADDRESSED_TYPE, AddressedKind as K, addressedIndex, addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken,
+  ADDRESSED_TYPE, AddressedKind as K, BULK_SEQUENCE_BASE, addressedIndex, addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken,
   decryptChallengeToken, KEY_BYTES, MIN_ADDRESSED_BYTES, NetcodeDrop, type NetcodeAddress, NetcodePacketType as T, newNetcodePacket,
   parseAddress, PATH_CHALLENGE_BYTES, readAddressedPacket, readConnectToken, readPacket, readRequestPacket, ReplayProtection,
   sequenceBytes, USER_DATA_BYTES, writeAddressedPacket, writePacket,
@@ -79,7 +79,14 @@ export type ServerEvent =
    * its key; a native client whose address changed (a NAT rebinding, Wi-Fi to mobile) answered, from
    * the new address, the server's challenge sent there (docs/netcode.md, "gamewire extension").
    */
-  | { type: 'migrated'; client: ServerClient; previous: Address };
+  | { type: 'migrated'; client: ServerClient; previous: Address }
+  /**
+   * The client's block lane now goes over a transport of its own at `address` (a browser client's
+   * second WebSocket, proven by a fresh packet sealed with its key; `previous`: the one it replaced),
+   * while its other lanes stay at `client.address`. It goes back to the client's path when that
+   * transport ends.
+   */
+  | { type: 'bulk'; client: ServerClient; address: Address; previous: Address | undefined };
 
 /**
  * Counter names of a `Server` (every dropped input, and what the handshake did). From connected
@@ -89,17 +96,22 @@ export type ServerEvent =
  * `migrations`: clients that moved to a new address (`migrated`); `migrationsRefused`: packets from
  * an address claiming a client (a browser transport's claim, or an addressed packet from an unknown
  * address) that named no connected client, did not authenticate under its key or were not fresh;
- * `pathChallenges`: PATH_CHALLENGEs sent to a native client's candidate address.
+ * `pathChallenges`: PATH_CHALLENGEs sent to a native client's candidate address. `bulkBound`:
+ * transports a client's block lane moved to (a browser client's second WebSocket, proven as a
+ * resumption is); `bulkRefused`: packets from such a transport's address before it was bound that
+ * named no connected client, did not authenticate or were not fresh.
  */
 export type ServerCounter =
   | 'requestsDropped' | 'requestsWrongAddress' | 'requestsAlreadyConnected' | 'requestsTokenReused' | 'requestsMappingFull'
   | 'challengesSent' | 'deniedSent' | 'responsesDropped' | 'clientsConnected' | 'unknownAddress' | 'malformed'
-  | 'replayed' | 'packetsDropped' | 'sendsAfterClose' | 'migrations' | 'migrationsRefused' | 'pathChallenges';
+  | 'replayed' | 'packetsDropped' | 'sendsAfterClose' | 'migrations' | 'migrationsRefused' | 'pathChallenges'
+  | 'bulkBound' | 'bulkRefused';
 
 const COUNTERS: readonly ServerCounter[] = [
   'requestsDropped', 'requestsWrongAddress', 'requestsAlreadyConnected', 'requestsTokenReused', 'requestsMappingFull',
   'challengesSent', 'deniedSent', 'responsesDropped', 'clientsConnected', 'unknownAddress', 'malformed',
   'replayed', 'packetsDropped', 'sendsAfterClose', 'migrations', 'migrationsRefused', 'pathChallenges',
+  'bulkBound', 'bulkRefused',
 ];
 
 /** Keep-alives go out when nothing was sent for this long (the standard's 10 Hz). */
@@ -226,8 +238,11 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   private globalSequence: bigint;
   private readonly mappings = new Map<Address, Mapping>();
   private readonly history = new Map<string, HistoryEntry>();
-  // Addresses claiming to be the client at an index (`claimAddress`); bounded by maxClients.
+  // Addresses claiming to be the client at an index (`claimAddress`), or its block lane's transport
+  // (`claimBulk`: stored as −1 − index); bounded by maxClients.
   private readonly claims = new Map<Address, number>();
+  // The transport each client's block lane moved to (`claimBulk`, then its first packet): address → client index.
+  private readonly bulkAddresses = new Map<Address, number>();
   // Connected clients by index.
   private readonly byIndex: (ServerClient | undefined)[] = [];
   // Client indexes (0..maxClients − 1, sent to each client) not in use: freed when a client ends,
@@ -340,9 +355,33 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     return true;
   }
 
-  /** @internal Forget the claim of `address` (its transport ended, or it migrated). */
+  /**
+   * @internal Datagrams from `address` (a WebSocket the client at `clientIndex` opened beside its
+   * connection) claim to be that client's block-lane transport: the first one that authenticates
+   * under its key and is fresh binds it (`ServerClient.bindBulk`; counted `bulkBound`), and from then
+   * on the client's block lane goes there while its other lanes stay where they are; the others are
+   * dropped (`bulkRefused`). One such transport per client: a newer one replaces it. False when
+   * `maxClients` claims are open already. The browser gateway calls it; `releaseClaim` when that
+   * WebSocket ends.
+   */
+  claimBulk(address: Address, clientIndex: number): boolean {
+    if (this.claims.size >= this.maxClients && !this.claims.has(address)) return false;
+    this.claims.set(address, -1 - clientIndex);
+    return true;
+  }
+
+  /** @internal Forget the claim of `address`, or the block lane it carries (its transport ended, or it migrated). */
   releaseClaim(address: Address): void {
     this.claims.delete(address);
+    const index = this.bulkAddresses.get(address);
+    if (index === undefined) return;
+    this.bulkAddresses.delete(address);
+    const c = this.byIndex[index];
+    if (c?.bulkAddress === address) {
+      c.unbindBulk();
+      const id = this.host.peerWithKey(c.clientId);
+      if (id !== undefined) this.host.touch(id);
+    }
   }
 
   /** What a client at `address` carries. */
@@ -387,12 +426,16 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const id = this.host.peerWithKey(c.clientId);
     if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
     if (this.byIndex[c.clientIndex] === c) this.byIndex[c.clientIndex] = undefined;
+    if (c.bulkAddress !== undefined && this.bulkAddresses.get(c.bulkAddress) === c.clientIndex) this.bulkAddresses.delete(c.bulkAddress);
     this.freeIndexes.push(c.clientIndex);
   }
 
   private route(now: number, from: Address, b: Uint8Array): number | undefined {
     const id = this.host.firstAt(from);
     if (id !== undefined) return id;
+    const bulk = this.bulkAddresses.get(from);
+    const bulkClient = bulk === undefined ? undefined : this.byIndex[bulk];
+    if (bulkClient !== undefined) return this.host.peerWithKey(bulkClient.clientId);
     if (b.length === 0) {
       this.ctr.malformed++;
       return undefined;
@@ -491,10 +534,28 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * is then its own.
    */
   private migrate(from: Address, index: number, b: Uint8Array): number | undefined {
+    if (index < 0) return this.bindBulk(from, -1 - index, b);
     const id = this.claimant(index, b);
     if (id === undefined) return undefined;
     this.claims.delete(from);
     this.move(id, from);
+    return id;
+  }
+
+  /**
+   * A datagram from `from`, which a transport's claim says carries the block lane of the client at
+   * `index`: if it authenticates under that client's key and is fresh, the client's block lane moves
+   * there (from the transport it had, if any) and the datagram is then the client's own.
+   */
+  private bindBulk(from: Address, index: number, b: Uint8Array): number | undefined {
+    const id = this.claimant(index, b, 'bulkRefused');
+    if (id === undefined) return undefined;
+    const c = this.host.get(id)!;
+    this.claims.delete(from);
+    if (c.bulkAddress !== undefined) this.bulkAddresses.delete(c.bulkAddress);
+    this.bulkAddresses.set(from, index);
+    c.bindBulk(from, this.payloadFor(from));
+    this.ctr.bulkBound++;
     return id;
   }
 
@@ -514,13 +575,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   /**
    * The live client at `index` if `b` is a fresh packet sealed with its key
    * (`ServerClient.authenticates`, which leaves it read in the shared packet); else undefined,
-   * counted `migrationsRefused`.
+   * counted in `refused`.
    */
-  private claimant(index: number, b: Uint8Array): PeerId | undefined {
+  private claimant(index: number, b: Uint8Array, refused: 'migrationsRefused' | 'bulkRefused' = 'migrationsRefused'): PeerId | undefined {
     const c = index < 0 ? undefined : this.byIndex[index];
     const id = c === undefined ? undefined : this.host.peerWithKey(c.clientId);
     if (c === undefined || id === undefined || c.isClosed || !c.authenticates(b)) {
-      this.ctr.migrationsRefused++;
+      this.ctr[refused]++;
       return undefined;
     }
     return id;
@@ -612,6 +673,10 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   private readonly rawQueue: Uint8Array[] = [];
   private readonly replay = new ReplayProtection();
   private sequence = 0n;
+  private bulkSequence = BULK_SEQUENCE_BASE;
+  private bulkAt: Address | undefined = undefined;
+  // The datagram the last pollTransmit wrote goes to `bulkAt`.
+  private toBulk = false;
   private confirmed = false;
   private candidate: PathCandidate | undefined = undefined;
   // Until the client confirms (its first packet), every payload to it is preceded by a keep-alive (it carries the slot).
@@ -646,6 +711,35 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   /** Its address (it changes when the client migrates: the `migrated` event). */
   get address(): Address {
     return this.at;
+  }
+
+  /** @internal The transport its block lane moved to (`Server.claimBulk`), if any. */
+  get bulkAddress(): Address | undefined {
+    return this.bulkAt;
+  }
+
+  /**
+   * @internal Its block lane now goes to `address`, a transport of its own whose clients carry
+   * `payload` (a WebSocket: its overhead, reliable), on a path of its own; the other lanes stay. In
+   * raw mode, or without a block lane, only its packets are taken from there.
+   */
+  bindBulk(address: Address, payload: ResolvedPayload): void {
+    const path = payload.session?.path;
+    const previous = this.bulkAt;
+    this.bulkAt = address;
+    this.session?.bindBulk({ overheadBytes: path?.overheadBytes, reliableTransport: path?.reliableTransport });
+    this.push({ type: 'bulk', client: this, address, previous });
+  }
+
+  /** @internal Its block lane's transport ended: the lane goes back to the client's path. */
+  unbindBulk(): void {
+    this.bulkAt = undefined;
+    this.session?.unbindBulk();
+  }
+
+  /** @internal Where the datagram the last `pollTransmit` wrote goes, when not `address`. */
+  transmitAddress(): Address | undefined {
+    return this.toBulk ? this.bulkAt : undefined;
   }
 
   /** @internal The address it may be moving to (a `PathCandidate`), if any. */
@@ -801,6 +895,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   }
 
   pollTransmit(now: number, out: Uint8Array): number | undefined {
+    this.toBulk = false;
     return this.transmit(now, out);
   }
 
@@ -818,6 +913,12 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
     if (n !== undefined) {
       this.keepAliveOwed = !this.confirmed;
       return this.seal(out, T.Payload, plain.subarray(0, n));
+    }
+    const bulk = this.bulkAt === undefined ? undefined : this.session?.writeBulk(now, plain);
+    if (bulk !== undefined) {
+      plain[0] = this.session!.writtenKind;
+      this.toBulk = true;
+      return writePacket(out, T.Payload, this.bulkSequence++, plain.subarray(0, bulk), this.shared.protocolId, this.s2c, this.shared.crypto);
     }
     if (this.timers.expired(Timer.KeepAlive, now)) return this.seal(out, T.KeepAlive, this.shared.keepAliveBody(this.clientIndex));
     return undefined;

@@ -1,0 +1,248 @@
+// A client's block lane on a transport of its own (Server.claimBulk, Client.bindBulk, as a browser
+// client's second WebSocket): only a fresh packet sealed with the client's key binds it; blocks then
+// go there both ways while the other lanes keep the client's path; when it ends, blocks go on over
+// that path. Sans-IO on a virtual clock: the two endpoints pumped by hand.
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { nobleCrypto } from '../crypto/noble.js';
+import type { LaneConfig } from '../connection/options.js';
+import { FixedRate } from '../congestion/fixed.js';
+import type { Path } from '../congestion/path.js';
+import { netcodePair, PAIR_SERVER } from '../../test/harness/netcode.js';
+import { type ClientEvent } from './client.js';
+import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from './options.js';
+import { type ServerEvent } from './server.js';
+import { BULK_SEQUENCE_BASE, NetcodePacketType as T, newNetcodePacket, readPacket, ReplayProtection, writePacket } from './wire.js';
+
+const PROTOCOL = 0x42554c4bn;
+const KEY = Uint8Array.from({ length: 32 }, (_, i) => i * 7 + 1);
+const AT = '10.0.0.2:5000';
+const BULK = 'ws:1';
+const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 1 << 20 }];
+
+/**
+ * A client and a server pumped every 5 ms of virtual time, `oneWayMs` apart on both transports. The
+ * client's path loses every `lossEvery`-th datagram each way (0: none); the block lane's transport
+ * (the client's `'bulk'`, the server's `BULK`) loses nothing and keeps order, as TCP. Bytes each
+ * transport carried are counted per direction.
+ */
+function pair(lossEvery = 0, oneWayMs = 20) {
+  const { server, client } = netcodePair({ protocolId: PROTOCOL, key: KEY, clientId: 9n, timeoutSeconds: 10, server: { lanes: LANES }, client: { lanes: LANES } });
+  server.registerTransport('ws:', WEBSOCKET_TRANSPORT);
+  const out = new Uint8Array(1500);
+  type InFlight = { due: number; bulk: boolean; bytes: Uint8Array };
+  const up: InFlight[] = [];
+  const down: InFlight[] = [];
+  let sentUp = 0;
+  let sentDown = 0;
+  const r = {
+    server, client, now: 0, bulkOpen: true,
+    bytes: { pathUp: 0, pathDown: 0, bulkUp: 0, bulkDown: 0 },
+    fromClient: [] as { bulk: boolean; bytes: Uint8Array }[],
+    serverEvents: [] as ServerEvent[], clientEvents: [] as ClientEvent[],
+    step(ms: number): void {
+      for (const end = r.now + ms; r.now < end; r.now += 5) {
+        const now = r.now;
+        client.handleTimeout(now);
+        server.handleTimeout(now);
+        for (let t = client.pollTransmit(now, out); t !== undefined; t = client.pollTransmit(now, out)) {
+          const bulk = t.to === 'bulk';
+          const b = out.slice(0, t.length);
+          r.fromClient.push({ bulk, bytes: b });
+          if (bulk) r.bytes.bulkUp += b.length;
+          else r.bytes.pathUp += b.length;
+          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentUp % lossEvery !== 0) up.push({ due: now + oneWayMs, bulk, bytes: b });
+        }
+        while (up.length > 0 && up[0]!.due <= now) {
+          const f = up.shift()!;
+          server.handleDatagram(now, f.bulk ? BULK : AT, f.bytes);
+        }
+        for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) {
+          const bulk = t.to === BULK;
+          expect(t.to === AT || bulk).toBe(true);
+          if (bulk) r.bytes.bulkDown += t.length;
+          else r.bytes.pathDown += t.length;
+          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentDown % lossEvery !== 0) down.push({ due: now + oneWayMs, bulk, bytes: out.slice(0, t.length) });
+        }
+        while (down.length > 0 && down[0]!.due <= now) {
+          const f = down.shift()!;
+          client.handleDatagram(now, f.bulk ? 'bulk' : PAIR_SERVER, f.bytes);
+        }
+        for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) r.serverEvents.push(e);
+        for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) r.clientEvents.push(e);
+      }
+    },
+    /** Open the block lane's transport: the server's claim, then the client's bind (its hello proves it). */
+    bind(): void {
+      r.bulkOpen = true;
+      expect(server.claimBulk(BULK, server.clients()[0]!.clientIndex)).toBe(true);
+      expect(client.bindBulk('bulk', WEBSOCKET_TRANSPORT, new FixedRate(2_000_000))).toBe(true);
+    },
+  };
+  return r;
+}
+
+const block = (n: number, seed: number): Uint8Array => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
+const messages = (events: (ServerEvent | ClientEvent)[], lane: number): Uint8Array[] =>
+  events.flatMap((e) => (e.type === 'message' && e.lane === lane ? [e.bytes] : []));
+
+describe('a block lane on a transport of its own', () => {
+  it('blocks go there both ways, the other lanes stay on the client\'s path, and nothing is dropped as old or replayed', () => {
+    const r = pair(10);
+    r.step(300);
+    expect(r.client.state).toBe('connected');
+    const sc = r.server.clients()[0]!;
+    r.bind();
+    r.step(100);
+    expect(r.serverEvents.filter((e) => e.type === 'bulk')).toEqual([{ type: 'bulk', client: sc, address: BULK, previous: undefined }]);
+    expect(sc.bulkAddress).toBe(BULK);
+    expect(r.server.counters().bulkBound).toBe(1);
+
+    const before = { ...r.bytes };
+    const up = block(300_000, 1);
+    const down = block(200_000, 2);
+    r.client.send(1, up);
+    sc.send(1, down);
+    for (let i = 0; i < 100; i++) {
+      r.client.send(0, Uint8Array.of(i));
+      sc.send(0, Uint8Array.of(i));
+      r.step(20);
+    }
+    r.step(3000);
+    expect(messages(r.serverEvents, 1)).toEqual([up]);
+    expect(messages(r.clientEvents, 1)).toEqual([down]);
+    expect(messages(r.serverEvents, 0).map((b) => b[0])).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    expect(messages(r.clientEvents, 0).map((b) => b[0])).toEqual(Array.from({ length: 100 }, (_, i) => i));
+    // The blocks' bytes crossed the block lane's transport; the client's path carried the messages and their acks.
+    expect(r.bytes.bulkUp - before.bulkUp).toBeGreaterThan(up.length);
+    expect(r.bytes.bulkDown - before.bulkDown).toBeGreaterThan(down.length);
+    expect(r.bytes.pathUp - before.pathUp).toBeLessThan(30_000);
+    expect(r.bytes.pathDown - before.pathDown).toBeLessThan(30_000);
+    // Each transport numbers its packets apart: the far ones (8 sequence bytes) only on the block lane's.
+    expect(r.fromClient.every((p) => (p.bytes[0]! >> 4 === 8) === p.bulk)).toBe(true);
+    expect(r.server.counters().replayed).toBe(0);
+    expect(r.client.counters().replayed).toBe(0);
+    expect(sc.stats(r.now)!.lanes[1]).toMatchObject({ mode: 'block', delivered: 1, received: 1 });
+    // At both ends the block lane's path is its own, with the transport's overhead and reliability.
+    const bulkPath = (o: unknown): Path => (o as { session: { bulkPath: Path } }).session.bulkPath;
+    for (const end of [sc, r.client]) {
+      expect([bulkPath(end).overheadBytes, bulkPath(end).reliableTransport]).toEqual([WEBSOCKET_TRANSPORT.overheadBytes + NETCODE_PACKET_OVERHEAD_BYTES, true]);
+    }
+    expect(bulkPath(r.client).controller).toBeInstanceOf(FixedRate);
+    expect(r.clientEvents.some((e) => e.type === 'disconnected')).toBe(false);
+  });
+
+  it('only a fresh packet sealed with the client\'s key binds the transport: a replayed one, a forged one and one of another client do not', () => {
+    const r = pair();
+    r.step(300);
+    const sc = r.server.clients()[0]!;
+    const old = r.fromClient.at(-1)!.bytes; // delivered already
+    expect(r.server.claimBulk(BULK, sc.clientIndex)).toBe(true);
+    r.server.handleDatagram(r.now, BULK, old);
+    const forged = old.slice();
+    forged[forged.length - 1]! ^= 1;
+    r.server.handleDatagram(r.now, BULK, forged);
+    expect(r.server.counters().bulkRefused).toBe(2);
+    expect(sc.bulkAddress).toBeUndefined();
+    // A claim naming a slot with no client binds nothing.
+    expect(r.server.claimBulk('ws:2', sc.clientIndex + 1)).toBe(true);
+    r.server.handleDatagram(r.now, 'ws:2', old);
+    expect(r.server.counters().bulkRefused).toBe(3);
+    // The client's own hello binds it; the client's address is unchanged (a bulk transport is no move).
+    expect(r.client.bindBulk('bulk', WEBSOCKET_TRANSPORT)).toBe(true);
+    r.step(100);
+    expect(sc.bulkAddress).toBe(BULK);
+    expect(sc.address).toBe(AT);
+    expect(r.server.counters().migrations).toBe(0);
+  });
+
+  it('when the transport ends mid-block, the block lane goes back to the client\'s path and the block arrives whole', () => {
+    const r = pair(0);
+    r.step(300);
+    const sc = r.server.clients()[0]!;
+    r.bind();
+    r.step(100);
+    const up = block(400_000, 3);
+    r.client.send(1, up);
+    r.step(100);
+    const bulkSoFar = r.bytes.bulkUp;
+    expect(bulkSoFar).toBeGreaterThan(50_000);
+    // The WebSocket drops: whatever it held is lost, and both ends hear of it.
+    r.bulkOpen = false;
+    r.server.releaseClaim(BULK);
+    r.client.unbindBulk();
+    expect(sc.bulkAddress).toBeUndefined();
+    r.step(8000);
+    expect(messages(r.serverEvents, 1)).toEqual([up]);
+    expect(r.bytes.bulkUp).toBe(bulkSoFar);
+    expect(r.bytes.pathUp).toBeGreaterThan(up.length - bulkSoFar);
+  });
+
+  it('a block already under way when the transport is bound moves there and arrives whole', () => {
+    const r = pair(0);
+    r.step(300);
+    const up = block(400_000, 5);
+    r.client.send(1, up);
+    r.step(200);
+    expect(r.bytes.pathUp).toBeGreaterThan(20_000);
+    r.bind();
+    r.step(6000);
+    expect(messages(r.serverEvents, 1)).toEqual([up]);
+    expect(r.bytes.bulkUp).toBeGreaterThan(up.length / 2);
+  });
+
+  it('a client holding its block lane\'s transport (full) sends no slice there until released; acks still go', () => {
+    const r = pair(0);
+    r.step(300);
+    r.bind();
+    r.step(100);
+    r.client.holdBulk(true);
+    const sent = r.bytes.bulkUp;
+    r.client.send(1, block(100_000, 4));
+    r.step(500);
+    expect(r.bytes.bulkUp).toBe(sent);
+    r.client.holdBulk(false);
+    r.step(3000);
+    expect(messages(r.serverEvents, 1)).toHaveLength(1);
+  });
+});
+
+describe('docs/netcode.md block-lane transport vectors', () => {
+  it('each encodes to its hex and decodes back, numbered from BULK_SEQUENCE_BASE', () => {
+    const doc = readFileSync(new URL('../../docs/netcode.md', import.meta.url), 'utf8');
+    const m = /<!-- bulk-vectors:begin -->\s*```json\n([\s\S]*?)```\s*<!-- bulk-vectors:end -->/.exec(doc);
+    const vs = JSON.parse(m![1]!) as { packet: string; sequence: string; body: string; hex: string }[];
+    expect(vs.map((v) => v.packet)).toEqual(['keep-alive', 'payload']);
+    const key = Uint8Array.from({ length: 32 }, (_, i) => i);
+    const hex = (b: Uint8Array): string => Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+    const unhex = (t: string): Uint8Array => Uint8Array.from(t.match(/../g) ?? [], (x) => parseInt(x, 16));
+    for (const v of vs) {
+      const type = v.packet === 'payload' ? T.Payload : T.KeepAlive;
+      expect(BigInt(v.sequence) >= BULK_SEQUENCE_BASE).toBe(true);
+      const out = new Uint8Array(64);
+      const n = writePacket(out, type, BigInt(v.sequence), unhex(v.body), 0x1234567890abcdefn, key, nobleCrypto);
+      expect(hex(out.subarray(0, n))).toBe(v.hex);
+      const p = newNetcodePacket();
+      const replay = new ReplayProtection();
+      replay.advance(5000n); // the connection's own window is far behind or ahead: no matter
+      expect(readPacket(unhex(v.hex), 0x1234567890abcdefn, key, 1 << type, replay, nobleCrypto, p)).toBe(v.body.length / 2);
+      expect([p.type, p.sequence, hex(p.body)]).toEqual([type, BigInt(v.sequence), v.body]);
+    }
+  });
+});
+
+describe('ReplayProtection keeps the block lane transport\'s sequences apart', () => {
+  it('a window of its own from BULK_SEQUENCE_BASE: neither range makes the other look old', () => {
+    const r = new ReplayProtection();
+    r.advance(5n);
+    r.advance(BULK_SEQUENCE_BASE + 10_000n);
+    expect(r.alreadyReceived(6n)).toBe(false);
+    expect(r.alreadyReceived(5n)).toBe(true);
+    r.advance(1000n);
+    expect(r.alreadyReceived(BULK_SEQUENCE_BASE + 9_999n)).toBe(false);
+    expect(r.alreadyReceived(BULK_SEQUENCE_BASE + 10_000n)).toBe(true);
+    expect(r.alreadyReceived(BULK_SEQUENCE_BASE + 10_000n - 256n)).toBe(true);
+    r.reset();
+    expect(r.alreadyReceived(BULK_SEQUENCE_BASE + 10_000n)).toBe(false);
+  });
+});
