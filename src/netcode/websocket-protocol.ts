@@ -6,11 +6,13 @@ import { CONNECT_TOKEN_BYTES } from './wire.js';
  * connect token in base64url without padding, so the server can check it before the upgrade completes;
  * a browser cannot set other headers on a WebSocket, and a URL would put the token in every access log)
  * or `gamewire.resume.<client index>` (a connected client moving to this WebSocket: its first packet
- * on it proves it, sealed with its key).
+ * on it proves it, sealed with its key), or `gamewire.bulk.<client index>` (a connected client's
+ * second WebSocket, for its block lane: proven the same way).
  */
 export const WEBSOCKET_PROTOCOL = 'gamewire';
 const TOKEN_PREFIX = 'gamewire.token.';
 const RESUME_PREFIX = 'gamewire.resume.';
+const BULK_PREFIX = 'gamewire.bulk.';
 const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /** The subprotocols a client offers for `token`: `[WEBSOCKET_PROTOCOL, 'gamewire.token.<base64url>']`. */
@@ -31,21 +33,28 @@ export function resumeProtocols(clientIndex: number): [string, string] {
   return [WEBSOCKET_PROTOCOL, RESUME_PREFIX + String(clientIndex)];
 }
 
+/** The subprotocols a connected client offers for the WebSocket of its block lane: `[WEBSOCKET_PROTOCOL, 'gamewire.bulk.<clientIndex>']`. */
+export function bulkProtocols(clientIndex: number): [string, string] {
+  return [WEBSOCKET_PROTOCOL, BULK_PREFIX + String(clientIndex)];
+}
+
 /**
  * What a `Sec-WebSocket-Protocol` header asks for: a new connection with its connect token, a
- * connected client's resumption (its index, < 2^31), or undefined unless it offers `WEBSOCKET_PROTOCOL`
- * and exactly one well-formed token (`CONNECT_TOKEN_BYTES` bytes) or index, not both.
+ * connected client's resumption or block-lane transport (its index, < 2^31), or undefined unless it
+ * offers `WEBSOCKET_PROTOCOL` and exactly one well-formed token (`CONNECT_TOKEN_BYTES` bytes) or index.
  */
-export function readWebSocketProtocols(header: string | undefined): { token: Uint8Array } | { resume: number } | undefined {
+export function readWebSocketProtocols(header: string | undefined): { token: Uint8Array } | { resume: number } | { bulk: number } | undefined {
   if (typeof header !== 'string') return undefined;
   const offered = header.split(',').map((p) => p.trim());
   if (!offered.includes(WEBSOCKET_PROTOCOL)) return undefined;
   const tokens = offered.filter((p) => p.startsWith(TOKEN_PREFIX));
-  const resumes = offered.filter((p) => p.startsWith(RESUME_PREFIX));
-  if (tokens.length + resumes.length !== 1) return undefined;
-  if (resumes.length === 1) {
-    const digits = resumes[0]!.slice(RESUME_PREFIX.length);
-    return /^(0|[1-9][0-9]{0,9})$/.test(digits) && Number(digits) < 2 ** 31 ? { resume: Number(digits) } : undefined;
+  const indexes = offered.filter((p) => p.startsWith(RESUME_PREFIX) || p.startsWith(BULK_PREFIX));
+  if (tokens.length + indexes.length !== 1) return undefined;
+  if (indexes.length === 1) {
+    const bulk = indexes[0]!.startsWith(BULK_PREFIX);
+    const digits = indexes[0]!.slice((bulk ? BULK_PREFIX : RESUME_PREFIX).length);
+    if (!/^(0|[1-9][0-9]{0,9})$/.test(digits) || Number(digits) >= 2 ** 31) return undefined;
+    return bulk ? { bulk: Number(digits) } : { resume: Number(digits) };
   }
   const token = readToken(tokens[0]!.slice(TOKEN_PREFIX.length));
   return token === undefined ? undefined : { token };

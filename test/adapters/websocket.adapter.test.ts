@@ -17,7 +17,7 @@ import { type Path } from '../../src/congestion/path.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from '../../src/netcode/options.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
-import { resumeProtocols, webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
+import { bulkProtocols, resumeProtocols, webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
 import { gamewire, waitForStderr } from './helpers.js';
 
@@ -153,7 +153,7 @@ describe('WebSocket transport (ws, loopback)', () => {
 
   it('every delivery mode and a 1 MiB block over a WebSocket, one ServerClient, nothing sent twice, a clean disconnect', async () => {
     const events: ClientEvent[] = [];
-    const conn = await open(token(), events);
+    const conn = await open(token(), events, { bulk: false });
     expect(conn.transport).toBe('websocket');
     await until(() => events.some((e) => e.type === 'connected'));
     const sc = server.clients().find((c) => c.address.startsWith('ws:'));
@@ -489,6 +489,103 @@ describe('WebSocket transport (ws, loopback)', () => {
     expect(await rawStatus(resumeProtocols(100))).toBe(400); // beyond maxClients
     await conn.close();
   }, 15_000);
+
+  it('a WebRTC client\'s block lane goes over a WebSocket of its own, both ways, while its messages stay on the data channel; when that WebSocket dies, blocks go on over the channel', async () => {
+    const sockets: CountingWs[] = [];
+    class CountingWs extends WebSocket {
+      sentBytes = 0;
+      receivedBytes = 0;
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols);
+        sockets.push(this);
+        this.on('message', (data: ArrayBuffer) => {
+          this.receivedBytes += data.byteLength;
+        });
+      }
+
+      override send(data: Uint8Array, ...rest: unknown[]): void {
+        this.sentBytes += data.byteLength;
+        (super.send as (...a: unknown[]) => void)(data, ...rest);
+      }
+    }
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events, {
+      transports: ['webrtc', 'websocket'], RTCPeerConnection: Loopback, WebSocket: CountingWs as unknown as typeof Ws,
+    });
+    expect(conn.transport).toBe('webrtc');
+    await until(() => conn.bulk);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined); // its first packet there proves it
+    expect(sc.address).toMatch(/^webrtc:/);
+    expect(sc.bulkAddress).toMatch(/^ws:\d+$/);
+    expect(serverEvents.filter((e) => e.type === 'bulk' && e.client === sc)).toEqual([{ type: 'bulk', client: sc, address: sc.bulkAddress, previous: undefined }]);
+    expect(sockets).toHaveLength(1);
+    const bulk = sockets[0]!;
+    expect(bulk.protocol).toBe('gamewire');
+
+    const block = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 13) & 255);
+    conn.client.send(5, block);
+    const N = 40;
+    for (let i = 0; i < N; i++) conn.client.send(0, Uint8Array.of(i, 0));
+    const blocksBack = (): Uint8Array[] => events.flatMap((e) => (e.type === 'message' && e.lane === 5 ? [e.bytes] : []));
+    await until(() => blocksBack().length === 1 && events.filter((e) => e.type === 'message' && e.lane === 0).length === N, 15_000);
+    expect(blocksBack()[0]).toEqual(block);
+    // The block crossed the WebSocket each way; the 40 messages (and their acks) did not.
+    expect(bulk.sentBytes).toBeGreaterThan(block.length);
+    expect(bulk.receivedBytes).toBeGreaterThan(block.length);
+    expect(bulk.sentBytes + bulk.receivedBytes).toBeLessThan(2.2 * block.length);
+    expect(conn.transport).toBe('webrtc');
+
+    // The block lane's WebSocket dies mid-block: both ends take the lane back to the data channel.
+    const second = Uint8Array.from({ length: 600_000 }, (_, i) => (i * 5) & 255);
+    conn.client.send(5, second);
+    await until(() => bulk.sentBytes > block.length + 100_000);
+    bulk.terminate();
+    await until(() => !conn.bulk && sc.bulkAddress === undefined);
+    await until(() => blocksBack().length === 2, 20_000);
+    expect(blocksBack()[1]).toEqual(second);
+    expect(serverEvents.some((e) => e.type === 'disconnected' && e.client === sc)).toBe(false);
+    await conn.close();
+    await until(() => gateway.size === 0, 3000);
+  }, 45_000);
+
+  it('a WebSocket client opens a second WebSocket for its block lane; one that cannot prove itself binds nothing and is closed; no such client is 404', async () => {
+    const events: ClientEvent[] = [];
+    const before = gateway.counters().upgrades;
+    const conn = await open(token(), events);
+    await until(() => conn.bulk);
+    expect(gateway.counters().upgrades - before).toBe(2);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined);
+    expect([sc.address, sc.bulkAddress].every((a) => /^ws:\d+$/.test(a ?? ''))).toBe(true);
+    const block = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 3) & 255);
+    conn.client.send(5, block);
+    await until(() => events.some((e) => e.type === 'message' && e.lane === 5), 15_000);
+
+    const refused = server.counters().bulkRefused;
+    const bound = sc.bulkAddress;
+    // One block-lane WebSocket per client at a time: a second is refused before the upgrade.
+    expect(await rawStatus(bulkProtocols(sc.clientIndex))).toBe(409);
+    expect(await rawStatus(bulkProtocols(7))).toBe(404);
+    expect(await rawStatus(bulkProtocols(100))).toBe(400);
+    await conn.close();
+    await until(() => gateway.size === 0, 3000);
+    expect(bound).toBeDefined();
+
+    // With the client gone, a claim naming its slot is 404; one for a live client that sends a forged packet binds nothing.
+    const other: ClientEvent[] = [];
+    const c2 = await open(token(), other, { bulk: false });
+    await until(() => other.some((e) => e.type === 'connected'));
+    const sc2 = server.clients().find((c) => c.clientIndex === c2.client.slot.clientIndex)!;
+    const forger = new WebSocket(gateway.url.replace('http', 'ws'), bulkProtocols(sc2.clientIndex));
+    await once(forger, 'open');
+    forger.send(Uint8Array.from({ length: 1 + 1 + 8 + 16 }, (_, i) => (i === 0 ? 0x14 : i)));
+    await until(() => server.counters().bulkRefused - refused >= 1);
+    await once(forger, 'close'); // handshakeTimeoutMs
+    expect(sc2.bulkAddress).toBeUndefined();
+    await c2.close();
+    await until(() => gateway.size === 0, 3000);
+  }, 30_000);
 
 });
 

@@ -41,6 +41,8 @@ interface Played {
   connectMs: number;
   echoed: number[];
   block: { bytes: number; intact: boolean } | undefined;
+  /** Whether the block lane had a WebSocket of its own at the end. */
+  bulk?: boolean;
   error?: string;
 }
 
@@ -49,7 +51,7 @@ async function play({ url, token, lanes, transports, openTimeoutMs }: {
   url: string; token: string; lanes: LaneConfig[]; transports?: string[]; openTimeoutMs?: number;
 }): Promise<Played> {
   type Ev = { type: string; lane?: number; bytes?: Uint8Array };
-  type Conn = { transport: string; client: { send(l: number, b: Uint8Array): number }; close(): Promise<void> };
+  type Conn = { transport: string; bulk: boolean; client: { send(l: number, b: Uint8Array): number }; close(): Promise<void> };
   const gw = (window as unknown as { gamewire: { connect(o: object): Promise<Conn> } }).gamewire;
   const echoed: number[] = [];
   let block: Played['block'];
@@ -82,8 +84,9 @@ async function play({ url, token, lanes, transports, openTimeoutMs }: {
       await sleep(5);
     }
     await until(() => echoed.length === 30 && block !== undefined, 20_000);
+    const bulk = conn.bulk;
     await conn.close();
-    return { transport: conn.transport, connectMs, echoed, block };
+    return { transport: conn.transport, connectMs, echoed, block, bulk };
   } catch (err) {
     return { connectMs: performance.now() - started, echoed, block, error: String(err) };
   }
@@ -172,7 +175,14 @@ describe('Chromium ↔ Node on every transport (real browser, loopback)', () => 
 
   it('a page served over HTTPS connects over WebRTC with HTTPS signalling, and over WSS when told to', async () => {
     const page = await newPage();
-    expectPlayed(await page.evaluate(play, { url: gateway.url, token: token64(), lanes: LANES }), 'webrtc');
+    const bound = serverEvents.filter((e) => e.type === 'bulk').length;
+    const r = await page.evaluate(play, { url: gateway.url, token: token64(), lanes: LANES });
+    expectPlayed(r, 'webrtc');
+    // Its block lane went on a WSS WebSocket of its own, the server's block moving there mid-way.
+    expect(r.bulk).toBe(true);
+    const bulk = serverEvents.filter((e) => e.type === 'bulk').slice(bound);
+    expect(bulk).toHaveLength(1);
+    expect(bulk[0]!.type === 'bulk' && [bulk[0]!.client.address.slice(0, 7), bulk[0]!.address.slice(0, 3)]).toEqual(['webrtc:', 'ws:']);
     expectPlayed(await page.evaluate(play, { url: gateway.url, token: token64(), lanes: LANES, transports: ['websocket'] }), 'websocket');
   }, 60_000);
 

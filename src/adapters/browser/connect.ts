@@ -6,7 +6,8 @@ import { isLogger, type Logger } from '../../core/logger.js';
 import { Client, type ClientEvent, type ClientOptions } from '../../netcode/client.js';
 import { type NetcodeTransport, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
-import { resumeProtocols, WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
+import { bulkProtocols, resumeProtocols, WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
+import { FixedRate } from '../../congestion/fixed.js';
 
 /** How a browser client reaches the server: a WebRTC data channel (UDP), or a WebSocket (TCP). */
 export type BrowserTransport = 'webrtc' | 'websocket';
@@ -75,6 +76,13 @@ export interface ConnectOptions extends ClientOptions {
    * moves. Default 2 000 (below netcode's own timeout, at least 5 s in a token).
    */
   resumeAfterMs?: number;
+  /**
+   * With a block lane: once connected, open a second WebSocket to the server for the block lane alone
+   * (its slices and acks), so a large block goes at TCP's rate and the other lanes keep their
+   * transport and latency. Only with `'websocket'` among `transports`. If it cannot open, or closes,
+   * blocks go on the connection's own transport. Default true.
+   */
+  bulk?: boolean;
   /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
   rtcConfiguration?: RTCConfiguration;
   /** The `RTCPeerConnection` class (default the browser's; tests in Node pass node-datachannel's polyfill). */
@@ -91,13 +99,16 @@ export interface BrowserConnection {
   readonly client: Client;
   /** The transport in use (it becomes `'websocket'` when the connection moved: `resumeAfterMs`). */
   readonly transport: BrowserTransport;
+  /** True while the block lane goes over a WebSocket of its own (`ConnectOptions.bulk`). */
+  readonly bulk: boolean;
   /** Close the client (its redundant DISCONNECTs leave), then the transport. */
   close(): Promise<void>;
   /**
    * Pass both directions through the simulator's `Link` (loss, latency and jitter in ms, rate, …; the
    * same settings each way), on the real clock, to see how the game plays on a worse network; call
    * again to change it, or with `undefined` to stop. Throws `GamewireError('invalid-config')` on bad
-   * settings. The connection's stats then show the simulated path.
+   * settings. The connection's stats then show the simulated path. The block lane's own WebSocket
+   * (`bulk`), if open, is closed first: the simulated links carry one transport.
    */
   simulate(config: Partial<LinkConfig> | undefined): void;
 }
@@ -172,8 +183,9 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   if (typeof onEvent !== 'function') throw new GamewireError('invalid-argument', 'onEvent must be a function');
   const {
     url: _u, token: _t, onEvent: _e, onError, logger, transports, fallbackAfterMs, openTimeoutMs, resumeAfterMs, rtcConfiguration,
-    RTCPeerConnection: Rtc, WebSocket: Ws, fetch: doFetch, ...clientOptions
+    RTCPeerConnection: Rtc, WebSocket: Ws, fetch: doFetch, bulk, ...clientOptions
   } = options;
+  if (bulk !== undefined && typeof bulk !== 'boolean') throw new GamewireError('invalid-argument', 'bulk must be a boolean');
   if (onError !== undefined && typeof onError !== 'function') throw new GamewireError('invalid-argument', 'onError must be a function');
   if (logger !== undefined && !isLogger(logger)) throw new GamewireError('invalid-argument', 'logger must have an error(message, error) method');
   const order = transports ?? ['webrtc', 'websocket'];
@@ -196,9 +208,12 @@ export async function connect(options: ConnectOptions): Promise<BrowserConnectio
   const resume = order.includes('websocket') && resumeMs > 0
     ? { afterMs: resumeMs, open: (index: number, signal: AbortSignal) => openWebSocket(url, resumeProtocols(index), signal, Ws ?? globalThis.WebSocket) }
     : undefined;
+  const openBulk = order.includes('websocket') && (bulk ?? true)
+    ? (index: number, signal: AbortSignal) => openWebSocket(url, bulkProtocols(index), signal, Ws ?? globalThis.WebSocket)
+    : undefined;
   return run(pipe, clientOptions, token, onEvent, onError ?? ((error: unknown) => {
     (logger ?? console).error('gamewire: onEvent threw; the connection goes on (pass onError to handle it):', error);
-  }), resume);
+  }), resume, openBulk);
 }
 
 /** Connect over WebRTC only: {@link connect} with `transports: ['webrtc']`. */
@@ -494,8 +509,16 @@ interface Resume {
   open(clientIndex: number, signal: AbortSignal): Promise<Pipe>;
 }
 
-/** How long (ms) opening a WebSocket to move to may take; how often (ms) the silence is looked at. */
+/** How long (ms) opening a WebSocket to move to (or for the block lane) may take; how often (ms) the silence is looked at. */
 const RESUME_OPEN_MS = 5000;
+/** The client's name for the block lane's WebSocket (its datagrams' `to`). */
+const BULK_ADDRESS = 'bulk';
+/**
+ * Pacing ceiling of the block lane on its own WebSocket, wire bytes/s (100 Mbit/s): below it, TCP's
+ * congestion control and the WebSocket's hold (`WEBSOCKET_HIGH_BYTES`) set the rate. Nothing else
+ * waits behind the block there, so the queue it builds delays only the block's own acks.
+ */
+const BULK_RATE_BYTES_PER_SEC = 12_500_000;
 const RESUME_CHECK_MS = 250;
 
 /**
@@ -508,6 +531,7 @@ const RESUME_CHECK_MS = 250;
 function run(
   first: Pipe, clientOptions: ClientOptions, token: Uint8Array, onEvent: (e: ClientEvent) => void,
   onError: (error: unknown, event: ClientEvent) => void, resume: Resume | undefined,
+  openBulk: ((clientIndex: number, signal: AbortSignal) => Promise<Pipe>) | undefined,
 ): BrowserConnection {
   const client = new Client(clientOptions, first.transport);
   const scratch = new Uint8Array(1500);
@@ -518,9 +542,26 @@ function run(
   let closing = false;
   let moving = false;
   let heardAt = now();
+  let bulk: Pipe | undefined;
+  let bulkHeld = false;
+  let simulating = false;
+  const sendBulk = (bytes: Uint8Array): void => {
+    const b = bulk;
+    if (b === undefined) return;
+    b.send(bytes);
+    if (bulkHeld || !b.full()) return;
+    bulkHeld = true;
+    client.holdBulk(true);
+    b.onDrain(() => {
+      if (b !== bulk) return;
+      bulkHeld = false;
+      client.holdBulk(false);
+      loop.wake();
+    });
+  };
   const loop = new DriveLoop<ClientEvent, ReturnType<typeof setTimeout>>(path, {
     now,
-    send: (bytes, length) => pipe.send(bytes.subarray(0, length)),
+    send: (bytes, length, to) => (to === BULK_ADDRESS ? sendBulk : pipe.send)(bytes.subarray(0, length)),
     buffer: () => {
       if (!pipe.full()) return scratch;
       if (!held) {
@@ -537,7 +578,40 @@ function run(
     setTimer: (ms, fire) => setTimeout(fire, ms),
     clearTimer: (t) => clearTimeout(t),
     defer: (task) => pipe.defer(task),
-  }, { onEvent, onError, maxDatagramBytes: scratch.length });
+  }, {
+    onEvent: (e) => {
+      if (e.type === 'connected' && openBulk !== undefined && client.hasBlockLane) void startBulk(e.clientIndex);
+      onEvent(e);
+    },
+    onError, maxDatagramBytes: scratch.length,
+  });
+  const startBulk = async (index: number): Promise<void> => {
+    let next: Pipe;
+    try {
+      next = await openBulk!(index, AbortSignal.timeout(RESUME_OPEN_MS));
+    } catch {
+      return; // Refused or unreachable: blocks go on the connection's transport.
+    }
+    if (closing || simulating || client.state !== 'connected' || !client.bindBulk(BULK_ADDRESS, next.transport, new FixedRate(BULK_RATE_BYTES_PER_SEC))) {
+      next.close();
+      return;
+    }
+    bulk = next;
+    bulkHeld = false;
+    next.onMessage((bytes) => {
+      if (next === bulk) loop.handleDatagram(BULK_ADDRESS, bytes);
+    });
+    next.onClose(() => stopBulk(next));
+    loop.wake();
+  };
+  const stopBulk = (b: Pipe): void => {
+    if (b !== bulk) return;
+    bulk = undefined;
+    bulkHeld = false;
+    client.unbindBulk();
+    b.close();
+    loop.wake();
+  };
   const move = async (): Promise<void> => {
     if (resume === undefined || moving || closing || client.state !== 'connected') return;
     moving = true;
@@ -589,8 +663,13 @@ function run(
     get transport() {
       return pipe.kind;
     },
+    get bulk() {
+      return bulk !== undefined;
+    },
     simulate(config) {
       path.configure(now(), config);
+      simulating = config !== undefined;
+      if (simulating && bulk !== undefined) stopBulk(bulk);
       loop.wake();
     },
     async close() {
@@ -601,6 +680,7 @@ function run(
       // The transport may still hold the DISCONNECTs: give them a moment before it goes.
       await new Promise((r) => setTimeout(r, 100));
       pipe.close();
+      bulk?.close();
     },
   };
 }

@@ -338,6 +338,18 @@ export class BrowserGateway {
         if (left !== undefined) this.drop(left);
         return;
       }
+      if (e.type === 'bulk') {
+        // The client proved its block lane's WebSocket: it is no longer pending; one it replaced goes.
+        const bulk = this.peers.get(e.address);
+        if (bulk !== undefined) this.joined(bulk);
+        const old = e.previous === undefined ? undefined : this.peers.get(e.previous);
+        if (old !== undefined) this.drop(old);
+        return;
+      }
+      if (e.type === 'disconnected' && e.client.bulkAddress !== undefined) {
+        const bulk = this.peers.get(e.client.bulkAddress);
+        if (bulk !== undefined) setTimeout(() => this.drop(bulk), CLOSE_LINGER_MS).unref();
+      }
       if (e.type !== 'connected' && e.type !== 'disconnected') return;
       const t = transportOf(e.client.address);
       if (t !== WEBRTC_ADDRESS_PREFIX && t !== WEBSOCKET_ADDRESS_PREFIX) return;
@@ -749,6 +761,20 @@ export class BrowserGateway {
   }
 
   /**
+   * The checks before a WebSocket that carries the block lane of the connected client at `index`
+   * (`connect`'s `bulk`): the client is connected (else 404), one at a time for it, and the pending
+   * and peer limits (it is a peer of its own). What proves it is its first packet (`Server.claimBulk`).
+   */
+  private admitBulk(index: number, source: string): Admission | Refusal {
+    if (!this.server.clients().some((c) => c.clientIndex === index)) {
+      this.ctr.tokensRefused++;
+      return { status: 404, error: 'no-such-client' };
+    }
+    const key = this.room(`bulk:${index}`, source, 'ws:');
+    return typeof key === 'string' ? { key, request: undefined } : key;
+  }
+
+  /**
    * Room for one more peer under `key` (a token's, or a resumed client's): one per key, the pending
    * limits, and the peer limits (not for a resumption: it replaces a peer). `key`, or what to answer.
    */
@@ -799,14 +825,15 @@ export class BrowserGateway {
     }
     const asked = readWebSocketProtocols(req.headers['sec-websocket-protocol']);
     if (asked === undefined || req.headers.upgrade?.toLowerCase() !== 'websocket'
-      || ('resume' in asked && asked.resume >= this.server.maxClients)) {
+      || ('resume' in asked && asked.resume >= this.server.maxClients) || ('bulk' in asked && asked.bulk >= this.server.maxClients)) {
       this.ctr.badRequests++;
       refuse(400, 'bad-request');
       return;
     }
     this.ctr.upgrades++;
     const source = sourceKey(socket.remoteAddress);
-    const admitted = 'token' in asked ? this.admit(asked.token, source, 'ws:') : this.admitResume(asked.resume, source);
+    const admitted = 'token' in asked ? this.admit(asked.token, source, 'ws:')
+      : 'resume' in asked ? this.admitResume(asked.resume, source) : this.admitBulk(asked.bulk, source);
     if ('status' in admitted) {
       refuse(admitted.status, admitted.error);
       return;
@@ -822,7 +849,8 @@ export class BrowserGateway {
       if (peer.ws === undefined) this.drop(peer);
     });
     this.wss!.handleUpgrade(req, socket, head, (ws) => {
-      if (this.peers.get(address) !== peer || ('resume' in asked && !this.server.claimAddress(address, asked.resume))) {
+      if (this.peers.get(address) !== peer || ('resume' in asked && !this.server.claimAddress(address, asked.resume))
+        || ('bulk' in asked && !this.server.claimBulk(address, asked.bulk))) {
         this.drop(peer);
         ws.terminate();
         return;
