@@ -15,7 +15,9 @@
  *   aiming at a 50 ms queue) or fixed:12500000 (FixedRate, bytes/s) is the rate controller of gamewire's
  *   client over its WebSocket transport instead of the path's own; BROWSER_BENCH_SPLIT=webrtc or websocket sends
  *   the echoes of gamewire's uploads on a second connection over that transport (its own token and slot),
- *   the block alone on the first. With any of these set nothing is written.
+ *   the block alone on the first; BROWSER_BENCH_BULK=0 keeps gamewire's block lane on the connection's
+ *   transport (by default an upload's client opens a WebSocket of its own for it, `ConnectOptions.bulk`).
+ *   With any of these set nothing is written.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -33,8 +35,9 @@ const BLOCK = ENV.BROWSER_BENCH_BLOCK !== '0';
 const LOSSES = (ENV.BROWSER_BENCH_LOSS?.split(',') ?? ['0.1', '0.01']).map(Number);
 const WS_RATE = ENV.BROWSER_BENCH_WS_RATE;
 const SPLIT = ENV.BROWSER_BENCH_SPLIT;
+const BULK = ENV.BROWSER_BENCH_BULK !== '0' && SPLIT === undefined;
 const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined && ENV.BROWSER_BENCH_SYSTEMS === undefined
-  && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined;
+  && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined && ENV.BROWSER_BENCH_BULK === undefined;
 const ALL_SYSTEMS = ['gamewire', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (ENV.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
@@ -67,8 +70,8 @@ const LABEL: Record<string, string> = {
   websocket: 'WebSocket (kernel TCP)',
   geckos: 'geckos.io 3.1.0, reliable messages',
   raw: 'bare data channel, unreliable (no resend)',
-  block: 'gamewire block lane over WebRTC',
-  'block-gamewire-ws': 'gamewire block lane over its WebSocket transport',
+  block: BULK ? 'gamewire block lane, WebRTC client (the lane on a WebSocket of its own)' : 'gamewire block lane over WebRTC',
+  'block-gamewire-ws': BULK ? 'gamewire block lane, WebSocket client (the lane on a second WebSocket)' : 'gamewire block lane over its WebSocket transport',
   'block-ws': 'WebSocket (kernel TCP), 64 KiB messages',
 };
 if (WS_RATE !== undefined) for (const k of ['gamewire-ws', 'block-gamewire-ws']) LABEL[k] += ` (rate controller ${WS_RATE})`;
