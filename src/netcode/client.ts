@@ -344,7 +344,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
   handleDatagram(now: number, from: Address, b: Uint8Array): void {
     this.tick(now);
     if (this.ended) return;
-    if (from !== this.server && (from !== this.bulkAt || from === undefined)) {
+    if (from !== this.server && from !== this.bulkAt) {
       this.ctr.wrongAddress++;
       return;
     }
@@ -445,9 +445,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
           if (b !== undefined) return this.sealBulk(out, b);
         }
         if (!this.timers.expired(Timer.KeepAlive, now)) return undefined;
-        const ka = this.plain.subarray(0, 8);
-        ka.fill(0);
-        return this.sealConnected(now, out, T.KeepAlive, ka);
+        return this.sealConnected(now, out, T.KeepAlive, this.keepAliveBody());
       }
     }
   }
@@ -506,12 +504,17 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
     this.toBulk = true;
     if (length === 0) {
       this.bulkHelloOwed = false;
-      const ka = this.plain.subarray(0, 8);
-      ka.fill(0);
-      return writePacket(out, T.KeepAlive, this.bulkSequence++, ka, t.protocolId, t.clientToServerKey, this.crypto);
+      return writePacket(out, T.KeepAlive, this.bulkSequence++, this.keepAliveBody(), t.protocolId, t.clientToServerKey, this.crypto);
     }
     this.plain[0] = this.session!.writtenKind;
     return writePacket(out, T.Payload, this.bulkSequence++, this.plain.subarray(0, length), t.protocolId, t.clientToServerKey, this.crypto);
+  }
+
+  /** A client's keep-alive body: 8 zero bytes (the server's carry the slot). */
+  private keepAliveBody(): Uint8Array {
+    const ka = this.plain.subarray(0, 8);
+    ka.fill(0);
+    return ka;
   }
 
   protected override sentAfterClose(): void {
