@@ -32,8 +32,11 @@ const KEY = Uint8Array.from({ length: 32 }, (_, i) => 200 - i);
 const PROTOCOL = 0x62726f77n;
 const LANES = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 16 << 20 }] as const;
 
+// BROWSER_BENCH_SERVER_REDUNDANCY (checked by browser.bench.ts): the server's lanes ride each piece this many times.
+const redundancy = process.env.BROWSER_BENCH_SERVER_REDUNDANCY;
 const server = new Server({
   protocolId: PROTOCOL, privateKey: KEY, addresses: [`${host}:${PORTS.udp}`], unixTime: systemUnixTime, lanes: LANES, crypto: await sodiumCrypto(),
+  ...(redundancy === undefined ? {} : { channels: { redundancy: Number(redundancy) } }),
 });
 const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
 driver.on('event', (e: ServerEvent) => {

@@ -16,8 +16,9 @@
  *   client over its WebSocket transport instead of the path's own; BROWSER_BENCH_SPLIT=webrtc or websocket sends
  *   the echoes of gamewire's uploads on a second connection over that transport (its own token and slot),
  *   the block alone on the first; BROWSER_BENCH_BULK=0 keeps gamewire's block lane on the connection's
- *   transport (by default an upload's client opens a WebSocket of its own for it, `ConnectOptions.bulk`).
- *   With any of these set nothing is written.
+ *   transport (by default an upload's client opens a WebSocket of its own for it, `ConnectOptions.bulk`);
+ *   BROWSER_BENCH_SERVER_REDUNDANCY=2 gives the server's lanes that `channels.redundancy` (over WebRTC the
+ *   default is 1). With any of these set nothing is written.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -37,7 +38,8 @@ const WS_RATE = ENV.BROWSER_BENCH_WS_RATE;
 const SPLIT = ENV.BROWSER_BENCH_SPLIT;
 const BULK = ENV.BROWSER_BENCH_BULK !== '0' && SPLIT === undefined;
 const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined && ENV.BROWSER_BENCH_SYSTEMS === undefined
-  && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined && ENV.BROWSER_BENCH_BULK === undefined;
+  && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined && ENV.BROWSER_BENCH_BULK === undefined
+  && ENV.BROWSER_BENCH_SERVER_REDUNDANCY === undefined;
 const ALL_SYSTEMS = ['gamewire', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (ENV.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
@@ -55,6 +57,10 @@ for (const l of LOSSES) {
 }
 if (WS_RATE !== undefined && !/^(adaptive:\d+(\.\d+)?|fixed:\d+)$/.test(WS_RATE)) {
   console.error(`BROWSER_BENCH_WS_RATE: "${WS_RATE}" is neither adaptive:MS (the target queue, ms) nor fixed:BYTES_PER_SEC`);
+  process.exit(2);
+}
+if (ENV.BROWSER_BENCH_SERVER_REDUNDANCY !== undefined && !/^[0-3]$/.test(ENV.BROWSER_BENCH_SERVER_REDUNDANCY)) {
+  console.error(`BROWSER_BENCH_SERVER_REDUNDANCY: "${ENV.BROWSER_BENCH_SERVER_REDUNDANCY}" is not a ride count 0..3`);
   process.exit(2);
 }
 if (SPLIT !== undefined && SPLIT !== 'webrtc' && SPLIT !== 'websocket') {
@@ -75,6 +81,7 @@ const LABEL: Record<string, string> = {
   'block-ws': 'WebSocket (kernel TCP), 64 KiB messages',
 };
 if (WS_RATE !== undefined) for (const k of ['gamewire-ws', 'block-gamewire-ws']) LABEL[k] += ` (rate controller ${WS_RATE})`;
+if (ENV.BROWSER_BENCH_SERVER_REDUNDANCY !== undefined) LABEL.gamewire += ` (server redundancy ${ENV.BROWSER_BENCH_SERVER_REDUNDANCY})`;
 if (SPLIT !== undefined) for (const k of ['block', 'block-gamewire-ws']) LABEL[k] += `, echoes on a second connection over ${SPLIT}`;
 /** The upload run for each echo system that has one. */
 const BLOCK_OF: Partial<Record<System, string>> = { gamewire: 'block', 'gamewire-ws': 'block-gamewire-ws', websocket: 'block-ws' };
