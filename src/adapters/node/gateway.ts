@@ -299,6 +299,8 @@ export class BrowserGateway {
   private readonly ctr = newCounters<BrowserGatewayCounter>(COUNTERS);
   private readonly now: () => number;
   private next = 1;
+  // Numbers the keys of resumptions and block-lane WebSockets: each claim is a key of its own.
+  private claimCount = 0;
   private pending = 0;
   private closing: Promise<void> | undefined;
 
@@ -744,8 +746,9 @@ export class BrowserGateway {
 
   /**
    * The checks before a WebSocket that resumes the connected client at `index`: the client is
-   * connected (else 404), one resumption at a time for it, and the pending and peer limits. Its key
-   * in `tokens`, or what to answer. What proves it is its first packet (`Server.claimAddress`).
+   * connected (else 404), and the pending limits. Its key in `tokens`, or what to answer. What proves
+   * it is its first packet (`Server.claimAddress`); until then several may claim one client (each
+   * its own key), so a stranger's claim cannot keep the client's own out.
    */
   private admitResume(index: number, source: string): Admission | Refusal {
     if (!this.server.migration) {
@@ -756,21 +759,22 @@ export class BrowserGateway {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
     }
-    const key = this.room(`resume:${index}`, source, 'resume');
+    const key = this.room(`resume:${index}:${this.claimCount++}`, source, 'resume');
     return typeof key === 'string' ? { key, request: undefined } : key;
   }
 
   /**
    * The checks before a WebSocket that carries the block lane of the connected client at `index`
-   * (`connect`'s `bulk`): the client is connected (else 404), one at a time for it, and the pending
-   * and peer limits (it is a peer of its own). What proves it is its first packet (`Server.claimBulk`).
+   * (`connect`'s `bulk`): the client is connected (else 404), and the pending and peer limits (it is
+   * a peer of its own). What proves it is its first packet (`Server.claimBulk`); as for a resumption,
+   * several may claim one client until one proves itself.
    */
   private admitBulk(index: number, source: string): Admission | Refusal {
     if (!this.server.clients().some((c) => c.clientIndex === index)) {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
     }
-    const key = this.room(`bulk:${index}`, source, 'ws:');
+    const key = this.room(`bulk:${index}:${this.claimCount++}`, source, 'ws:');
     return typeof key === 'string' ? { key, request: undefined } : key;
   }
 
