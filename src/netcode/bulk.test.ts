@@ -8,7 +8,7 @@ import { nobleCrypto } from '../crypto/noble.js';
 import type { LaneConfig } from '../connection/options.js';
 import { FixedRate } from '../congestion/fixed.js';
 import type { Path } from '../congestion/path.js';
-import { netcodePair, PAIR_SERVER } from '../../test/harness/netcode.js';
+import { netcodePair, PAIR_SERVER, pumpPair } from '../../test/harness/netcode.js';
 import { type ClientEvent } from './client.js';
 import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from './options.js';
 import { type ServerEvent } from './server.js';
@@ -41,10 +41,7 @@ function pair(lossEvery = 0, oneWayMs = 20) {
     fromClient: [] as { bulk: boolean; bytes: Uint8Array }[],
     serverEvents: [] as ServerEvent[], clientEvents: [] as ClientEvent[],
     step(ms: number): void {
-      for (const end = r.now + ms; r.now < end; r.now += 5) {
-        const now = r.now;
-        client.handleTimeout(now);
-        server.handleTimeout(now);
+      r.now = pumpPair(server, client, r.now, ms, (now) => {
         for (let t = client.pollTransmit(now, out); t !== undefined; t = client.pollTransmit(now, out)) {
           const bulk = t.to === 'bulk';
           const b = out.slice(0, t.length);
@@ -68,9 +65,7 @@ function pair(lossEvery = 0, oneWayMs = 20) {
           const f = down.shift()!;
           client.handleDatagram(now, f.bulk ? 'bulk' : PAIR_SERVER, f.bytes);
         }
-        for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) r.serverEvents.push(e);
-        for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) r.clientEvents.push(e);
-      }
+      }, r.serverEvents, r.clientEvents);
     },
     /** Open the block lane's transport: the server's claim, then the client's bind (its hello proves it). */
     bind(): void {

@@ -3,7 +3,7 @@
 // replayed or forged one does not; a move onto a WebSocket gives both ends that transport's settings.
 // Sans-IO on a virtual clock: the two endpoints pumped by hand.
 import { describe, expect, it } from 'vitest';
-import { netcodePair, PAIR_SERVER as SERVER, pairUnixTime as unixTime } from '../../test/harness/netcode.js';
+import { netcodePair, PAIR_SERVER as SERVER, pairUnixTime as unixTime, pumpPair } from '../../test/harness/netcode.js';
 import { type ClientEvent } from './client.js';
 import { type NetcodeTransport, WEBSOCKET_TRANSPORT } from './options.js';
 import { Server, type ServerEvent } from './server.js';
@@ -22,31 +22,26 @@ function pair(options: { channels?: { redundancy?: number } } = {}, transports: 
   type InFlight = { due: number; from: string; bytes: Uint8Array };
   const toServer: InFlight[] = [];
   const toClient: InFlight[] = [];
-  const deliver = (q: InFlight[], open: boolean, to: (f: InFlight) => void): void => {
-    while (open && q.length > 0 && q[0]!.due <= r.now) to(q.shift()!);
+  const deliver = (now: number, q: InFlight[], open: boolean, to: (f: InFlight) => void): void => {
+    while (open && q.length > 0 && q[0]!.due <= now) to(q.shift()!);
   };
   const r = {
     server, client, now: 0, at: '10.0.0.2:5000', toServer: true, toClient: true,
     sentByClient: [] as Uint8Array[], sentTo: [] as string[], serverEvents: [] as ServerEvent[], clientEvents: [] as ClientEvent[],
     step(ms: number): void {
-      for (const end = r.now + ms; r.now < end; r.now += 5) {
-        const now = r.now;
-        client.handleTimeout(now);
-        server.handleTimeout(now);
+      r.now = pumpPair(server, client, r.now, ms, (now) => {
         for (let t = client.pollTransmit(now, out); t !== undefined; t = client.pollTransmit(now, out)) {
           const b = out.slice(0, t.length);
           r.sentByClient.push(b);
           toServer.push({ due: now + oneWayMs, from: r.at, bytes: b });
         }
-        deliver(toServer, r.toServer, (f) => server.handleDatagram(now, f.from, f.bytes));
+        deliver(now, toServer, r.toServer, (f) => server.handleDatagram(now, f.from, f.bytes));
         for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) {
           r.sentTo.push(t.to);
           toClient.push({ due: now + oneWayMs, from: SERVER, bytes: out.slice(0, t.length) });
         }
-        deliver(toClient, r.toClient, (f) => client.handleDatagram(now, f.from, f.bytes));
-        for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) r.serverEvents.push(e);
-        for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) r.clientEvents.push(e);
-      }
+        deliver(now, toClient, r.toClient, (f) => client.handleDatagram(now, f.from, f.bytes));
+      }, r.serverEvents, r.clientEvents);
     },
     /** Stop holding: what was held arrives in order, at the next step (when due). */
     release(): void {

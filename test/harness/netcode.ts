@@ -1,8 +1,8 @@
 // A netcode Server and a Client already connecting to it with a token for it, for sans-IO tests that
 // pump the two by hand: fixed keys, seeded randomness, virtual time 0.
 import { NonCryptoRng } from '../../src/core/rng.js';
-import { Client, type ClientOptions } from '../../src/netcode/client.js';
-import { Server, type ServerOptions } from '../../src/netcode/server.js';
+import { Client, type ClientEvent, type ClientOptions } from '../../src/netcode/client.js';
+import { Server, type ServerEvent, type ServerOptions } from '../../src/netcode/server.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
 
 /** The server's address in every pair's token. */
@@ -35,4 +35,24 @@ export function netcodePair(o: {
     nowUnixSeconds: Math.floor(pairUnixTime(0)), expireSeconds: 30, timeoutSeconds: o.timeoutSeconds, random: seededRandom(3),
   }));
   return { server, client };
+}
+
+/**
+ * Pump a pair by hand for `ms` of virtual time from `from`, every 5 ms: both ends' timers, then
+ * `exchange(now)` (the caller's transmits and deliveries), then every event into the lists. Returns
+ * the time it stopped at.
+ */
+export function pumpPair(
+  server: Server, client: Client, from: number, ms: number, exchange: (now: number) => void,
+  serverEvents: ServerEvent[], clientEvents: ClientEvent[],
+): number {
+  let now = from;
+  for (const end = from + ms; now < end; now += 5) {
+    client.handleTimeout(now);
+    server.handleTimeout(now);
+    exchange(now);
+    for (let e = server.pollEvent(); e !== undefined; e = server.pollEvent()) serverEvents.push(e);
+    for (let e = client.pollEvent(); e !== undefined; e = client.pollEvent()) clientEvents.push(e);
+  }
+  return now;
 }
