@@ -545,37 +545,7 @@ export function newNetcodePacket(): NetcodePacket {
  */
 export const BULK_SEQUENCE_BASE = 1n << 62n;
 
-/**
- * The 256-entry replay protection of one direction: a sequence is refused if it is older than the
- * newest by 256 or more, or if it was received already. `advance` only after the packet decrypted.
- * The standard keeps the last sequence of each of 256 slots; within the window a slot can only hold
- * the sequence itself or an older one, so one bit per slot (cleared as the window moves) decides the
- * same packets in 32 bytes instead of 2 KiB. Sequences from `BULK_SEQUENCE_BASE` up have a window of
- * their own (made when first needed), which a netcode 1.02 peer never uses.
- */
-export class ReplayProtection {
-  private readonly main = new ReplayWindow();
-  private bulk: ReplayWindow | undefined;
-
-  /** Forget everything (a new connection). */
-  reset(): void {
-    this.main.reset();
-    this.bulk = undefined;
-  }
-
-  /** True if `seq` must be dropped. */
-  alreadyReceived(seq: bigint): boolean {
-    return seq < BULK_SEQUENCE_BASE ? this.main.alreadyReceived(seq) : this.bulk !== undefined && this.bulk.alreadyReceived(seq);
-  }
-
-  /** Record `seq` (after it decrypted). */
-  advance(seq: bigint): void {
-    if (seq < BULK_SEQUENCE_BASE) this.main.advance(seq);
-    else (this.bulk ??= new ReplayWindow()).advance(seq);
-  }
-}
-
-/** One window of `ReplayProtection`. */
+/** One 256-entry window: `ReplayProtection`'s own, and the one it keeps for the block lane's transport. */
 class ReplayWindow {
   private newest = 0n;
   private readonly bits = new Uint32Array(REPLAY_WINDOW / 32);
@@ -610,6 +580,35 @@ class ReplayWindow {
     }
     const i = Number(seq & BigInt(REPLAY_WINDOW - 1));
     bits[i >>> 5]! |= 1 << (i & 31);
+  }
+}
+
+/**
+ * The 256-entry replay protection of one direction: a sequence is refused if it is older than the
+ * newest by 256 or more, or if it was received already. `advance` only after the packet decrypted.
+ * The standard keeps the last sequence of each of 256 slots; within the window a slot can only hold
+ * the sequence itself or an older one, so one bit per slot (cleared as the window moves) decides the
+ * same packets in 32 bytes instead of 2 KiB. Sequences from `BULK_SEQUENCE_BASE` up have a window of
+ * their own (made when first needed), which a netcode 1.02 peer never uses.
+ */
+export class ReplayProtection extends ReplayWindow {
+  private bulk: ReplayWindow | undefined;
+
+  /** Forget everything (a new connection). */
+  override reset(): void {
+    super.reset();
+    this.bulk = undefined;
+  }
+
+  /** True if `seq` must be dropped. */
+  override alreadyReceived(seq: bigint): boolean {
+    return seq < BULK_SEQUENCE_BASE ? super.alreadyReceived(seq) : this.bulk !== undefined && this.bulk.alreadyReceived(seq);
+  }
+
+  /** Record `seq` (after it decrypted). */
+  override advance(seq: bigint): void {
+    if (seq < BULK_SEQUENCE_BASE) super.advance(seq);
+    else (this.bulk ??= new ReplayWindow()).advance(seq);
   }
 }
 
