@@ -172,9 +172,16 @@ describe('Chromium ↔ Node over WebRTC (real browser, loopback)', () => {
         for (const end = performance.now() + 10_000; !connected && performance.now() < end;) await new Promise((r) => setTimeout(r, 10));
         const pc = made[0]!;
         const answerPorts = (pc.remoteDescription?.sdp ?? '').split(/\r?\n/).filter((l) => l.startsWith('a=candidate:')).map((l) => Number(l.split(' ')[5]));
-        const stats = [...(await pc.getStats()).values()] as { type: string; id: string; state?: string; nominated?: boolean; remoteCandidateId?: string; port?: number }[];
-        const pair = stats.find((x) => x.type === 'candidate-pair' && x.state === 'succeeded' && x.nominated === true);
-        const selectedPort = stats.find((x) => x.id === pair?.remoteCandidateId)?.port;
+        type Stat = { type: string; id: string; selectedCandidatePairId?: string; remoteCandidateId?: string; port?: number };
+        // The transport names its selected pair; the stats may lag the channel's opening by a moment.
+        let selectedPort: number | undefined;
+        for (const end = performance.now() + 3000; selectedPort === undefined && performance.now() < end;) {
+          const stats = [...(await pc.getStats()).values()] as Stat[];
+          const pairId = stats.find((x) => x.type === 'transport')?.selectedCandidatePairId;
+          const pair = stats.find((x) => x.type === 'candidate-pair' && x.id === pairId);
+          selectedPort = stats.find((x) => x.id === pair?.remoteCandidateId)?.port;
+          if (selectedPort === undefined) await new Promise((r) => setTimeout(r, 50));
+        }
         await conn.close();
         return { connected, answerPorts, selectedPort };
       } catch (err) {
