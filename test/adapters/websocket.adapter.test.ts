@@ -500,13 +500,15 @@ describe('WebSocket transport (ws, loopback)', () => {
     await conn.close();
   }, 15_000);
 
-  it('a WebRTC client\'s block lane goes over a WebSocket of its own, both ways, while its messages stay on the data channel; when that WebSocket dies, blocks go on over the channel', async () => {
+  it('a WebRTC client\'s block lane goes over a WebSocket of its own, both ways, while its messages stay on the data channel; when that WebSocket dies, blocks go on over the channel until it is opened again', async () => {
     const sockets: CountingWs[] = [];
     class CountingWs extends WebSocket {
       sentBytes = 0;
       receivedBytes = 0;
+      offered: string;
       constructor(url: string, protocols?: string | string[]) {
         super(url, protocols);
+        this.offered = String(protocols);
         sockets.push(this);
         this.on('message', (data: ArrayBuffer) => {
           this.receivedBytes += data.byteLength;
@@ -531,6 +533,7 @@ describe('WebSocket transport (ws, loopback)', () => {
     expect(serverEvents.filter((e) => e.type === 'bulk' && e.client === sc)).toEqual([{ type: 'bulk', client: sc, address: sc.bulkAddress, previous: undefined }]);
     expect(sockets).toHaveLength(1);
     const bulk = sockets[0]!;
+    expect(bulk.offered).toContain('gamewire.bulk.');
     expect(bulk.protocol).toBe('gamewire');
 
     const block = Uint8Array.from({ length: 1 << 20 }, (_, i) => (i * 13) & 255);
@@ -554,6 +557,19 @@ describe('WebSocket transport (ws, loopback)', () => {
     await until(() => !conn.bulk && sc.bulkAddress === undefined);
     await until(() => blocksBack().length === 2, 20_000);
     expect(blocksBack()[1]).toEqual(second);
+    // A second later the client opens the block lane's WebSocket again, and the next block goes there.
+    // (The data channel may fall silent under that block long enough for the connection to move to a
+    // WebSocket too, resumeAfterMs: that socket is a resumption, not the block lane's.)
+    await until(() => conn.bulk && sc.bulkAddress !== undefined, 5000);
+    const bulkSockets = (): CountingWs[] => sockets.filter((w) => w.offered.includes('gamewire.bulk.'));
+    expect(bulkSockets()).toHaveLength(2);
+    expect(serverEvents.filter((e) => e.type === 'bulk' && e.client === sc).map((e) => e.type === 'bulk' && e.previous)).toEqual([undefined, undefined]);
+    const third = Uint8Array.from({ length: 200_000 }, (_, i) => (i * 3) & 255);
+    const before = bulkSockets()[1]!.sentBytes;
+    conn.client.send(5, third);
+    await until(() => blocksBack().length === 3, 15_000);
+    expect(blocksBack()[2]).toEqual(third);
+    expect(bulkSockets()[1]!.sentBytes - before).toBeGreaterThan(third.length);
     expect(serverEvents.some((e) => e.type === 'disconnected' && e.client === sc)).toBe(false);
     await conn.close();
     await until(() => gateway.size === 0, 3000);

@@ -79,8 +79,9 @@ export interface ConnectOptions extends ClientOptions {
   /**
    * With a block lane: once connected, open a second WebSocket to the server for the block lane alone
    * (its slices and acks), so a large block goes at TCP's rate and the other lanes keep their
-   * transport and latency. Only with `'websocket'` among `transports`. If it cannot open, or closes,
-   * blocks go on the connection's own transport. Default true.
+   * transport and latency. Only with `'websocket'` among `transports`. If it cannot open, blocks go on
+   * the connection's own transport; if it closes, they go there until it is opened again (after 1 s,
+   * doubling, three times in a row at most). Default true.
    */
   bulk?: boolean;
   /** Extra `RTCPeerConnection` configuration (ICE servers). Default `{ iceServers: [] }`. */
@@ -519,6 +520,15 @@ const BULK_ADDRESS = 'bulk';
  * waits behind the block there, so the queue it builds delays only the block's own acks.
  */
 const BULK_RATE_BYTES_PER_SEC = 12_500_000;
+/**
+ * When the block lane's WebSocket closes under a connected client (a network blip; a proxy that closes
+ * idle connections, since it carries nothing between blocks), it is opened again after this long
+ * (ms), doubling, at most `BULK_REOPENS` times in a row; one that stayed up `BULK_STABLE_MS` (ms)
+ * starts the count over.
+ */
+const BULK_REOPEN_MS = 1000;
+const BULK_REOPENS = 3;
+const BULK_STABLE_MS = 30_000;
 const RESUME_CHECK_MS = 250;
 
 /**
@@ -544,6 +554,8 @@ function run(
   let heardAt = now();
   let bulk: Pipe | undefined;
   let bulkHeld = false;
+  let bulkReopens = 0;
+  let bulkTimer: ReturnType<typeof setTimeout> | undefined;
   let simulating = false;
   const sendBulk = (bytes: Uint8Array): void => {
     const b = bulk;
@@ -585,12 +597,14 @@ function run(
     },
     onError, maxDatagramBytes: scratch.length,
   });
-  const startBulk = async (index: number): Promise<void> => {
+  const startBulk = async (index: number, reopen = false): Promise<void> => {
     let next: Pipe;
     try {
       next = await openBulk!(index, AbortSignal.timeout(RESUME_OPEN_MS));
     } catch {
-      return; // Refused or unreachable: blocks go on the connection's transport.
+      // Refused or unreachable: blocks go on the connection's transport.
+      if (reopen) reopenBulk(index);
+      return;
     }
     if (closing || simulating || client.state !== 'connected' || !client.bindBulk(BULK_ADDRESS, next.transport, new FixedRate(BULK_RATE_BYTES_PER_SEC))) {
       next.close();
@@ -601,8 +615,18 @@ function run(
     next.onMessage((bytes) => {
       if (next === bulk) loop.handleDatagram(BULK_ADDRESS, bytes);
     });
-    next.onClose(() => stopBulk(next));
+    const boundAt = now();
+    next.onClose(() => {
+      if (next !== bulk) return;
+      stopBulk(next);
+      if (now() - boundAt >= BULK_STABLE_MS) bulkReopens = 0;
+      reopenBulk(index);
+    });
     loop.wake();
+  };
+  const reopenBulk = (index: number): void => {
+    if (bulkReopens >= BULK_REOPENS || closing || simulating || client.state !== 'connected') return;
+    bulkTimer = setTimeout(() => void startBulk(index, true), BULK_REOPEN_MS * 2 ** bulkReopens++);
   };
   const stopBulk = (b: Pipe): void => {
     if (b !== bulk) return;
@@ -670,11 +694,13 @@ function run(
       path.configure(now(), config);
       simulating = config !== undefined;
       if (simulating && bulk !== undefined) stopBulk(bulk);
+      if (simulating) clearTimeout(bulkTimer);
       loop.wake();
     },
     async close() {
       closing = true;
       clearInterval(watch);
+      clearTimeout(bulkTimer);
       client.close();
       await loop.close();
       // The transport may still hold the DISCONNECTs: give them a moment before it goes.
