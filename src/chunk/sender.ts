@@ -132,8 +132,7 @@ const OVERHEAD_PER_SLICE = 13;
 export class ChunkSender implements SansIoPeer {
   /** The validated configuration. */
   readonly config: Readonly<ResolvedChunkSenderOptions>;
-  /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead (`usePath` changes it). */
-  path: Path;
+  private paced: Path;
   private readonly ctr = newCounters<ChunkSenderCounter>(SENDER_COUNTERS);
   private readonly queue: Queued[] = [];
   private readonly inflight: OutChunk[] = [];
@@ -159,7 +158,7 @@ export class ChunkSender implements SansIoPeer {
   constructor(config: ChunkSenderOptions = {}) {
     this.config = resolveSenderOptions(config);
     const cfg = this.config;
-    this.path = cfg.path ?? new Path({
+    this.paced = cfg.path ?? new Path({
       rateController: cfg.rateController, initialRttMs: cfg.initialRttMs, pacingBurstMs: cfg.pacingBurstMs,
       unackedBdpMultiple: cfg.unackedBdpMultiple, unackedFloorBytes: cfg.unackedFloorBytes,
       maxDatagramBytes: cfg.sliceBytes + SLICE_HEADER_BYTES,
@@ -171,7 +170,12 @@ export class ChunkSender implements SansIoPeer {
    * is in flight stays in flight, and its acks and resends now go by `path`'s RTT and rate.
    */
   usePath(path: Path): void {
-    this.path = path;
+    this.paced = path;
+  }
+
+  /** The path this sender paces on: RTT, rate controller, pacer, in-flight cap, probe backoff, overhead (`usePath` changes it). */
+  get path(): Path {
+    return this.paced;
   }
 
   /**

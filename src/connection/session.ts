@@ -1,5 +1,6 @@
 import { PacketAcks, type AckOptions, type AckStats, type PacketOutcomes } from '../ack/index.js';
 import { MessageLanes, type ChannelEventFactory, type MessageLanesOptions, type ChannelToken, type LaneStats } from '../channels/index.js';
+import type { RateController } from '../congestion/controller.js';
 import { Path, type PathOptions } from '../congestion/path.js';
 import { checkArg } from '../core/errors.js';
 import { BlockLane, type BlockLaneCounters, type BlockLaneProgress, type BlockLaneStats } from './blocks.js';
@@ -139,14 +140,15 @@ export class Lanes<E> {
 
   /**
    * The block lane moves to a transport of its own (a browser client's second WebSocket): its slices,
-   * cancels and acks go by `writeBulk` on a new path with these settings (`overheadBytes`,
-   * `reliableTransport`, `rateController`; the lanes' path options for the rest), and the message
-   * lanes keep the connection's path to themselves. What is in flight stays in flight; its acks and
-   * resends go by the new path. False (nothing changes) when there is no block lane.
+   * cancels and acks go by `writeBulk` on a new path with `transport`'s path settings (these lanes'
+   * settings resolved for that transport, as for `newPath`: its overhead, whether it delivers
+   * everything) and `rateController` (default the path's own), and the message lanes keep the
+   * connection's path to themselves. What is in flight stays in flight; its acks and resends go by
+   * the new path. False (nothing changes) when there is no block lane.
    */
-  bindBulk(transport: Pick<PathOptions, 'overheadBytes' | 'reliableTransport' | 'rateController'>): boolean {
+  bindBulk(transport: LanesOptions, rateController?: RateController): boolean {
     if (this.blocks === undefined) return false;
-    this.bulk = new Path({ ...this.opt.path, ...transport, maxDatagramBytes: this.maxBytes });
+    this.bulk = new Path({ ...transport.path, rateController, maxDatagramBytes: this.maxBytes });
     this.bulkHeld = false;
     this.blocks.usePath(this.bulk);
     return true;

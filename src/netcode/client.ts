@@ -193,8 +193,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    */
   bindBulk(address: Address, transport: NetcodeTransport, rateController?: RateController): boolean {
     if (this.state_ !== 'connected' || this.session === undefined) return false;
-    const path = resolvePayload(this.options, transport).session?.path;
-    if (!this.session.bindBulk({ overheadBytes: path?.overheadBytes, reliableTransport: path?.reliableTransport, rateController })) return false;
+    if (!this.session.bindBulk(resolvePayload(this.options, transport).session!, rateController)) return false;
     this.bulkAt = address;
     this.bulkHelloOwed = true;
     this.wake();

@@ -350,9 +350,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * when that WebSocket ends.
    */
   claimAddress(address: Address, clientIndex: number): boolean {
-    if (!this.migration || (this.claims.size >= this.maxClients && !this.claims.has(address))) return false;
-    this.claims.set(address, clientIndex);
-    return true;
+    return this.migration && this.claim(address, clientIndex);
   }
 
   /**
@@ -365,8 +363,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
    * WebSocket ends.
    */
   claimBulk(address: Address, clientIndex: number): boolean {
+    return this.claim(address, -1 - clientIndex);
+  }
+
+  /** Record `address`'s claim (`claims`' value), unless `maxClients` claims are open already. */
+  private claim(address: Address, value: number): boolean {
     if (this.claims.size >= this.maxClients && !this.claims.has(address)) return false;
-    this.claims.set(address, -1 - clientIndex);
+    this.claims.set(address, value);
     return true;
   }
 
@@ -377,11 +380,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     if (index === undefined) return;
     this.bulkAddresses.delete(address);
     const c = this.byIndex[index];
-    if (c?.bulkAddress === address) {
-      c.unbindBulk();
-      const id = this.host.peerWithKey(c.clientId);
-      if (id !== undefined) this.host.touch(id);
-    }
+    if (c?.bulkAddress === address) c.unbindBulk();
   }
 
   /** What a client at `address` carries. */
@@ -724,10 +723,9 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
    * raw mode, or without a block lane, only its packets are taken from there.
    */
   bindBulk(address: Address, payload: ResolvedPayload): void {
-    const path = payload.session?.path;
     const previous = this.bulkAt;
     this.bulkAt = address;
-    this.session?.bindBulk({ overheadBytes: path?.overheadBytes, reliableTransport: path?.reliableTransport });
+    this.session?.bindBulk(payload.session!);
     this.push({ type: 'bulk', client: this, address, previous });
   }
 
@@ -735,6 +733,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
   unbindBulk(): void {
     this.bulkAt = undefined;
     this.session?.unbindBulk();
+    this.wake();
   }
 
   /** @internal Where the datagram the last `pollTransmit` wrote goes, when not `address`. */

@@ -693,8 +693,10 @@ function run(
     simulate(config) {
       path.configure(now(), config);
       simulating = config !== undefined;
-      if (simulating && bulk !== undefined) stopBulk(bulk);
-      if (simulating) clearTimeout(bulkTimer);
+      if (simulating) {
+        clearTimeout(bulkTimer);
+        if (bulk !== undefined) stopBulk(bulk);
+      }
       loop.wake();
     },
     async close() {

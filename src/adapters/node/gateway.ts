@@ -745,13 +745,15 @@ export class BrowserGateway {
   }
 
   /**
-   * The checks before a WebSocket that resumes the connected client at `index`: the client is
-   * connected (else 404), and the pending limits. Its key in `tokens`, or what to answer. What proves
-   * it is its first packet (`Server.claimAddress`); until then several may claim one client (each
-   * its own key), so a stranger's claim cannot keep the client's own out.
+   * The checks before a WebSocket that claims the connected client at `index`: to resume it (a move,
+   * `Server.claimAddress`; 403 without `migration`, and it replaces a peer) or to carry its block
+   * lane (`connect`'s `bulk`, `Server.claimBulk`; a peer of its own). The client is connected (else
+   * 404), and the pending and peer limits apply. Its key in `tokens`, or what to answer. What proves
+   * it is its first packet; until then several may claim one client (each its own key), so a
+   * stranger's claim cannot keep the client's own out.
    */
-  private admitResume(index: number, source: string): Admission | Refusal {
-    if (!this.server.migration) {
+  private admitClaim(kind: 'resume' | 'bulk', index: number, source: string): Admission | Refusal {
+    if (kind === 'resume' && !this.server.migration) {
       this.ctr.tokensRefused++;
       return { status: 403, error: 'no-migration' };
     }
@@ -759,22 +761,7 @@ export class BrowserGateway {
       this.ctr.tokensRefused++;
       return { status: 404, error: 'no-such-client' };
     }
-    const key = this.room(`resume:${index}:${this.claimCount++}`, source, 'resume');
-    return typeof key === 'string' ? { key, request: undefined } : key;
-  }
-
-  /**
-   * The checks before a WebSocket that carries the block lane of the connected client at `index`
-   * (`connect`'s `bulk`): the client is connected (else 404), and the pending and peer limits (it is
-   * a peer of its own). What proves it is its first packet (`Server.claimBulk`); as for a resumption,
-   * several may claim one client until one proves itself.
-   */
-  private admitBulk(index: number, source: string): Admission | Refusal {
-    if (!this.server.clients().some((c) => c.clientIndex === index)) {
-      this.ctr.tokensRefused++;
-      return { status: 404, error: 'no-such-client' };
-    }
-    const key = this.room(`bulk:${index}:${this.claimCount++}`, source, 'ws:');
+    const key = this.room(`${kind}:${index}:${this.claimCount++}`, source, kind === 'resume' ? 'resume' : 'ws:');
     return typeof key === 'string' ? { key, request: undefined } : key;
   }
 
@@ -837,7 +824,7 @@ export class BrowserGateway {
     this.ctr.upgrades++;
     const source = sourceKey(socket.remoteAddress);
     const admitted = 'token' in asked ? this.admit(asked.token, source, 'ws:')
-      : 'resume' in asked ? this.admitResume(asked.resume, source) : this.admitBulk(asked.bulk, source);
+      : 'resume' in asked ? this.admitClaim('resume', asked.resume, source) : this.admitClaim('bulk', asked.bulk, source);
     if ('status' in admitted) {
       refuse(admitted.status, admitted.error);
       return;
