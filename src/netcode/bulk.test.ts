@@ -23,20 +23,27 @@ const LANES: LaneConfig[] = [{ mode: 'reliable-ordered' }, { mode: 'block', maxM
 /**
  * A client and a server pumped every 5 ms of virtual time, `oneWayMs` apart on both transports. The
  * client's path loses every `lossEvery`-th datagram each way (0: none); the block lane's transport
- * (the client's `'bulk'`, the server's `BULK`) loses nothing and keeps order, as TCP. Bytes each
- * transport carried are counted per direction.
+ * (the client's `'bulk'`, the server's `BULK`) loses nothing and keeps order, as TCP, and holds its
+ * packets `bulkExtraMs` longer (what is behind a held one waits for it). Bytes each transport carried
+ * are counted per direction.
  */
-function pair(lossEvery = 0, oneWayMs = 20) {
-  const { server, client } = netcodePair({ protocolId: PROTOCOL, key: KEY, clientId: 9n, timeoutSeconds: 10, server: { lanes: LANES }, client: { lanes: LANES } });
+function pair(lossEvery = 0, oneWayMs = 20, serverOptions: { migration?: boolean } = {}) {
+  const { server, client } = netcodePair({
+    protocolId: PROTOCOL, key: KEY, clientId: 9n, timeoutSeconds: 10, server: { lanes: LANES, ...serverOptions }, client: { lanes: LANES },
+  });
   server.registerTransport('ws:', WEBSOCKET_TRANSPORT);
   const out = new Uint8Array(1500);
-  type InFlight = { due: number; bulk: boolean; bytes: Uint8Array };
-  const up: InFlight[] = [];
-  const down: InFlight[] = [];
+  type InFlight = { due: number; bytes: Uint8Array };
+  // Per direction, the client's path and the block lane's transport.
+  const up: [InFlight[], InFlight[]] = [[], []];
+  const down: [InFlight[], InFlight[]] = [[], []];
+  const deliver = (now: number, q: InFlight[], to: (b: Uint8Array) => void): void => {
+    while (q.length > 0 && q[0]!.due <= now) to(q.shift()!.bytes);
+  };
   let sentUp = 0;
   let sentDown = 0;
   const r = {
-    server, client, now: 0, bulkOpen: true,
+    server, client, now: 0, bulkOpen: true, bulkExtraMs: 0,
     bytes: { pathUp: 0, pathDown: 0, bulkUp: 0, bulkDown: 0 },
     fromClient: [] as { bulk: boolean; bytes: Uint8Array }[],
     serverEvents: [] as ServerEvent[], clientEvents: [] as ClientEvent[],
@@ -48,23 +55,21 @@ function pair(lossEvery = 0, oneWayMs = 20) {
           r.fromClient.push({ bulk, bytes: b });
           if (bulk) r.bytes.bulkUp += b.length;
           else r.bytes.pathUp += b.length;
-          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentUp % lossEvery !== 0) up.push({ due: now + oneWayMs, bulk, bytes: b });
+          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentUp % lossEvery !== 0) up[+bulk]!.push({ due: now + oneWayMs + (bulk ? r.bulkExtraMs : 0), bytes: b });
         }
-        while (up.length > 0 && up[0]!.due <= now) {
-          const f = up.shift()!;
-          server.handleDatagram(now, f.bulk ? BULK : AT, f.bytes);
-        }
+        deliver(now, up[0], (b) => server.handleDatagram(now, AT, b));
+        deliver(now, up[1], (b) => server.handleDatagram(now, BULK, b));
         for (let t = server.pollTransmit(now, out); t !== undefined; t = server.pollTransmit(now, out)) {
           const bulk = t.to === BULK;
           expect(t.to === AT || bulk).toBe(true);
           if (bulk) r.bytes.bulkDown += t.length;
           else r.bytes.pathDown += t.length;
-          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentDown % lossEvery !== 0) down.push({ due: now + oneWayMs, bulk, bytes: out.slice(0, t.length) });
+          if (bulk ? r.bulkOpen : lossEvery === 0 || ++sentDown % lossEvery !== 0) {
+            down[+bulk]!.push({ due: now + oneWayMs + (bulk ? r.bulkExtraMs : 0), bytes: out.slice(0, t.length) });
+          }
         }
-        while (down.length > 0 && down[0]!.due <= now) {
-          const f = down.shift()!;
-          client.handleDatagram(now, f.bulk ? 'bulk' : PAIR_SERVER, f.bytes);
-        }
+        deliver(now, down[0], (b) => client.handleDatagram(now, PAIR_SERVER, b));
+        deliver(now, down[1], (b) => client.handleDatagram(now, 'bulk', b));
       }, r.serverEvents, r.clientEvents);
     },
     /** Open the block lane's transport: the server's claim, then the client's bind (its hello proves it). */
@@ -149,6 +154,34 @@ describe('a block lane on a transport of its own', () => {
     expect(sc.bulkAddress).toBe(BULK);
     expect(sc.address).toBe(AT);
     expect(r.server.counters().migrations).toBe(0);
+  });
+
+  it('on its own path the lane paces and resends by that transport: nothing is resent while TCP holds its packets back', () => {
+    const r = pair(0);
+    r.step(300);
+    // A block already under way when the transport binds: its sender moves to the new path.
+    const up = block(300_000, 6);
+    r.client.send(1, up);
+    r.step(50);
+    r.bind();
+    r.step(150);
+    r.bulkExtraMs = 600;
+    r.step(600);
+    r.bulkExtraMs = 0;
+    r.step(4000);
+    expect(messages(r.serverEvents, 1)).toEqual([up]);
+    expect(r.client.stats(r.now)!.lanes[1]).toMatchObject({ mode: 'block', delivered: 1, resent: 0 });
+  });
+
+  it('a server made with migration: false binds it too: binding moves no client', () => {
+    const r = pair(0, 20, { migration: false });
+    r.step(300);
+    const sc = r.server.clients()[0]!;
+    r.bind();
+    r.step(100);
+    expect(sc.bulkAddress).toBe(BULK);
+    expect(sc.address).toBe(AT);
+    expect(r.server.claimAddress('ws:9', sc.clientIndex)).toBe(false);
   });
 
   it('when the transport ends mid-block, the block lane goes back to the client\'s path and the block arrives whole', () => {
