@@ -322,7 +322,7 @@ describe('WebSocket transport (ws, loopback)', () => {
     }
   });
 
-  it('a server with migration: false: the gateway answers a resumption 403 before the upgrade, and still takes tokens', async () => {
+  it('a server with migration: false: the gateway answers a resumption 403 before the upgrade, and still takes tokens and block-lane WebSockets', async () => {
     const rig = await echoServer({}, false);
     try {
       const events: ClientEvent[] = [];
@@ -330,6 +330,8 @@ describe('WebSocket transport (ws, loopback)', () => {
       await until(() => events.some((e) => e.type === 'connected'));
       expect(await rawStatus(resumeProtocols(conn.client.slot.clientIndex), {}, rig.gateway.url)).toBe(403);
       expect(rig.server.clients()[0]!.address).toMatch(/^ws:/);
+      // The block lane's own WebSocket moves no client: it is taken all the same.
+      await until(() => conn.bulk && rig.server.clients()[0]!.bulkAddress !== undefined);
       await conn.close();
     } finally {
       await rig.close();
