@@ -59,6 +59,10 @@ if (WS_RATE !== undefined && !/^(adaptive:\d+(\.\d+)?|fixed:\d+)$/.test(WS_RATE)
   console.error(`BROWSER_BENCH_WS_RATE: "${WS_RATE}" is neither adaptive:MS (the target queue, ms) nor fixed:BYTES_PER_SEC`);
   process.exit(2);
 }
+if (ENV.BROWSER_BENCH_BULK !== undefined && ENV.BROWSER_BENCH_BULK !== '0' && ENV.BROWSER_BENCH_BULK !== '1') {
+  console.error(`BROWSER_BENCH_BULK: "${ENV.BROWSER_BENCH_BULK}" is neither 0 (the block lane on the connection's transport) nor 1 (on a WebSocket of its own, the default)`);
+  process.exit(2);
+}
 if (ENV.BROWSER_BENCH_SERVER_REDUNDANCY !== undefined && !/^[0-3]$/.test(ENV.BROWSER_BENCH_SERVER_REDUNDANCY)) {
   console.error(`BROWSER_BENCH_SERVER_REDUNDANCY: "${ENV.BROWSER_BENCH_SERVER_REDUNDANCY}" is not a ride count 0..3`);
   process.exit(2);
