@@ -67,7 +67,10 @@ try {
       interface Conn {
         transport: string;
         bulk: boolean;
-        client: { send(l: number, b: Uint8Array, notice?: boolean): number; blockProgress(): { sending: { current?: { ackedBytes: number } } } | undefined };
+        client: {
+          send(l: number, b: Uint8Array, notice?: boolean): number;
+          blockProgress(): { sending: { current?: { ackedBytes: number } }; receiving: { blocks: { receivedBytes: number }[] } } | undefined;
+        };
         close(): Promise<void>;
       }
       const w = window as unknown as {
@@ -122,8 +125,10 @@ try {
       let transport: string | undefined;
       const t0 = performance.now();
       try {
-        if (system === 'gamewire' || system === 'gamewire-ws' || system === 'block' || system === 'block-gamewire-ws') {
-          const overWs = system.endsWith('-ws');
+        if (['gamewire', 'gamewire-ws', 'block', 'block-gamewire-ws', 'block-down', 'block-down-gamewire-ws'].includes(system)) {
+          const overWs = system.endsWith('gamewire-ws');
+          // A download: the page asks for the block with a 4-byte block of its own (its size), the server sends it.
+          const down = system.startsWith('block-down');
           const token = Uint8Array.from(atob(await (await fetch('/token')).text()), (c) => c.charCodeAt(0));
           let connected = NaN;
           let blockDone = NaN;
@@ -142,8 +147,9 @@ try {
             } : {}),
             onEvent: (e: { type: string; bytes?: Uint8Array; lane?: number; delivered?: boolean }) => {
               if (e.type === 'connected') connected = performance.now();
-              if (e.type === 'message') echoed(new DataView(e.bytes!.buffer, e.bytes!.byteOffset).getUint32(0, true));
-              if (e.type === 'delivery' && e.lane === 1 && e.delivered === true) blockDone = performance.now();
+              if (e.type === 'message' && e.lane === 1) blockDone = e.bytes!.length === BLOCK ? performance.now() : blockDone;
+              else if (e.type === 'message') echoed(new DataView(e.bytes!.buffer, e.bytes!.byteOffset).getUint32(0, true));
+              if (!down && e.type === 'delivery' && e.lane === 1 && e.delivered === true) blockDone = performance.now();
             },
           });
           transport = conn.transport;
@@ -173,11 +179,16 @@ try {
             }
             await w.markStart();
             const b0 = performance.now();
-            conn.client.send(1, new Uint8Array(BLOCK).fill(7), true);
+            if (down) {
+              const ask = new Uint8Array(4);
+              new DataView(ask.buffer).setUint32(0, BLOCK, true);
+              conn.client.send(1, ask);
+            } else conn.client.send(1, new Uint8Array(BLOCK).fill(7), true);
             const sent = await echoWhile((id) => void echoConn.client.send(0, body(id)), () => !Number.isNaN(blockDone), 180_000);
             const ok = !Number.isNaN(blockDone);
             const blockMs = (ok ? blockDone : performance.now()) - b0;
-            const acked = ok ? BLOCK : (conn.client.blockProgress()?.sending.current?.ackedBytes ?? 0);
+            const progress = conn.client.blockProgress();
+            const acked = ok ? BLOCK : down ? (progress?.receiving.blocks[0]?.receivedBytes ?? 0) : (progress?.sending.current?.ackedBytes ?? 0);
             for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
             await w.markEnd();
             await conn.close();
@@ -230,6 +241,34 @@ try {
           ws.close();
           return {
             system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: acked,
+            duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
+          };
+        } else if (system === 'block-down-ws') {
+          const c0 = performance.now();
+          const ws = await openWs();
+          connectMs = performance.now() - c0;
+          let received = 0;
+          let blockDone = NaN;
+          // 100 bytes: an echo; more: the block's messages, after the 4-byte ask.
+          ws.onmessage = (e) => {
+            const d = new DataView(e.data as ArrayBuffer);
+            if (d.byteLength <= 1000) return echoed(d.getUint32(0, true));
+            received += d.byteLength;
+            if (received >= BLOCK && Number.isNaN(blockDone)) blockDone = performance.now();
+          };
+          await w.markStart();
+          const b0 = performance.now();
+          const ask = new Uint8Array(4);
+          new DataView(ask.buffer).setUint32(0, BLOCK, true);
+          ws.send(ask);
+          const sent = await echoWhile((id) => ws.send(body(id)), () => !Number.isNaN(blockDone), 180_000);
+          const ok = !Number.isNaN(blockDone);
+          const blockMs = (ok ? blockDone : performance.now()) - b0;
+          for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
+          await w.markEnd();
+          ws.close();
+          return {
+            system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: received,
             duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
           };
         } else if (system === 'websocket') {

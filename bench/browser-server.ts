@@ -3,8 +3,10 @@
  * bench/browser.bench.ts: three echo servers for a browser on the other side of linkem.py, and the
  * page that measures them.
  *   - gamewire: a netcode `Server` with one `BrowserGateway` (port 8080, path /gamewire) taking browsers
- *     over WebRTC (offers POSTed) and over WebSockets (upgrades) alike: a reliable-ordered lane, echo; a block lane,
- *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted,
+ *     over WebRTC (offers POSTed) and over WebSockets (upgrades) alike: a reliable-ordered lane, echo; a block lane
+ *     (a 4-byte block asks for a block of that many bytes back),
+ *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted;
+ *     a 4-byte message asks for that many bytes back,
  *   - geckos.io 3.1.0: echo of every reliable message,
  *   - a bare WebRTC data channel (unordered, no retransmission; POST /raw with the offer): echo of
  *     every message, no protocol of ours on it: what the transport itself does to the messages that arrive.
@@ -39,16 +41,26 @@ const server = new Server({
   ...(redundancy === undefined ? {} : { channels: { redundancy: Number(redundancy) } }),
 });
 const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
+// Lane 0: echo. Lane 1 (blocks): an upload is only counted by its delivery; a 4-byte block asks for a
+// download of that many bytes.
 driver.on('event', (e: ServerEvent) => {
-  if (e.type === 'message') e.client.send(e.lane, e.bytes);
+  if (e.type !== 'message') return;
+  if (e.lane === 0) e.client.send(0, e.bytes);
+  else if (e.bytes.length === 4) e.client.send(1, new Uint8Array(new DataView(e.bytes.buffer, e.bytes.byteOffset).getUint32(0, true)).fill(9));
 });
 const signalling = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host, webrtc: true, webSocket: true });
 
 const wss = new WebSocketServer({ host, port: PORTS.websocket });
 wss.on('connection', (ws) => {
-  // Echo; a message above 1,000 bytes is a block chunk, answered by the bytes of them received so far (u32).
+  // Echo; a message above 1,000 bytes is a block chunk, answered by the bytes of them received so far (u32);
+  // a 4-byte message asks for a download of that many bytes, in 64 KiB messages.
   let blockBytes = 0;
   ws.on('message', (data: Buffer, isBinary) => {
+    if (data.length === 4) {
+      const chunk = Buffer.alloc(64 << 10, 9);
+      for (let left = data.readUInt32LE(0); left > 0; left -= chunk.length) ws.send(left >= chunk.length ? chunk : chunk.subarray(0, left));
+      return;
+    }
     if (data.length <= 1000) return void ws.send(data, { binary: isBinary });
     blockBytes += data.length;
     const n = Buffer.alloc(4);

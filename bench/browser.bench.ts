@@ -5,12 +5,13 @@
  * 1 % loss each way. In turn, per section: gamewire over WebRTC and over its WebSocket transport (a
  * reliable-ordered lane each), a plain WebSocket (kernel TCP), geckos.io 3.1.0's reliable messages and
  * a bare data channel; one 100-byte message every 20 ms, echoed; then a 16 MiB upload browser → server
- * on the gamewire block lane over each transport and over the plain WebSocket, against the link's
- * floor. Writes the "## browser" section of bench/README.md and bench/results/browser.json.
+ * and a 16 MiB download server → browser on the gamewire block lane over each transport and over the
+ * plain WebSocket, against the link's floor. Writes the "## browser" section of bench/README.md and
+ * bench/results/browser.json.
  *   BROWSER_BENCH_COUNT (default 500) messages per run; BROWSER_BENCH_ROUNDS (default 10 for gamewire,
- *   gamewire-ws and websocket, 3 for geckos and raw) rounds; BROWSER_BENCH_BLOCK=0 skips the uploads;
+ *   gamewire-ws and websocket, 3 for geckos and raw) rounds; BROWSER_BENCH_BLOCK=0 skips the blocks;
  *   BROWSER_BENCH_SYSTEMS=gamewire,raw runs only those (of gamewire, gamewire-ws, websocket, geckos,
- *   raw; an upload runs for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
+ *   raw; an upload and a download run for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
  *   (a fraction, or several comma-separated) only that loss; BROWSER_BENCH_WS_RATE=adaptive:50 (AdaptiveRate
  *   aiming at a 50 ms queue) or fixed:12500000 (FixedRate, bytes/s) is the rate controller of gamewire's
  *   client over its WebSocket transport instead of the path's own; BROWSER_BENCH_SPLIT=webrtc or websocket sends
@@ -84,11 +85,15 @@ const LABEL: Record<string, string> = {
   'block-gamewire-ws': BULK ? 'gamewire block lane, WebSocket client (the lane on a second WebSocket)' : 'gamewire block lane over its WebSocket transport',
   'block-ws': 'WebSocket (kernel TCP), 64 KiB messages',
 };
+for (const k of ['block', 'block-gamewire-ws', 'block-ws']) LABEL[k.replace('block', 'block-down')] = LABEL[k]!;
 if (WS_RATE !== undefined) for (const k of ['gamewire-ws', 'block-gamewire-ws']) LABEL[k] += ` (rate controller ${WS_RATE})`;
 if (ENV.BROWSER_BENCH_SERVER_REDUNDANCY !== undefined) LABEL.gamewire += ` (server redundancy ${ENV.BROWSER_BENCH_SERVER_REDUNDANCY})`;
-if (SPLIT !== undefined) for (const k of ['block', 'block-gamewire-ws']) LABEL[k] += `, echoes on a second connection over ${SPLIT}`;
-/** The upload run for each echo system that has one. */
-const BLOCK_OF: Partial<Record<System, string>> = { gamewire: 'block', 'gamewire-ws': 'block-gamewire-ws', websocket: 'block-ws' };
+if (SPLIT !== undefined) for (const k of ['block', 'block-gamewire-ws', 'block-down', 'block-down-gamewire-ws']) LABEL[k] += `, echoes on a second connection over ${SPLIT}`;
+/** The upload and download runs for each echo system that has them. */
+const BLOCK_OF: Partial<Record<System, string[]>> = {
+  gamewire: ['block', 'block-down'], 'gamewire-ws': ['block-gamewire-ws', 'block-down-gamewire-ws'], websocket: ['block-ws', 'block-down-ws'],
+};
+const isDownload = (system: string): boolean => system.startsWith('block-down');
 const BLOCK_BYTES = 16 << 20;
 const pctText = (loss: number): string => `${+(loss * 100).toFixed(2)} %`;
 const linkText = (loss: number): string => `50 ms one way (100 ms RTT), ${pctText(loss)} loss each way, 10 Mbit/s (linkem.py, queue 200 ms)`;
@@ -168,7 +173,7 @@ function failed(loss: number, system: string, round: number, sent: number, error
 /** One section: the link at `loss`, the server, every echo round, then the uploads. */
 async function measure(loss: number, runs: Run[]): Promise<string> {
   const maxRounds = Math.max(...SYSTEMS.map(roundsOf));
-  const blocks = BLOCK ? SYSTEMS.flatMap((s) => BLOCK_OF[s] ?? []) : [];
+  const blocks = BLOCK ? [false, true].flatMap((down) => SYSTEMS.flatMap((s) => (BLOCK_OF[s] ?? []).filter((b) => isDownload(b) === down))) : [];
   const seconds = SYSTEMS.reduce((a, s) => a + roundsOf(s) * (COUNT * 0.02 + (s === 'geckos' ? 90 : 40)), 0) + blocks.length * 260 + 120;
   const link = await LinkedNamespaces.open(NS_A, NS_B, ['--delay-ms', '50', '--loss', String(loss), '--rate-mbit', '10', '--seed', '1'], seconds);
   try {
@@ -246,19 +251,26 @@ function section(loss: number, all: readonly Run[]): string[] {
     'down pkts/msg'], medRows));
 
   const floorMs = ((BLOCK_BYTES * 8) / (10e6 * (1 - loss))) * 1000;
-  const blockRuns = runs.filter((r) => r.system.startsWith('block'));
-  if (blockRuns.length > 0) {
-    lines.push('', `16 MiB browser → server; the link's floor (16 MiB at 10 Mbit/s × ${f2(1 - loss)} for the loss) is ${f1(floorMs / 1000)} s. `
-      + 'Up/down: IP bytes and packets the browser\'s and the server\'s namespace sent for the upload; echo: 100 B every 20 ms on the same connection '
-      + 'meanwhile (gamewire: its reliable-ordered lane), its p99 RTT.', '');
-    lines.push(table(['upload', 'delivered', 's', '× floor', 'Mbit/s', 'up MB', 'up pkts', 'down MB', 'down pkts', 'echo sent', 'echo missing',
-      'echo p99 ms', 'error'], blockRuns.map((r) => {
+  const blockRuns = runs.filter((r) => r.system.startsWith('block') && !isDownload(r.system));
+  const downRuns = runs.filter((r) => isDownload(r.system));
+  const blockTable = (head: string, rs: readonly Run[]): string => table([head, 'delivered', 's', '× floor', 'Mbit/s', 'up MB', 'up pkts', 'down MB',
+    'down pkts', 'echo sent', 'echo missing', 'echo p99 ms', 'error'], rs.map((r) => {
       const bytes = r.blockAckedBytes ?? 0;
       const done = r.missing === 0 && r.error === undefined;
       return [LABEL[r.system] ?? r.system, done ? 'yes' : `${f1(bytes / 2 ** 20)} MiB in 180 s`, f1((r.blockMs ?? NaN) / 1000),
         done ? f2((r.blockMs ?? NaN) / floorMs) : '—', f1((bytes * 8) / ((r.blockMs ?? NaN) * 1000)), f1(r.ipBytesPerMsg / 1e6), f0(r.ipPacketsPerMsg),
         f1(r.serverIpBytesPerMsg / 1e6), f0(r.serverIpPacketsPerMsg), r.duringSent ?? '—', r.duringMissing ?? '—', f0(r.duringP99 ?? NaN), r.error ?? ''];
-    })));
+    }));
+  if (blockRuns.length > 0) {
+    lines.push('', `16 MiB browser → server; the link's floor (16 MiB at 10 Mbit/s × ${f2(1 - loss)} for the loss) is ${f1(floorMs / 1000)} s. `
+      + 'Up/down: IP bytes and packets the browser\'s and the server\'s namespace sent for the upload; echo: 100 B every 20 ms on the same connection '
+      + 'meanwhile (gamewire: its reliable-ordered lane), its p99 RTT.', '');
+    lines.push(blockTable('upload', blockRuns));
+  }
+  if (downRuns.length > 0) {
+    lines.push('', '16 MiB server → browser, the same floor, asked for by the page (gamewire: a 4-byte block; the WebSocket: a 4-byte message) '
+      + 'and timed until it had the whole block; the same columns. gamewire\'s server paces the block lane with the path\'s delay-based default.', '');
+    lines.push(blockTable('download', downRuns));
   }
 
   const gwRuns = ok('gamewire');
@@ -304,13 +316,14 @@ function section(loss: number, all: readonly Run[]): string[] {
       + `${verdict(a <= ga && b <= gb)}.`);
   }
   const bound = loss === 0.01 ? 1.5 : loss === 0.1 ? 3 : undefined;
-  for (const system of ['block', 'block-gamewire-ws', 'block-ws']) {
-    const r = blockRuns.find((x) => x.system === system);
+  for (const system of ['block', 'block-gamewire-ws', 'block-ws', 'block-down', 'block-down-gamewire-ws', 'block-down-ws']) {
+    const r = runs.find((x) => x.system === system);
     if (r === undefined) continue;
     const ratio = r.missing === 0 && r.error === undefined ? (r.blockMs ?? NaN) / floorMs : Infinity;
     const time = Number.isFinite(ratio) ? `${f1((r.blockMs ?? NaN) / 1000)} s, ${f2(ratio)}× the floor` : `not delivered within 180 s (${f1((r.blockAckedBytes ?? 0) / 2 ** 20)} MiB)`;
-    const target = bound === undefined ? 'no target at this loss' : system === 'block-ws' ? 'the reference' : `target ≤ ${bound}× the floor: ${verdict(ratio <= bound)}`;
-    lines.push(`- 16 MiB upload, ${LABEL[system]}: ${time}; ${target}; echo p99 meanwhile ${f0(r.duringP99 ?? NaN)} ms.`);
+    const target = system.endsWith('-ws') && !system.includes('gamewire') ? 'the reference'
+      : isDownload(system) ? 'no target (item 5 sets the uploads\')' : bound === undefined ? 'no target at this loss' : `target ≤ ${bound}× the floor: ${verdict(ratio <= bound)}`;
+    lines.push(`- 16 MiB ${isDownload(system) ? 'download' : 'upload'}, ${LABEL[system]}: ${time}; ${target}; echo p99 meanwhile ${f0(r.duringP99 ?? NaN)} ms.`);
   }
   return lines;
 }
