@@ -156,7 +156,7 @@ try {
           for (let i = 0; i < 3000 && Number.isNaN(connected); i++) await sleep(10);
           if (Number.isNaN(connected)) throw new Error('no netcode connection');
           connectMs = connected - c0;
-          for (let i = 0; i < 500 && blockOnWs && !conn.bulk; i++) await sleep(10);
+          for (let i = 0; i < 1500 && blockOnWs && !conn.bulk; i++) await sleep(10);
           if (blockOnWs && !conn.bulk) throw new Error('the block lane\'s WebSocket did not open');
           if (blockOnWs) transport += ', block lane on its own WebSocket';
           if (system.startsWith('block')) {

@@ -233,6 +233,29 @@ describe('a block lane on a transport of its own', () => {
     r.step(3000);
     expect(messages(r.serverEvents, 1)).toHaveLength(1);
   });
+
+  it('the server does the same with its end (the gateway holds it while that WebSocket is full), and paces it at the transport\'s bulk rate', () => {
+    const r = pair(0);
+    r.step(300);
+    r.bind();
+    r.step(100);
+    const sc = r.server.clients()[0]!;
+    sc.holdBulk(true);
+    const sent = r.bytes.bulkDown;
+    const down = block(1_000_000, 5);
+    sc.send(1, down);
+    r.client.send(1, block(50_000, 6));
+    r.step(500);
+    expect(r.bytes.bulkDown - sent).toBeLessThan(500);
+    expect(messages(r.serverEvents, 1)).toHaveLength(1);
+    sc.holdBulk(false);
+    const released = r.now;
+    for (let t = 0; t < 3000 && messages(r.clientEvents, 1).length === 0; t += 50) r.step(50);
+    expect(messages(r.clientEvents, 1)).toEqual([down]);
+    // 1 MB over a 40 ms round trip at the WebSocket's bulk rate (TCP sets the rate there): 150 ms; the
+    // path's delay-based default, still probing up, took 400.
+    expect(r.now - released).toBeLessThanOrEqual(250);
+  });
 });
 
 describe('docs/netcode.md block-lane transport vectors', () => {

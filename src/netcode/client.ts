@@ -9,7 +9,7 @@ import { checkArg, GamewireError } from '../core/errors.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { RateController } from '../congestion/controller.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
+import { bulkRateController, type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   ADDRESSED_TYPE, AddressedKind as K, addressedIndex, BULK_SEQUENCE_BASE, addressToKey, type ConnectTokenPublic, NetcodeDrop, NetcodePacketType as T,
@@ -188,12 +188,14 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * second WebSocket to the server, named as the caller likes): its first packet there, a keep-alive
    * sealed with the client's key, proves it to the server (`Server.claimBulk`), and the lane's slices
    * and acks then go there on a path of its own with `transport`'s overhead and reliability and
-   * `rateController` (default `AdaptiveRate`). The other lanes stay. False (nothing changes) unless
-   * connected with a block lane.
+   * `rateController` (default: a `FixedRate` at `transport.bulkRateBytesPerSec`, held back with
+   * `holdBulk`, else `AdaptiveRate`). The other lanes stay. False (nothing changes) unless connected
+   * with a block lane.
    */
   bindBulk(address: Address, transport: NetcodeTransport, rateController?: RateController): boolean {
     if (this.state_ !== 'connected' || this.session === undefined) return false;
-    if (!this.session.bindBulk(resolvePayload(this.options, transport).session!, rateController)) return false;
+    const payload = resolvePayload(this.options, transport);
+    if (!this.session.bindBulk(payload.session!, rateController ?? bulkRateController(payload))) return false;
     this.bulkAt = address;
     this.bulkHelloOwed = true;
     this.wake();

@@ -1,5 +1,7 @@
 import type { AckOptions } from '../ack/index.js';
 import type { MessageLanesOptions } from '../channels/index.js';
+import { FixedRate } from '../congestion/fixed.js';
+import type { RateController } from '../congestion/controller.js';
 import type { PathOptions } from '../congestion/path.js';
 import { resolveConnectionOptions, type LaneConfig } from '../connection/options.js';
 import type { LanesOptions } from '../connection/session.js';
@@ -43,6 +45,8 @@ export interface ResolvedPayload {
   maxRawQueue: number;
   /** Largest session body in one payload packet, bytes. */
   maxPayloadBytes: number;
+  /** The transport's `bulkRateBytesPerSec`. */
+  bulkRateBytesPerSec: number | undefined;
 }
 
 /**
@@ -61,6 +65,14 @@ export interface NetcodeTransport {
    * for data to ride on (unless `acks.maxAckDelayMs` says).
    */
   reliable?: boolean;
+  /**
+   * Pacing ceiling, wire bytes/s, of a block lane that has a transport of this kind to itself (a
+   * browser client's second WebSocket, `bindBulk`): below it the transport's own congestion control
+   * sets the rate, the adapter holding the lane back while the transport's buffer is full
+   * (`holdBulk`). Nothing else waits behind the block there, so the queue it builds delays only the
+   * block's own acks. Unset: the path's delay-based default.
+   */
+  bulkRateBytesPerSec?: number;
 }
 
 /** @internal UDP over IPv4: 28 bytes of headers; the standard's 1,200-byte payloads. */
@@ -89,7 +101,9 @@ export const WEBRTC_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, 
  * client, masked): 60 bytes counted per packet (TLS adds 22 to 29 per record, and TCP may put several
  * packets in one segment: the figure is of the order, not exact). Every packet arrives, in order.
  */
-export const WEBSOCKET_TRANSPORT: NetcodeTransport = { overheadBytes: 60, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES, reliable: true };
+export const WEBSOCKET_TRANSPORT: NetcodeTransport = {
+  overheadBytes: 60, maxPayloadBytes: NETCODE_MAX_PAYLOAD_BYTES, reliable: true, bulkRateBytesPerSec: 12_500_000,
+};
 
 /** How long (ms) an ack may wait for data to ride on over a reliable transport, unless `acks.maxAckDelayMs` says. */
 const RELIABLE_ACK_DELAY_MS = 25;
@@ -109,7 +123,8 @@ export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTrans
     'raw mode carries no lanes: give raw or lanes/channels/acks, not both');
   const maxRawQueue = o.maxRawQueue ?? 1024;
   checkConfig(isInt(maxRawQueue, 1, 65_536), 'maxRawQueue must be an integer in 1..65536');
-  if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
+  const bulkRateBytesPerSec = transport.bulkRateBytesPerSec;
+  if (raw) return { raw, session: undefined, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes, bulkRateBytesPerSec };
   const reliable = transport.reliable === true;
   const channels = reliable ? { ...o.channels, redundancy: 0 }
     : transport.defaultRedundancy === undefined ? o.channels : { redundancy: transport.defaultRedundancy, ...o.channels };
@@ -126,5 +141,10 @@ export function resolvePayload(o: NetcodePayloadOptions, transport: NetcodeTrans
       ...(transport.reliable === true ? { reliableTransport: true } : {}),
     },
   });
-  return { raw, session: c, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes };
+  return { raw, session: c, maxRawQueue, maxPayloadBytes: transport.maxPayloadBytes, bulkRateBytesPerSec };
+}
+
+/** @internal The rate controller of a block lane on a transport of its own that carries `payload` (undefined: the path's default). */
+export function bulkRateController(payload: ResolvedPayload): RateController | undefined {
+  return payload.bulkRateBytesPerSec === undefined ? undefined : new FixedRate(payload.bulkRateBytesPerSec);
 }

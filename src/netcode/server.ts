@@ -10,7 +10,7 @@ import { Host, HostEndpoint, type HostedPeer, type PeerId } from '../core/host.j
 import { cryptoRandom, type RandomSource } from '../core/random.js';
 import { nobleCrypto } from '../crypto/noble.js';
 import type { CryptoProvider } from '../crypto/provider.js';
-import { type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
+import { bulkRateController, type NetcodeTransport, NETCODE_MAX_PAYLOAD_BYTES, resolvePayload, type NetcodePayloadOptions, type ResolvedPayload } from './options.js';
 import { nextPayload, queueRaw, takePayload } from './payload.js';
 import {
   ADDRESSED_TYPE, AddressedKind as K, BULK_SEQUENCE_BASE, addressedIndex, addressToKey, CHALLENGE_TOKEN_BYTES, decryptPrivateToken, encryptChallengeToken,
@@ -719,14 +719,25 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
 
   /**
    * @internal Its block lane now goes to `address`, a transport of its own whose clients carry
-   * `payload` (a WebSocket: its overhead, reliable), on a path of its own; the other lanes stay. In
-   * raw mode, or without a block lane, only its packets are taken from there.
+   * `payload` (a WebSocket: its overhead, reliable, and the rate it leaves to TCP, `holdBulk`), on a
+   * path of its own; the other lanes stay. In raw mode, or without a block lane, only its packets are
+   * taken from there.
    */
   bindBulk(address: Address, payload: ResolvedPayload): void {
     const previous = this.bulkAt;
     this.bulkAt = address;
-    this.session?.bindBulk(payload.session!);
+    this.session?.bindBulk(payload.session!, bulkRateController(payload));
     this.push({ type: 'bulk', client: this, address, previous });
+  }
+
+  /**
+   * @internal Its block lane's transport holds more than it lets wait (`held`): the lane's slices
+   * wait (acks still go); call again with false once it drains.
+   */
+  holdBulk(held: boolean): void {
+    if (this.session === undefined || this.session.bulkHeld === held) return;
+    this.session.bulkHeld = held;
+    if (!held) this.wake();
   }
 
   /** @internal Its block lane's transport ended: the lane goes back to the client's path. */

@@ -13,6 +13,7 @@ import { type BrowserConnection, connect, ConnectError } from '../../src/adapter
 import { BrowserGateway, type BrowserGatewayOptions } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import { type LaneStats } from '../../src/channels/channels.js';
+import { type BlockLaneStats } from '../../src/connection/blocks.js';
 import { type Path } from '../../src/congestion/path.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from '../../src/netcode/options.js';
@@ -606,6 +607,63 @@ describe('WebSocket transport (ws, loopback)', () => {
     sc.close();
     await until(() => events.some((e) => e.type === 'disconnected'));
     await until(() => gateway.size === 0, 5000);
+    await conn.close();
+  }, 30_000);
+
+  it('a block-lane WebSocket that does not open is tried again a second later, and binds', async () => {
+    const offered: string[] = [];
+    class FailFirst extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        const bulk = String(protocols).includes('gamewire.bulk.');
+        // The first block-lane WebSocket goes to a closed port: refused, as an unreachable server would be.
+        super(bulk && !offered.some((p) => p.includes('gamewire.bulk.')) ? 'ws://127.0.0.1:1/' : url, protocols);
+        offered.push(String(protocols));
+      }
+    }
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events, { WebSocket: FailFirst as unknown as typeof Ws });
+    await until(() => offered.filter((p) => p.includes('gamewire.bulk.')).length === 1);
+    expect(conn.bulk).toBe(false);
+    await until(() => conn.bulk, 4000);
+    expect(offered.filter((p) => p.includes('gamewire.bulk.'))).toHaveLength(2);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined);
+    await conn.close();
+  }, 15_000);
+
+  it('the server holds its block lane while that WebSocket holds more than 64 KiB, and lets it go once a frame it wrote finds it drained: the block arrives whole, nothing dropped', async () => {
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events);
+    await until(() => conn.bulk);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined);
+    const holds: boolean[] = [];
+    const hold = sc.holdBulk.bind(sc);
+    sc.holdBulk = (h: boolean) => void (holds.push(h), hold(h));
+    // Loopback's TCP buffers take whatever the lane has in flight, so the server's socket is made to
+    // report a backlog (a long path, where they fill first, does it for real).
+    const peers = (gateway as unknown as { peers: Map<string, { ws?: object }> }).peers;
+    const ws = peers.get(sc.bulkAddress!)!.ws!;
+    Object.defineProperty(ws, 'bufferedAmount', { configurable: true, get: () => 100_000 });
+    const dropped = gateway.counters().sendDropped;
+    const wire = (): number => (sc.stats()!.lanes[5] as BlockLaneStats).sentWireBytes;
+    const block = Uint8Array.from({ length: 4 << 20 }, (_, i) => (i * 7) & 255);
+    const before = wire();
+    sc.send(5, block);
+    await until(() => holds.length > 0);
+    const held = wire();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(holds).toEqual([true]);
+    expect(held - before).toBeLessThan(8 * 1024);
+    expect(wire()).toBe(held);
+    // The backlog is gone; the lane's acks still go while it is held, and the one for this block finds the socket drained.
+    delete (ws as { bufferedAmount?: number }).bufferedAmount;
+    conn.client.send(5, new Uint8Array(1000).fill(1));
+    await until(() => events.some((e) => e.type === 'message' && e.lane === 5), 15_000);
+    expect(holds).toEqual([true, false]);
+    const got = events.find((e) => e.type === 'message' && e.lane === 5);
+    expect(got?.type === 'message' && Buffer.from(got.bytes).equals(block)).toBe(true);
+    expect(gateway.counters().sendDropped).toBe(dropped);
     await conn.close();
   }, 30_000);
 

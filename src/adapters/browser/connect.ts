@@ -7,7 +7,6 @@ import { Client, type ClientEvent, type ClientOptions } from '../../netcode/clie
 import { type NetcodeTransport, WEBRTC_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES } from '../../netcode/wire.js';
 import { bulkProtocols, resumeProtocols, WEBSOCKET_PROTOCOL, webSocketProtocols } from '../../netcode/websocket-protocol.js';
-import { FixedRate } from '../../congestion/fixed.js';
 
 /** How a browser client reaches the server: a WebRTC data channel (UDP), or a WebSocket (TCP). */
 export type BrowserTransport = 'webrtc' | 'websocket';
@@ -79,8 +78,8 @@ export interface ConnectOptions extends ClientOptions {
   /**
    * With a block lane: once connected, open a second WebSocket to the server for the block lane alone
    * (its slices and acks), so a large block goes at TCP's rate and the other lanes keep their
-   * transport and latency. Only with `'websocket'` among `transports`. If it cannot open, blocks go on
-   * the connection's own transport; if it closes, they go there until it is opened again (after 1 s,
+   * transport and latency. Only with `'websocket'` among `transports`. While it cannot open, or after
+   * it closes, blocks go on the connection's own transport, and it is tried again (after 1 s,
    * doubling, three times in a row at most). Default true.
    */
   bulk?: boolean;
@@ -515,14 +514,9 @@ const RESUME_OPEN_MS = 5000;
 /** The client's name for the block lane's WebSocket (its datagrams' `to`). */
 const BULK_ADDRESS = 'bulk';
 /**
- * Pacing ceiling of the block lane on its own WebSocket, wire bytes/s (100 Mbit/s): below it, TCP's
- * congestion control and the WebSocket's hold (`WEBSOCKET_HIGH_BYTES`) set the rate. Nothing else
- * waits behind the block there, so the queue it builds delays only the block's own acks.
- */
-const BULK_RATE_BYTES_PER_SEC = 12_500_000;
-/**
- * When the block lane's WebSocket closes under a connected client (a network blip; a proxy that closes
- * idle connections, since it carries nothing between blocks), it is opened again after this long
+ * When the block lane's WebSocket cannot open (refused, or TCP's handshake slow under loss) or closes
+ * under a connected client (a network blip; a proxy that closes idle connections, since it carries
+ * nothing between blocks), it is opened again after this long
  * (ms), doubling, at most `BULK_REOPENS` times in a row; one that stayed up `BULK_STABLE_MS` (ms)
  * starts the count over.
  */
@@ -597,16 +591,17 @@ function run(
     },
     onError, maxDatagramBytes: scratch.length,
   });
-  const startBulk = async (index: number, reopen = false): Promise<void> => {
+  const startBulk = async (index: number): Promise<void> => {
     let next: Pipe;
     try {
       next = await openBulk!(index, AbortSignal.timeout(RESUME_OPEN_MS));
     } catch {
-      // Refused or unreachable: blocks go on the connection's transport.
-      if (reopen) reopenBulk(index);
+      // Refused, unreachable, or slower than RESUME_OPEN_MS (TCP's handshake under loss): blocks go on
+      // the connection's transport meanwhile.
+      reopenBulk(index);
       return;
     }
-    if (closing || simulating || client.state !== 'connected' || !client.bindBulk(BULK_ADDRESS, next.transport, new FixedRate(BULK_RATE_BYTES_PER_SEC))) {
+    if (closing || simulating || client.state !== 'connected' || !client.bindBulk(BULK_ADDRESS, next.transport)) {
       next.close();
       return;
     }
@@ -626,7 +621,7 @@ function run(
   };
   const reopenBulk = (index: number): void => {
     if (bulkReopens >= BULK_REOPENS || closing || simulating || client.state !== 'connected') return;
-    bulkTimer = setTimeout(() => void startBulk(index, true), BULK_REOPEN_MS * 2 ** bulkReopens++);
+    bulkTimer = setTimeout(() => void startBulk(index), BULK_REOPEN_MS * 2 ** bulkReopens++);
   };
   const stopBulk = (b: Pipe): void => {
     if (b !== bulk) return;

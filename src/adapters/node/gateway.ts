@@ -8,7 +8,7 @@ import { ipGroup } from '../../core/address-group.js';
 import { newCounters } from '../../core/counters.js';
 import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
-import type { Server, ServerEvent, TokenCheck } from '../../netcode/server.js';
+import type { Server, ServerClient, ServerEvent, TokenCheck } from '../../netcode/server.js';
 import { WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken, REQUEST_BYTES, writeRequestPacket } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
@@ -153,6 +153,11 @@ const MAX_BUFFERED_BYTES = 16 * 1024;
  * client acks a later one; the path's delay-based rate keeps the queue far below this otherwise.
  */
 const MAX_WEBSOCKET_BUFFERED_BYTES = 256 * 1024;
+/**
+ * Bytes queued on a block lane's own WebSocket above which the lane's slices wait (`holdBulk`) until
+ * the socket has written them: TCP, not the path, sets that lane's rate (`bulkRateBytesPerSec`).
+ */
+const BULK_HIGH_BYTES = 64 * 1024;
 /** How long a peer connection stays after its netcode client disconnected, so the redundant DISCONNECTs leave. */
 const CLOSE_LINGER_MS = 1000;
 
@@ -188,6 +193,10 @@ interface Peer {
   timer: NodeJS.Timeout | undefined;
   /** The netcode connection request its token makes, handed to the server once the peer opens (none for a resumption). */
   request: Uint8Array | undefined;
+  /** The client whose block lane it carries, once bound (a WebSocket of the block lane's own). */
+  bulkOf?: ServerClient;
+  /** That block lane is held back (`ServerClient.holdBulk`): the WebSocket holds more than `BULK_HIGH_BYTES`. */
+  bulkHeld?: boolean;
 }
 
 /** A peer the gateway let in: its key in `tokens`, and the connection request its token makes (none for a resumption). */
@@ -343,7 +352,10 @@ export class BrowserGateway {
       if (e.type === 'bulk') {
         // The client proved its block lane's WebSocket: it is no longer pending; one it replaced goes.
         const bulk = this.peers.get(e.address);
-        if (bulk !== undefined) this.joined(bulk);
+        if (bulk !== undefined) {
+          this.joined(bulk);
+          bulk.bulkOf = e.client;
+        }
         const old = e.previous === undefined ? undefined : this.peers.get(e.previous);
         if (old !== undefined) this.drop(old);
         return;
@@ -550,7 +562,12 @@ export class BrowserGateway {
       }
       // A copy (`bytes` is a Buffer, whose slice() would be a view): the socket may write it later,
       // and the driver reuses `bytes` for the next datagram.
-      p.ws.send(Buffer.from(bytes), { binary: true });
+      if (p.bulkOf === undefined) return void p.ws.send(Buffer.from(bytes), { binary: true });
+      p.ws.send(Buffer.from(bytes), { binary: true }, () => this.drainBulk(p));
+      if (!p.bulkHeld && p.ws.bufferedAmount > BULK_HIGH_BYTES) {
+        p.bulkHeld = true;
+        p.bulkOf.holdBulk(true);
+      }
       return;
     }
     const dc = p.rtc!.dc;
@@ -563,6 +580,14 @@ export class BrowserGateway {
     } catch {
       this.ctr.sendDropped++;
     }
+  }
+
+  /** A frame left a block lane's own WebSocket: once it holds no more than `BULK_HIGH_BYTES`, the lane goes on. */
+  private drainBulk(p: Peer): void {
+    if (p.bulkHeld !== true || p.ws!.bufferedAmount > BULK_HIGH_BYTES) return;
+    p.bulkHeld = false;
+    // A WebSocket the lane has left since no longer speaks for it.
+    if (p.bulkOf!.bulkAddress === p.address) p.bulkOf!.holdBulk(false);
   }
 
   private onConnection(socket: Socket): void {
