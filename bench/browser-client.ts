@@ -108,6 +108,12 @@ try {
         new DataView(b.buffer).setUint32(0, id, true);
         return b;
       };
+      /** A download's request: 4 bytes, the size asked for (u32). */
+      const ask = (size: number): Uint8Array<ArrayBuffer> => {
+        const b = new Uint8Array(4);
+        new DataView(b.buffer).setUint32(0, size, true);
+        return b;
+      };
       /** Echo every 20 ms through `send` until `done()` (the upload arrived) or `limitMs`; returns how many were sent. */
       const echoWhile = async (send: (id: number) => void, done: () => boolean, limitMs: number): Promise<number> => {
         const s0 = performance.now();
@@ -179,11 +185,7 @@ try {
             }
             await w.markStart();
             const b0 = performance.now();
-            if (down) {
-              const ask = new Uint8Array(4);
-              new DataView(ask.buffer).setUint32(0, BLOCK, true);
-              conn.client.send(1, ask);
-            } else conn.client.send(1, new Uint8Array(BLOCK).fill(7), true);
+            conn.client.send(1, down ? ask(BLOCK) : new Uint8Array(BLOCK).fill(7), !down);
             const sent = await echoWhile((id) => void echoConn.client.send(0, body(id)), () => !Number.isNaN(blockDone), 180_000);
             const ok = !Number.isNaN(blockDone);
             const blockMs = (ok ? blockDone : performance.now()) - b0;
@@ -216,23 +218,25 @@ try {
           dc.onmessage = (e) => echoed(new DataView(e.data as ArrayBuffer).getUint32(0, true));
           send = (id) => dc.send(body(id));
           close = () => pc.close();
-        } else if (system === 'block-ws') {
+        } else if (system === 'block-ws' || system === 'block-down-ws') {
+          const down = system === 'block-down-ws';
           const c0 = performance.now();
           const ws = await openWs();
           connectMs = performance.now() - c0;
-          let acked = 0;
+          // An upload: what the server has of the block so far; a download: what arrived of it.
+          let bytes = 0;
           let blockDone = NaN;
-          // 4 bytes: what the server has of the block so far; 100 bytes: an echo.
+          // 100 bytes: an echo; 4 bytes: an upload's progress (u32); 64 KiB: a download's data.
           ws.onmessage = (e) => {
             const d = new DataView(e.data as ArrayBuffer);
-            if (d.byteLength !== 4) return echoed(d.getUint32(0, true));
-            acked = d.getUint32(0, true);
-            if (acked >= BLOCK && Number.isNaN(blockDone)) blockDone = performance.now();
+            if (d.byteLength === 100) return echoed(d.getUint32(0, true));
+            bytes = down ? bytes + d.byteLength : d.getUint32(0, true);
+            if (bytes >= BLOCK && Number.isNaN(blockDone)) blockDone = performance.now();
           };
           await w.markStart();
           const b0 = performance.now();
-          const chunk = new Uint8Array(64 << 10).fill(7);
-          for (let i = 0; i < 256; i++) ws.send(chunk);
+          if (down) ws.send(ask(BLOCK));
+          else for (let i = 0, chunk = new Uint8Array(64 << 10).fill(7); i < 256; i++) ws.send(chunk);
           const sent = await echoWhile((id) => ws.send(body(id)), () => !Number.isNaN(blockDone), 180_000);
           const ok = !Number.isNaN(blockDone);
           const blockMs = (ok ? blockDone : performance.now()) - b0;
@@ -240,35 +244,7 @@ try {
           await w.markEnd();
           ws.close();
           return {
-            system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: acked,
-            duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
-          };
-        } else if (system === 'block-down-ws') {
-          const c0 = performance.now();
-          const ws = await openWs();
-          connectMs = performance.now() - c0;
-          let received = 0;
-          let blockDone = NaN;
-          // 100 bytes: an echo; more: the block's messages, after the 4-byte ask.
-          ws.onmessage = (e) => {
-            const d = new DataView(e.data as ArrayBuffer);
-            if (d.byteLength <= 1000) return echoed(d.getUint32(0, true));
-            received += d.byteLength;
-            if (received >= BLOCK && Number.isNaN(blockDone)) blockDone = performance.now();
-          };
-          await w.markStart();
-          const b0 = performance.now();
-          const ask = new Uint8Array(4);
-          new DataView(ask.buffer).setUint32(0, BLOCK, true);
-          ws.send(ask);
-          const sent = await echoWhile((id) => ws.send(body(id)), () => !Number.isNaN(blockDone), 180_000);
-          const ok = !Number.isNaN(blockDone);
-          const blockMs = (ok ? blockDone : performance.now()) - b0;
-          for (let waited = 0; sentAt.size > 0 && waited < 5000; waited += 50) await sleep(50);
-          await w.markEnd();
-          ws.close();
-          return {
-            system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: received,
+            system, sent: 1, rtts: [], missing: ok ? 0 : 1, stallMs: NaN, connectMs, ms: performance.now() - t0, blockMs, blockAckedBytes: bytes,
             duringRtts: rtts, duringSent: sent, duringMissing: sentAt.size,
           };
         } else if (system === 'websocket') {

@@ -269,7 +269,8 @@ function section(loss: number, all: readonly Run[]): string[] {
   }
   if (downRuns.length > 0) {
     lines.push('', '16 MiB server → browser, the same floor, asked for by the page (gamewire: a 4-byte block; the WebSocket: a 4-byte message) '
-      + 'and timed until it had the whole block; the same columns. gamewire\'s server paces the block lane with the path\'s delay-based default.', '');
+      + `and timed until it had the whole block; the same columns. ${BULK ? 'gamewire\'s server, like the browser, leaves the block lane\'s rate on its WebSocket to TCP.'
+        : 'gamewire\'s block lane stays on the connection\'s transport.'}`, '');
     lines.push(blockTable('download', downRuns));
   }
 

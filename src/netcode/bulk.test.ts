@@ -252,8 +252,8 @@ describe('a block lane on a transport of its own', () => {
     const released = r.now;
     for (let t = 0; t < 3000 && messages(r.clientEvents, 1).length === 0; t += 50) r.step(50);
     expect(messages(r.clientEvents, 1)).toEqual([down]);
-    // 1 MB over a 40 ms round trip at the WebSocket's bulk rate (TCP sets the rate there): 150 ms; the
-    // path's delay-based default, still probing up, took 400.
+    // 1 MB over a 40 ms round trip at the WebSocket's bulk rate (TCP sets the rate there) takes about
+    // 150 ms; the path's delay-based default, still probing up, needs longer.
     expect(r.now - released).toBeLessThanOrEqual(250);
   });
 });
