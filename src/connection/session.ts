@@ -82,11 +82,8 @@ export class Lanes<E> {
   private readonly headroom: number;
   private blockOut: Uint8Array | undefined;
   private bulk: Path | undefined;
-  /**
-   * The block lane's own transport (`bindBulk`) holds more than it lets wait: no slice is written
-   * until the framing clears this (acks of the peer's blocks still go).
-   */
-  bulkHeld = false;
+  // The block lane's own transport holds more than it lets wait (`holdBulk`).
+  private bulkHeld = false;
 
   /**
    * @param maxBytes largest framing + body written (the datagram, or the payload a cipher wraps)
@@ -160,6 +157,17 @@ export class Lanes<E> {
     this.bulk = undefined;
     this.bulkHeld = false;
     this.blocks!.usePath(this.path);
+  }
+
+  /**
+   * The block lane's own transport holds more than it lets wait (`held`): no slice is written until
+   * it is released (acks of the peer's blocks still go). True when this released a hold: the caller
+   * wakes, since slices may be due at once.
+   */
+  holdBulk(held: boolean): boolean {
+    if (this.bulkHeld === held) return false;
+    this.bulkHeld = held;
+    return !held;
   }
 
   /** The block lane's own path while it has one (`bindBulk`). */

@@ -229,7 +229,11 @@ describe('a block lane on a transport of its own', () => {
     r.client.send(1, block(100_000, 4));
     r.step(500);
     expect(r.bytes.bulkUp).toBe(sent);
+    // Released, it wakes its driver: slices are due at once, and no timer of its own says so.
+    let woken = 0;
+    r.client.setWaker(() => woken++);
     r.client.holdBulk(false);
+    expect(woken).toBe(1);
     r.step(3000);
     expect(messages(r.serverEvents, 1)).toHaveLength(1);
   });
@@ -248,7 +252,10 @@ describe('a block lane on a transport of its own', () => {
     r.step(500);
     expect(r.bytes.bulkDown - sent).toBeLessThan(500);
     expect(messages(r.serverEvents, 1)).toHaveLength(1);
+    let woken = 0;
+    r.server.setWaker(() => woken++);
     sc.holdBulk(false);
+    expect(woken).toBeGreaterThan(0);
     const released = r.now;
     for (let t = 0; t < 3000 && messages(r.clientEvents, 1).length === 0; t += 50) r.step(50);
     expect(messages(r.clientEvents, 1)).toEqual([down]);

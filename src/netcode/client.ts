@@ -216,9 +216,7 @@ export class Client extends Lifecycle<ClientEvent> implements Endpoint<ClientEve
    * (acks still go); call again with false once it drains.
    */
   holdBulk(held: boolean): void {
-    if (this.session === undefined || this.session.bulkHeld === held) return;
-    this.session.bulkHeld = held;
-    if (!held) this.wake();
+    if (this.session?.holdBulk(held) === true) this.wake();
   }
 
   /** @internal True when its lanes include a block lane (`bindBulk` has something to move). */

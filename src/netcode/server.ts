@@ -735,9 +735,7 @@ export class ServerClient extends Lifecycle<ServerEvent> implements HostedPeer<S
    * wait (acks still go); call again with false once it drains.
    */
   holdBulk(held: boolean): void {
-    if (this.session === undefined || this.session.bulkHeld === held) return;
-    this.session.bulkHeld = held;
-    if (!held) this.wake();
+    if (this.session?.holdBulk(held) === true) this.wake();
   }
 
   /** @internal Its block lane's transport ended: the lane goes back to the client's path. */

@@ -193,10 +193,12 @@ interface Peer {
   timer: NodeJS.Timeout | undefined;
   /** The netcode connection request its token makes, handed to the server once the peer opens (none for a resumption). */
   request: Uint8Array | undefined;
-  /** The client whose block lane it carries, once bound (a WebSocket of the block lane's own). */
-  bulkOf?: ServerClient;
-  /** That block lane is held back (`ServerClient.holdBulk`): the WebSocket holds more than `BULK_HIGH_BYTES`. */
-  bulkHeld?: boolean;
+  /**
+   * Once bound, a WebSocket of a block lane's own: the client whose lane it carries, whether that lane
+   * is held back (`ServerClient.holdBulk`: the WebSocket holds more than `BULK_HIGH_BYTES`), and the
+   * callback of each frame written to it (`drainBulk`).
+   */
+  bulk?: { client: ServerClient; held: boolean; written: () => void };
 }
 
 /** A peer the gateway let in: its key in `tokens`, and the connection request its token makes (none for a resumption). */
@@ -354,7 +356,7 @@ export class BrowserGateway {
         const bulk = this.peers.get(e.address);
         if (bulk !== undefined) {
           this.joined(bulk);
-          bulk.bulkOf = e.client;
+          bulk.bulk = { client: e.client, held: false, written: () => this.drainBulk(bulk) };
         }
         const old = e.previous === undefined ? undefined : this.peers.get(e.previous);
         if (old !== undefined) this.drop(old);
@@ -562,11 +564,11 @@ export class BrowserGateway {
       }
       // A copy (`bytes` is a Buffer, whose slice() would be a view): the socket may write it later,
       // and the driver reuses `bytes` for the next datagram.
-      if (p.bulkOf === undefined) return void p.ws.send(Buffer.from(bytes), { binary: true });
-      p.ws.send(Buffer.from(bytes), { binary: true }, () => this.drainBulk(p));
-      if (!p.bulkHeld && p.ws.bufferedAmount > BULK_HIGH_BYTES) {
-        p.bulkHeld = true;
-        p.bulkOf.holdBulk(true);
+      if (p.bulk === undefined) return void p.ws.send(Buffer.from(bytes), { binary: true });
+      p.ws.send(Buffer.from(bytes), { binary: true }, p.bulk.written);
+      if (!p.bulk.held && p.ws.bufferedAmount > BULK_HIGH_BYTES) {
+        p.bulk.held = true;
+        p.bulk.client.holdBulk(true);
       }
       return;
     }
@@ -584,10 +586,11 @@ export class BrowserGateway {
 
   /** A frame left a block lane's own WebSocket: once it holds no more than `BULK_HIGH_BYTES`, the lane goes on. */
   private drainBulk(p: Peer): void {
-    if (p.bulkHeld !== true || p.ws!.bufferedAmount > BULK_HIGH_BYTES) return;
-    p.bulkHeld = false;
+    const b = p.bulk!;
+    if (!b.held || p.ws!.bufferedAmount > BULK_HIGH_BYTES) return;
+    b.held = false;
     // A WebSocket the lane has left since no longer speaks for it.
-    if (p.bulkOf!.bulkAddress === p.address) p.bulkOf!.holdBulk(false);
+    if (b.client.bulkAddress === p.address) b.client.holdBulk(false);
   }
 
   private onConnection(socket: Socket): void {
