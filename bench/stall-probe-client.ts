@@ -7,6 +7,7 @@
  * the namespaces' IP counters there) and one JSON line at the end.
  * Usage: tsx bench/stall-probe-client.ts SERVER_HOST COUNT. Environment: STALL_TRANSPORT (`webrtc`,
  * default, or `websocket`), STALL_CLIENT_REDUNDANCY (the client's `channels.redundancy`),
+ * STALL_ACK_DELAY (the client's `acks.maxAckDelayMs`, ms),
  * STALL_SIMPLE_POST=1 (send the offer as `text/plain` even with an older `connect`), STALL_CHROME_LOG.
  */
 import { chromium } from 'playwright-core';
@@ -28,7 +29,7 @@ try {
   await page.goto(`http://${host}:8181/`);
   await page.waitForFunction(() => (window as unknown as { gw?: unknown }).gw !== undefined);
   await page.exposeFunction('mark', (what: string) => void process.stdout.write(`MARK ${what}\n`));
-  const result = await page.evaluate(async ({ host, count, simple, red, transport }) => {
+  const result = await page.evaluate(async ({ host, count, simple, red, ackDelay, transport }) => {
     const w = window as unknown as {
       mark(what: string): Promise<void>;
       gw: { connect(o: object): Promise<{ client: { send(l: number, b: Uint8Array): number; stats(): unknown; counters(): unknown }; close(): Promise<void> }> };
@@ -75,6 +76,7 @@ try {
     const conn = await w.gw.connect({
       url: `http://${host}:8180/gamewire`, token, transports: [transport], openTimeoutMs: 30_000, RTCPeerConnection: Rtc, fetch: post,
       lanes: [{ mode: 'reliable-ordered' }], ...(red === undefined ? {} : { channels: { redundancy: red === 'auto' ? 'auto' : Number(red) } }),
+      ...(ackDelay === undefined ? {} : { acks: { maxAckDelayMs: Number(ackDelay) } }),
       onEvent: (e: { type: string; bytes?: Uint8Array }) => {
         if (e.type === 'connected') {
           connected = true;
@@ -134,7 +136,7 @@ try {
     clearInterval(statsTimer);
     await conn.close();
     return { phases, rtts, missing: [...sentAt.keys()], buffered, stats, statsBefore, statsAfter, sendTimes: [...Array(count).keys()].map((i) => t0 + i * 20) };
-  }, { host, count, simple: process.env.STALL_SIMPLE_POST === '1', red: process.env.STALL_CLIENT_REDUNDANCY, transport: process.env.STALL_TRANSPORT ?? 'webrtc' });
+  }, { host, count, simple: process.env.STALL_SIMPLE_POST === '1', red: process.env.STALL_CLIENT_REDUNDANCY, ackDelay: process.env.STALL_ACK_DELAY, transport: process.env.STALL_TRANSPORT ?? 'webrtc' });
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } finally {
   await browser.close();

@@ -7,7 +7,8 @@
  *   `C unixMs counters-json` (on SIGTERM: the gateway's and the clients' counters).
  * Usage: tsx bench/stall-probe-server.ts HOST. Environment: STALL_SCTP (JSON, node-datachannel's
  * `setSctpSettings` before any peer connection), STALL_REDUNDANCY (the server's
- * `channels.redundancy`: a number or `auto`; default the gateway's), STALL_HIGH, STALL_LOW and
+ * `channels.redundancy`: a number or `auto`; default the gateway's), STALL_ACK_DELAY (its
+ * `acks.maxAckDelayMs`, ms), STALL_HIGH, STALL_LOW and
  * STALL_CLIENT_DC (below).
  */
 import { build } from 'esbuild';
@@ -34,10 +35,12 @@ if (process.env.STALL_NDC_LOG) {
 }
 if (process.env.STALL_SCTP) ndc.setSctpSettings(JSON.parse(process.env.STALL_SCTP) as object);
 const red = process.env.STALL_REDUNDANCY;
+const ackDelay = process.env.STALL_ACK_DELAY;
 const server = new Server({
   protocolId: PROTOCOL, privateKey: KEY, addresses: [`${host}:${PORTS.udp}`], unixTime: systemUnixTime,
   lanes: [{ mode: 'reliable-ordered' }], crypto: await sodiumCrypto(),
   ...(red === undefined ? {} : { channels: { redundancy: red === 'auto' ? 'auto' : Number(red) } }),
+  ...(ackDelay === undefined ? {} : { acks: { maxAckDelayMs: Number(ackDelay) } }),
 });
 const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
 const clients = new Set<{ counters(): object; stats(): object | undefined }>();
