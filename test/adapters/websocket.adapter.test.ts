@@ -610,6 +610,32 @@ describe('WebSocket transport (ws, loopback)', () => {
     await conn.close();
   }, 30_000);
 
+  it('a client that times out closes its WebSockets itself, the block lane\'s too, though the server still holds them', async () => {
+    const sockets: WebSocket[] = [];
+    class Kept extends WebSocket {
+      constructor(url: string, protocols?: string | string[]) {
+        super(url, protocols);
+        sockets.push(this);
+      }
+    }
+    const events: ClientEvent[] = [];
+    const conn = await open(token(), events, { WebSocket: Kept as unknown as typeof Ws, resumeAfterMs: 0 });
+    await until(() => conn.bulk);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined);
+    // The server's datagrams stop reaching the client; the client's still reach the server, so the
+    // server keeps it and both its WebSockets until the client goes.
+    const peers = (gateway as unknown as { peers: Map<string, { ws?: { send: unknown } }> }).peers;
+    for (const a of [sc.address, sc.bulkAddress!]) peers.get(a)!.ws!.send = () => undefined;
+    await until(() => events.some((e) => e.type === 'disconnected'), 8000);
+    expect(events.find((e) => e.type === 'disconnected')).toEqual({ type: 'disconnected', reason: 'connection-timed-out' });
+    expect(conn.bulk).toBe(false);
+    expect(sockets).toHaveLength(2);
+    await until(() => sockets.every((w) => w.readyState === WebSocket.CLOSED), 2000);
+    await until(() => gateway.size === 0, 2000);
+    await conn.close();
+  }, 20_000);
+
   it('a block-lane WebSocket that does not open is tried again a second later, and binds', async () => {
     const offered: string[] = [];
     class FailFirst extends WebSocket {

@@ -101,7 +101,10 @@ export interface BrowserConnection {
   readonly transport: BrowserTransport;
   /** True while the block lane goes over a WebSocket of its own (`ConnectOptions.bulk`). */
   readonly bulk: boolean;
-  /** Close the client (its redundant DISCONNECTs leave), then the transport. */
+  /**
+   * Close the client (its redundant DISCONNECTs leave), then its transports. Done by itself once the
+   * client is `disconnected` (the server ended it, a timeout, a refusal); safe to call again.
+   */
   close(): Promise<void>;
   /**
    * Pass both directions through the simulator's `Link` (loss, latency and jitter in ms, rate, …; the
@@ -587,6 +590,7 @@ function run(
   }, {
     onEvent: (e) => {
       if (e.type === 'connected' && openBulk !== undefined && client.hasBlockLane) void startBulk(e.clientIndex);
+      if (e.type === 'disconnected') void release();
       onEvent(e);
     },
     onError, maxDatagramBytes: scratch.length,
@@ -675,6 +679,23 @@ function run(
     }
     if (client.state === 'connected' && now() - heardAt > resume.afterMs) void move();
   }, RESUME_CHECK_MS);
+  let released = Promise.resolve();
+  function release(): Promise<void> {
+    if (closing) return released;
+    closing = true;
+    // Begun after this call returns, so a close() from an event handler the teardown fires gets this promise.
+    released = Promise.resolve().then(async () => {
+      clearInterval(watch);
+      clearTimeout(bulkTimer);
+      if (bulk !== undefined) stopBulk(bulk);
+      client.close();
+      await loop.close();
+      // The transport may still hold the DISCONNECTs: give them a moment before it goes.
+      await new Promise((r) => setTimeout(r, 100));
+      pipe.close();
+    });
+    return released;
+  }
   client.connect(now(), token);
   loop.wake();
   return {
@@ -694,16 +715,6 @@ function run(
       }
       loop.wake();
     },
-    async close() {
-      closing = true;
-      clearInterval(watch);
-      clearTimeout(bulkTimer);
-      client.close();
-      await loop.close();
-      // The transport may still hold the DISCONNECTs: give them a moment before it goes.
-      await new Promise((r) => setTimeout(r, 100));
-      pipe.close();
-      bulk?.close();
-    },
+    close: release,
   };
 }
