@@ -303,6 +303,32 @@ describe('Host', () => {
     expect([at('same'), at('moved')]).toEqual([[], []]);
   });
 
+  it('a second address: found where no peer has it as its own, one per peer, gone on unalias and when the peer retires', () => {
+    const h = new Host<TestPeer>();
+    const p = new TestPeer('p');
+    const id = h.add('a', p);
+    const q = h.add('b', new TestPeer('q'));
+    h.alias(id, 'a-bulk');
+    expect([h.peerAt('a-bulk'), h.firstAt('a-bulk')]).toEqual([id, id]);
+    h.handleDatagram(0, 'a-bulk', Uint8Array.of(9)); // routed by address to the peer
+    expect(p.received).toEqual([9]);
+    expect(() => h.alias(q, 'a-bulk')).toThrow(/invalid-state/); // another peer's
+    expect(() => h.alias(q, 'a')).toThrow(/invalid-state/);
+    expect(() => h.add('a-bulk', new TestPeer('r'))).toThrow(/invalid-state/);
+    expect(() => h.rebind(q, 'a-bulk')).toThrow(/invalid-state/);
+    h.alias(id, 'a-bulk2'); // replaces the first
+    expect([h.peerAt('a-bulk'), h.peerAt('a-bulk2')]).toEqual([undefined, id]);
+    expect(h.unalias('a-bulk')).toBeUndefined();
+    expect(h.unalias('a-bulk2')).toBe(id);
+    expect(h.peerAt('a-bulk2')).toBeUndefined();
+    h.alias(id, 'a-bulk3');
+    h.remove(id); // at once, while its slot still drains
+    expect(h.peerAt('a-bulk3')).toBeUndefined();
+    expect(() => h.alias(id, 'a-bulk4')).toThrow(/invalid-state/);
+    h.alias(q, 'a-bulk3'); // free again
+    expect(h.peerAt('a-bulk3')).toBe(q);
+  });
+
   it('keys: one peer per key, found by key, in the order added; the key goes when the peer retires', () => {
     const h = new Host<TestPeer, string, bigint>({ route: () => undefined });
     const a = h.add('x', new TestPeer('a'), 7n);

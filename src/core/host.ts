@@ -132,8 +132,9 @@ class SlotQueue {
  * - Slots: each peer gets a `PeerId`; a removed peer's slot is reused under a new generation.
  * - Identity: the host holds the only maps from what names a peer to its slot, kept on add, rebind
  *   and retire: its address (one peer per address, or several in `route` mode, walked in the order
- *   they came with `firstAt`/`nextAt`), an optional key of the owner's (`add(address, peer, key)`:
- *   a client id, a conversation id; `peerWithKey`), and live peers per source group (`groupSize`).
+ *   they came with `firstAt`/`nextAt`), an optional second address (`alias`: a transport of its own
+ *   for part of its traffic), an optional key of the owner's (`add(address, peer, key)`: a client
+ *   id, a conversation id; `peerWithKey`), and live peers per source group (`groupSize`).
  * - Routing: by address (`accept` creates peers on a first datagram, or refuses), or by the owner's
  *   `route` function over those indexes (connection ids, cookies, several peers per address).
  * - Time: ONE deadline heap over all peers. A peer is woken (`handleTimeout`) only when due; its
@@ -163,6 +164,9 @@ implements Endpoint<HostEvent<E>> {
   private prev: Int32Array;
   private readonly byKey = new Map<K, number>();
   private keyOf: (K | undefined)[] = [];
+  // A live peer's second address (`alias`), at most one per peer.
+  private readonly byAlias = new Map<Address, number>();
+  private aliasOf: (Address | undefined)[] = [];
   private readonly groups = new Map<string, number>();
   private group: string[] = [];
   private readonly heap: DeadlineHeap;
@@ -254,7 +258,7 @@ implements Endpoint<HostEvent<E>> {
   add(address: Address, peer: P, key?: K): PeerId {
     checkArg(typeof address === 'string', 'address must be a string');
     if (this.used >= this.maxPeers) throw new GamewireError('queue-full', `host holds maxPeers (${this.maxPeers}) peers`);
-    if (this.route === undefined && this.byAddress.has(address)) {
+    if (this.route === undefined && (this.byAddress.has(address) || this.byAlias.has(address))) {
       throw new GamewireError('invalid-state', `a peer already has address ${address}`);
     }
     if (key !== undefined && this.byKey.has(key)) throw new GamewireError('invalid-state', `a peer already has key ${String(key)}`);
@@ -309,14 +313,43 @@ implements Endpoint<HostEvent<E>> {
   /** The live peer at `address` (address routing only; throws `invalid-state` with `route`: see `firstAt`). */
   peerAt(address: Address): PeerId | undefined {
     if (this.route !== undefined) throw new GamewireError('invalid-state', 'peerAt needs address routing (no route option)');
-    const slot = this.byAddress.get(address);
+    const slot = this.byAddress.get(address) ?? this.byAlias.get(address);
     return slot === undefined ? undefined : this.idAt(slot);
   }
 
-  /** The first live peer at `address` (the one that came first), or `undefined`; `nextAt` walks the others. */
+  /**
+   * The first live peer at `address` (the one that came first), or `undefined`; `nextAt` walks the
+   * others. With no peer there, the live peer whose second address it is (`alias`).
+   */
   firstAt(address: Address): PeerId | undefined {
-    const slot = this.byAddress.get(address);
+    const slot = this.byAddress.get(address) ?? this.byAlias.get(address);
     return slot === undefined ? undefined : this.idAt(slot);
+  }
+
+  /**
+   * Give the live peer `id` a second address, found by `firstAt` while no peer has it as its own (a
+   * transport of its own for part of its traffic: a netcode client's block lane). It replaces the
+   * peer's previous second address, and goes when the peer retires or `unalias` is called; what the
+   * peer sends still names its own destination. Throws `invalid-state` for a peer that is not live, or
+   * an address another peer holds (its own or second).
+   */
+  alias(id: PeerId, address: Address): void {
+    checkArg(typeof address === 'string', 'address must be a string');
+    const slot = this.slotOf(id);
+    if (slot < 0 || (this.flags[slot]! & LIVE) === 0) throw new GamewireError('invalid-state', 'alias of a peer that is not live');
+    const other = this.byAddress.get(address) ?? this.byAlias.get(address);
+    if (other !== undefined && other !== slot) throw new GamewireError('invalid-state', `a peer already has address ${address}`);
+    this.dropAlias(slot);
+    this.aliasOf[slot] = address;
+    this.byAlias.set(address, slot);
+  }
+
+  /** Forget the second address `address`; returns the live peer that had it, or `undefined`. */
+  unalias(address: Address): PeerId | undefined {
+    const slot = this.byAlias.get(address);
+    if (slot === undefined) return undefined;
+    this.dropAlias(slot);
+    return this.idAt(slot);
   }
 
   /** The live peer after the live peer `id` at its address (in the order they came), or `undefined`. */
@@ -362,7 +395,7 @@ implements Endpoint<HostEvent<E>> {
     const slot = this.slotOf(id);
     if (slot < 0 || (this.flags[slot]! & LIVE) === 0) throw new GamewireError('invalid-state', 'rebind of a peer that is not live');
     if (this.route === undefined) {
-      const other = this.byAddress.get(address);
+      const other = this.byAddress.get(address) ?? this.byAlias.get(address);
       if (other !== undefined && other !== slot) throw new GamewireError('invalid-state', `a peer already has address ${address}`);
     }
     if (address === this.addr[slot]) return;
@@ -414,7 +447,7 @@ implements Endpoint<HostEvent<E>> {
       slot = this.slotOf(id);
       if (slot < 0 || (this.flags[slot]! & LIVE) === 0) return;
     } else {
-      const s = this.byAddress.get(from);
+      const s = this.byAddress.get(from) ?? this.byAlias.get(from);
       if (s !== undefined) slot = s;
       else {
         if (this.accept === undefined) {
@@ -549,6 +582,7 @@ implements Endpoint<HostEvent<E>> {
     this.peerOf.push(undefined);
     this.addr.push('');
     this.keyOf.push(undefined);
+    this.aliasOf.push(undefined);
     this.group.push('');
     if (slot >= this.flags.length) {
       const n = grownLength(this.flags.length, slot + 1, this.maxPeers);
@@ -669,6 +703,7 @@ implements Endpoint<HostEvent<E>> {
       this.byKey.delete(this.keyOf[slot]!);
       this.keyOf[slot] = undefined;
     }
+    this.dropAlias(slot);
     if (this.groupOf !== undefined) this.leave(slot);
     // Drain what it still has, then free the slot (released()).
     this.markTx(slot);
@@ -676,6 +711,13 @@ implements Endpoint<HostEvent<E>> {
       this.flags[slot]! |= IN_EV;
       this.ev.push(slot);
     }
+  }
+
+  private dropAlias(slot: number): void {
+    const a = this.aliasOf[slot];
+    if (a === undefined) return;
+    this.byAlias.delete(a);
+    this.aliasOf[slot] = undefined;
   }
 
   /** Free a retired slot once it is out of both queues. */

@@ -241,8 +241,6 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   // Addresses claiming to be the client at an index (`claimAddress`), or its block lane's transport
   // (`claimBulk`: stored as −1 − index); bounded by maxClients.
   private readonly claims = new Map<Address, number>();
-  // The transport each client's block lane moved to (`claimBulk`, then its first packet): address → client index.
-  private readonly bulkAddresses = new Map<Address, number>();
   // Connected clients by index.
   private readonly byIndex: (ServerClient | undefined)[] = [];
   // Client indexes (0..maxClients − 1, sent to each client) not in use: freed when a client ends,
@@ -376,10 +374,8 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
   /** @internal Forget the claim of `address`, or the block lane it carries (its transport ended, or it migrated). */
   releaseClaim(address: Address): void {
     this.claims.delete(address);
-    const index = this.bulkAddresses.get(address);
-    if (index === undefined) return;
-    this.bulkAddresses.delete(address);
-    const c = this.byIndex[index];
+    const id = this.host.unalias(address);
+    const c = id === undefined ? undefined : this.host.get(id);
     if (c?.bulkAddress === address) c.unbindBulk();
   }
 
@@ -425,16 +421,13 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     const id = this.host.peerWithKey(c.clientId);
     if (id !== undefined && this.host.get(id) === c) this.host.remove(id);
     if (this.byIndex[c.clientIndex] === c) this.byIndex[c.clientIndex] = undefined;
-    if (c.bulkAddress !== undefined && this.bulkAddresses.get(c.bulkAddress) === c.clientIndex) this.bulkAddresses.delete(c.bulkAddress);
     this.freeIndexes.push(c.clientIndex);
   }
 
   private route(now: number, from: Address, b: Uint8Array): number | undefined {
+    // A client's own address, or its block lane's transport (`bindBulk`: the host's second address).
     const id = this.host.firstAt(from);
     if (id !== undefined) return id;
-    const bulk = this.bulkAddresses.get(from);
-    const bulkClient = bulk === undefined ? undefined : this.byIndex[bulk];
-    if (bulkClient !== undefined) return this.host.peerWithKey(bulkClient.clientId);
     if (b.length === 0) {
       this.ctr.malformed++;
       return undefined;
@@ -551,8 +544,7 @@ export class Server extends HostEndpoint<ServerClient, ServerEvent, ServerEvent,
     if (id === undefined) return undefined;
     const c = this.host.get(id)!;
     this.claims.delete(from);
-    if (c.bulkAddress !== undefined) this.bulkAddresses.delete(c.bulkAddress);
-    this.bulkAddresses.set(from, index);
+    this.host.alias(id, from);
     c.bindBulk(from, this.payloadFor(from));
     this.ctr.bulkBound++;
     return id;
