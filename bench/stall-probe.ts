@@ -15,7 +15,8 @@
  *   DEBUG=pw:browser STALL_CHROME_LOG=1 Chromium's log goes to /tmp/stall/TAG-chrome-RUN.log, with
  *   every SCTP packet the browser sent and received: bench/stall-sctp-log.py decodes it.
  * Packet kinds by size (the SCTP inside DTLS is encrypted): `small` is under 129 IP bytes (SACKs,
- * FORWARD-TSNs, our ack-only datagrams), `data` the rest.
+ * FORWARD-TSNs, our ack-only datagrams), `data` the rest. Each run's per-message times go to
+ * /tmp/stall/TAG-legs-RUN.json.
  */
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -161,6 +162,8 @@ async function main(): Promise<void> {
         connectMs: r0(page.phases.find(([w]) => w === 'connected')![1] - t0), phases,
       };
       report.push({ ...row, server: srv });
+      // Each message: [id, sent (page), received by the server, echo back (page)], ms on one clock.
+      writeFileSync(join(OUT, `${TAG}-legs-${run}.json`), JSON.stringify(page.rtts.map(([id, s, e]) => [id, r0(s), recv.get(id) ?? null, r0(e)])));
       console.error(JSON.stringify(row));
     }
   } finally {
