@@ -8,7 +8,7 @@
  * Usage: tsx bench/stall-probe-server.ts HOST. Environment: STALL_SCTP (JSON, node-datachannel's
  * `setSctpSettings` before any peer connection), STALL_REDUNDANCY (the server's
  * `channels.redundancy`: a number or `auto`; default the gateway's), STALL_ACK_DELAY (its
- * `acks.maxAckDelayMs`, ms), STALL_HIGH, STALL_LOW and
+ * `acks.maxAckDelayMs`, ms), STALL_FAVOR (the gateway's `webrtcFavor`), STALL_HIGH, STALL_LOW and
  * STALL_CLIENT_DC (below).
  */
 import { build } from 'esbuild';
@@ -50,7 +50,10 @@ driver.on('event', (e: ServerEvent) => {
   out(`R ${new DataView(e.bytes.buffer, e.bytes.byteOffset).getUint32(0, true)} ${Date.now()}`);
   e.client.send(e.lane, e.bytes);
 });
-const gateway = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host });
+const favor = process.env.STALL_FAVOR as 'bytes' | 'latency' | undefined;
+const gateway = await BrowserGateway.open(driver, server, {
+  host, port: PORTS.signalling, bindAddress: host, ...(favor === undefined ? {} : { webrtcFavor: favor }),
+});
 const http = (gateway as unknown as { http: import('node:http').Server }).http;
 http.prependListener('request', (_req, res) => {
   out(`H ${Date.now()} request ${_req.method ?? ''}`);

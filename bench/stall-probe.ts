@@ -9,7 +9,7 @@
  * size: DATA, SACK, FORWARD-TSN) and the connect phases. Waits while a bench:browser
  * (namespace gwbr-a) runs.
  *   STALL_RUNS (3), STALL_COUNT (1000), STALL_LOSS (0.1), STALL_SCTP (JSON for setSctpSettings),
- *   STALL_REDUNDANCY (server's channels.redundancy), STALL_ACK_DELAY (both ends' acks.maxAckDelayMs), STALL_NDC_LOG (libdatachannel log level),
+ *   STALL_REDUNDANCY (server's channels.redundancy), STALL_ACK_DELAY (both ends' acks.maxAckDelayMs), STALL_FAVOR (the gateway's webrtcFavor), STALL_NDC_LOG (libdatachannel log level),
  *   STALL_TAG (name of the result file /tmp/stall/TAG.json), STALL_SEED (linkem's seed, default 1);
  *   what bench/stall-probe-server.ts and bench/stall-probe-client.ts read is passed on. With
  *   DEBUG=pw:browser STALL_CHROME_LOG=1 Chromium's log goes to /tmp/stall/TAG-chrome-RUN.log, with
@@ -169,7 +169,7 @@ async function main(): Promise<void> {
   } finally {
     link.cleanup();
   }
-  writeFileSync(join(OUT, `${TAG}.json`), JSON.stringify({ env: { COUNT, RUNS, LOSS, SCTP: process.env.STALL_SCTP, RED: process.env.STALL_REDUNDANCY, ACK_DELAY: process.env.STALL_ACK_DELAY }, report }, null, 1));
+  writeFileSync(join(OUT, `${TAG}.json`), JSON.stringify({ env: { COUNT, RUNS, LOSS, SCTP: process.env.STALL_SCTP, RED: process.env.STALL_REDUNDANCY, ACK_DELAY: process.env.STALL_ACK_DELAY, FAVOR: process.env.STALL_FAVOR, CLIENT_RED: process.env.STALL_CLIENT_REDUNDANCY }, report }, null, 1));
 }
 
 await main();

@@ -97,6 +97,13 @@ export const WEBRTC_TRANSPORT: NetcodeTransport = { overheadBytes: 96, maxPayloa
 export const WEBRTC_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, defaultRedundancy: 1 };
 
 /**
+ * @internal The server's end of a data channel whose SCTP never resends (`BrowserGatewayOptions.webrtcFavor`
+ * `'latency'`): nothing waits there for a lost chunk's resend, so two rides per message fit where
+ * SCTP's resends left room for one.
+ */
+export const WEBRTC_LATENCY_SERVER_TRANSPORT: NetcodeTransport = { ...WEBRTC_TRANSPORT, defaultRedundancy: 2 };
+
+/**
  * @internal A WebSocket: IPv4 20, TCP with timestamps 32, the WebSocket frame header 4 (8 from a
  * client, masked): 60 bytes counted per packet (TLS adds 22 to 29 per record, and TCP may put several
  * packets in one segment: the figure is of the order, not exact). Every packet arrives, in order.

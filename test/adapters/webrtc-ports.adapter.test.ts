@@ -6,9 +6,9 @@ import { createSocket } from 'node:dgram';
 import { createServer } from 'node:net';
 import ndc from 'node-datachannel';
 import { RTCPeerConnection as PolyfillPeer } from 'node-datachannel/polyfill';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connectWebRtc, type BrowserConnection } from '../../src/adapters/browser/connect.js';
-import { BrowserGateway, type BrowserGatewayOptions, withPublicAddress } from '../../src/adapters/node/gateway.js';
+import { BrowserGateway, type BrowserGatewayOptions, WEBRTC_ADDRESS_PREFIX, withPublicAddress } from '../../src/adapters/node/gateway.js';
 import { systemUnixTime, UdpDriver } from '../../src/adapters/node/udp-driver.js';
 import type { ClientEvent } from '../../src/netcode/client.js';
 import { Server, type ServerEvent } from '../../src/netcode/server.js';
@@ -252,6 +252,29 @@ describe('BrowserGateway UDP ports (node-datachannel, loopback)', () => {
     }
   }, 20_000);
 
+  it('webrtcFavor latency: the server\'s end of each channel gives a lost chunk up at once and its lanes ride each piece twice; by default SCTP resends and one ride', async () => {
+    const registered = vi.spyOn(Server.prototype, 'registerTransport');
+    try {
+      for (const [favor, redundancy, init] of [
+        ['latency', 2, { negotiated: true, id: 0, unordered: true, maxRetransmits: 0 }],
+        [undefined, 1, { negotiated: true, id: 0, unordered: true }],
+      ] as const) {
+        registered.mockClear();
+        const r = await rig(favor === undefined ? {} : { webrtcFavor: favor });
+        try {
+          expect(registered).toHaveBeenCalledWith(WEBRTC_ADDRESS_PREFIX, expect.objectContaining({ defaultRedundancy: redundancy }));
+          // node-datachannel's channels do not say how reliable they are: what the gateway gives them is read instead.
+          expect((r.signalling as unknown as { channelInit: object }).channelInit).toEqual(init);
+          await connectAll(r, 1);
+        } finally {
+          await r.close();
+        }
+      }
+    } finally {
+      registered.mockRestore();
+    }
+  }, 30_000);
+
   it('a port in use, a bad address or contradictory port options fail open with invalid-config', async () => {
     const busy = createSocket('udp4');
     await new Promise<void>((r) => busy.bind(0, '127.0.0.1', r));
@@ -266,6 +289,7 @@ describe('BrowserGateway UDP ports (node-datachannel, loopback)', () => {
     for (const bad of [
       { bindAddress: 'not-an-ip' }, { publicAddress: 'example.com' }, { publicAddress: '' }, { udpPort: 70000 }, { udpPort: 1.5 },
       { udpPortRange: [50000, 49999] as const }, { udpPortRange: [0, 10] as const }, { udpPort: 50000, udpPortRange: [50000, 50001] as const },
+      { webrtcFavor: 'fast' as never },
     ]) {
       await expect(BrowserGateway.open(undefined as never, anchor.server, bad)).rejects.toMatchObject({ code: 'invalid-config' });
     }

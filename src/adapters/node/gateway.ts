@@ -3,13 +3,13 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
 import { createSocket } from 'node:dgram';
 import { type AddressInfo, isIP, type Socket } from 'node:net';
-import type { DataChannel, PeerConnection } from 'node-datachannel';
+import type { DataChannel, DataChannelInitConfig, PeerConnection } from 'node-datachannel';
 import { ipGroup } from '../../core/address-group.js';
 import { newCounters } from '../../core/counters.js';
 import { transportOf, type Address } from '../../core/endpoint.js';
 import { checkConfig, GamewireError } from '../../core/errors.js';
 import type { Server, ServerClient, ServerEvent, TokenCheck } from '../../netcode/server.js';
-import { WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
+import { WEBRTC_LATENCY_SERVER_TRANSPORT, WEBRTC_SERVER_TRANSPORT, WEBSOCKET_TRANSPORT } from '../../netcode/options.js';
 import { CONNECT_TOKEN_BYTES, type ConnectTokenPublic, readConnectToken, REQUEST_BYTES, writeRequestPacket } from '../../netcode/wire.js';
 import { TAG_BYTES } from '../../crypto/provider.js';
 import { readWebSocketProtocols, WEBSOCKET_PROTOCOL } from '../../netcode/websocket-protocol.js';
@@ -61,6 +61,16 @@ export interface BrowserGatewayOptions {
    * the interface addresses.
    */
   publicAddress?: string;
+  /**
+   * What the server's end of each WebRTC data channel spends to recover a lost message. `'bytes'`
+   * (default): its SCTP resends a lost chunk, and the lanes ride each piece once more. `'latency'`:
+   * SCTP never resends (`maxRetransmits: 0`) and the lanes ride each piece twice, so fewer messages
+   * wait for a resend and the ones behind them in an ordered lane wait less; it costs bytes, mostly
+   * the FORWARD-TSN and SACK that the two ends' SCTPs exchange for every chunk given up (figures:
+   * bench/README.md, "browser data channel probe"). Give the browser's `connect` `channels:
+   * { redundancy: 2 }` with it. WebSocket clients are not affected.
+   */
+  webrtcFavor?: 'bytes' | 'latency';
   /** STUN/TURN servers for the server's peer connections (`'stun:host:port'`). Default none: the server must be reachable. */
   iceServers?: string[];
   /**
@@ -172,6 +182,8 @@ export const WEBRTC_CHANNEL = { label: 'gamewire', id: 0 } as const;
  * few (the loss rate) and what waits for them is bounded by usrsctp's send buffer, as before.
  */
 const SERVER_CHANNEL = { negotiated: true, id: WEBRTC_CHANNEL.id, unordered: true } as const;
+/** The server's end with `webrtcFavor: 'latency'`: a lost chunk is given up at once, the lanes' rides and resends recover it. */
+const LATENCY_SERVER_CHANNEL = { ...SERVER_CHANNEL, maxRetransmits: 0 } as const;
 
 type Ndc = typeof import('node-datachannel');
 type Ws = typeof import('ws');
@@ -297,6 +309,8 @@ export class BrowserGateway {
   private readonly opts: Required<Omit<BrowserGatewayOptions, 'bindAddress' | 'maxPeers' | 'udpPort' | 'udpPortRange' | 'publicAddress' | 'tls'>>
     & { bindAddress: string | undefined; maxPeers: number; ports: readonly [number, number]; mux: boolean; publicAddress: string | undefined };
   private readonly peers = new Map<Address, Peer>();
+  // The server's end of every data channel (`webrtcFavor`).
+  private readonly channelInit: DataChannelInitConfig;
   // Tokens (by authentication tag, 'rtc:' or 'ws:' before it) that have a peer connection or a
   // WebSocket: one of each, so a client may try both at once; bounded by 2 × (maxPending + maxPeers).
   private readonly tokens = new Set<string>();
@@ -332,7 +346,9 @@ export class BrowserGateway {
     const feedRtc = ndc === undefined ? undefined : driver.attachTransport(WEBRTC_ADDRESS_PREFIX, send);
     const feedWs = ws === undefined ? undefined : driver.attachTransport(WEBSOCKET_ADDRESS_PREFIX, send);
     this.feed = (from, bytes) => (from.startsWith(WEBRTC_ADDRESS_PREFIX) ? feedRtc : feedWs)!(from, bytes);
-    if (ndc !== undefined) server.registerTransport(WEBRTC_ADDRESS_PREFIX, WEBRTC_SERVER_TRANSPORT);
+    const latency = opts.webrtcFavor === 'latency';
+    this.channelInit = latency ? LATENCY_SERVER_CHANNEL : SERVER_CHANNEL;
+    if (ndc !== undefined) server.registerTransport(WEBRTC_ADDRESS_PREFIX, latency ? WEBRTC_LATENCY_SERVER_TRANSPORT : WEBRTC_SERVER_TRANSPORT);
     if (ws !== undefined) {
       server.registerTransport(WEBSOCKET_ADDRESS_PREFIX, WEBSOCKET_TRANSPORT);
       this.wss = new ws.WebSocketServer({
@@ -403,6 +419,7 @@ export class BrowserGateway {
       mux: range === undefined,
       ports: range === undefined ? [udpPort, udpPort] : [range[0], range[1]],
       publicAddress: options.publicAddress,
+      webrtcFavor: options.webrtcFavor ?? 'bytes',
       iceServers: options.iceServers ?? [],
       maxPending: options.maxPending ?? 64,
       maxPendingPerAddress: options.maxPendingPerAddress ?? 4,
@@ -434,6 +451,7 @@ export class BrowserGateway {
     const tls = options.tls;
     checkConfig(tls === undefined || (typeof tls === 'object' && tls !== null && isPem(tls.cert) && isPem(tls.key)),
       'tls must be { cert, key } in PEM (strings or bytes)');
+    checkConfig(opts.webrtcFavor === 'bytes' || opts.webrtcFavor === 'latency', "webrtcFavor must be 'bytes' or 'latency'");
     checkConfig(Array.isArray(opts.iceServers) && opts.iceServers.every((s) => typeof s === 'string'), 'iceServers must be strings');
     for (const k of [
       'maxPending', 'maxPendingPerAddress', 'maxPeers', 'openTimeoutMs', 'handshakeTimeoutMs', 'gatherTimeoutMs', 'headersTimeoutMs',
@@ -931,7 +949,7 @@ export class BrowserGateway {
     try {
       // The offer first: a channel made before it would make libdatachannel offer too (glare).
       pc.setRemoteDescription(offer, 'offer' as never);
-      dc = pc.createDataChannel(WEBRTC_CHANNEL.label, SERVER_CHANNEL);
+      dc = pc.createDataChannel(WEBRTC_CHANNEL.label, this.channelInit);
     } catch (err) {
       pc.close();
       throw err;
