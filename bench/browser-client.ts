@@ -131,11 +131,13 @@ try {
       let transport: string | undefined;
       const t0 = performance.now();
       try {
-        if (['gamewire', 'gamewire-ws', 'block', 'block-gamewire-ws', 'block-down', 'block-down-gamewire-ws'].includes(system)) {
+        if (['gamewire', 'gamewire-ws', 'gamewire-latency', 'block', 'block-gamewire-ws', 'block-down', 'block-down-gamewire-ws'].includes(system)) {
           const overWs = system.endsWith('gamewire-ws');
+          // The server with webrtcFavor 'latency', and two rides from the browser to match.
+          const latency = system === 'gamewire-latency';
           // A download: the page asks for the block with a 4-byte block of its own (its size), the server sends it.
           const down = system.startsWith('block-down');
-          const token = Uint8Array.from(atob(await (await fetch('/token')).text()), (c) => c.charCodeAt(0));
+          const token = Uint8Array.from(atob(await (await fetch(latency ? '/token-latency' : '/token')).text()), (c) => c.charCodeAt(0));
           let connected = NaN;
           let blockDone = NaN;
           const c0 = performance.now();
@@ -144,7 +146,8 @@ try {
           // lists the WebSocket only for that: its fallback is put off past the data channel's opening.
           const blockOnWs = system.startsWith('block') && bulk && split === '';
           const conn = await w.gw.connect({
-            url: `http://${host}:8080/gamewire`, token, openTimeoutMs: 30_000,
+            url: `http://${host}:${latency ? 8083 : 8080}/gamewire`, token, openTimeoutMs: 30_000,
+            ...(latency ? { channels: { redundancy: 2 } } : {}),
             transports: overWs ? ['websocket'] : blockOnWs ? ['webrtc', 'websocket'] : ['webrtc'], fallbackAfterMs: 30_000, bulk: blockOnWs,
             lanes: [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: BLOCK }],
             // BROWSER_BENCH_WS_RATE: another rate controller for the client over the WebSocket transport.

@@ -5,6 +5,8 @@
  *   - gamewire: a netcode `Server` with one `BrowserGateway` (port 8080, path /gamewire) taking browsers
  *     over WebRTC (offers POSTed) and over WebSockets (upgrades) alike: a reliable-ordered lane, echo; a block lane
  *     (a 4-byte block asks for a block of that many bytes back),
+ *   - the same on port 8083 with `webrtcFavor: 'latency'` (its own `Server` on UDP 40001; its tokens from
+ *     /token-latency),
  *   - WebSocket: `ws`, echo of every binary message (kernel TCP underneath); a block's chunks are counted;
  *     a 4-byte message asks for that many bytes back,
  *   - geckos.io 3.1.0: echo of every reliable message,
@@ -21,14 +23,14 @@ import geckos from '@geckos.io/server';
 import ndc from 'node-datachannel';
 import { WebSocketServer } from 'ws';
 import { systemUnixTime, UdpDriver } from '../src/adapters/node/udp-driver.js';
-import { BrowserGateway } from '../src/adapters/node/gateway.js';
+import { BrowserGateway, type BrowserGatewayOptions } from '../src/adapters/node/gateway.js';
 import { sodiumCrypto } from '../src/crypto/sodium.js';
 import { Server, type ServerEvent } from '../src/netcode/server.js';
 import { tokenAnswer } from './browser-token.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const host = process.argv[2] ?? '127.0.0.1';
-export const PORTS = { udp: 40000, signalling: 8080, page: 8081, websocket: 8082, geckos: 9208 } as const;
+export const PORTS = { udp: 40000, signalling: 8080, page: 8081, websocket: 8082, geckos: 9208, latencyUdp: 40001, latency: 8083 } as const;
 
 const KEY = Uint8Array.from({ length: 32 }, (_, i) => 200 - i);
 const PROTOCOL = 0x62726f77n;
@@ -36,19 +38,27 @@ const LANES = [{ mode: 'reliable-ordered' }, { mode: 'block', maxMessageBytes: 1
 
 // BROWSER_BENCH_SERVER_REDUNDANCY (checked by browser.bench.ts): the server's lanes ride each piece this many times.
 const redundancy = process.env.BROWSER_BENCH_SERVER_REDUNDANCY;
-const server = new Server({
-  protocolId: PROTOCOL, privateKey: KEY, addresses: [`${host}:${PORTS.udp}`], unixTime: systemUnixTime, lanes: LANES, crypto: await sodiumCrypto(),
-  ...(redundancy === undefined ? {} : { channels: { redundancy: Number(redundancy) } }),
-});
-const driver = await UdpDriver.openEndpoint(server, { host, port: PORTS.udp });
-// Lane 0: echo. Lane 1 (blocks): an upload is only counted by its delivery; a 4-byte block asks for a
-// download of that many bytes.
-driver.on('event', (e: ServerEvent) => {
-  if (e.type !== 'message') return;
-  if (e.lane === 0) e.client.send(0, e.bytes);
-  else if (e.bytes.length === 4) e.client.send(1, new Uint8Array(new DataView(e.bytes.buffer, e.bytes.byteOffset).getUint32(0, true)).fill(9));
-});
-const signalling = await BrowserGateway.open(driver, server, { host, port: PORTS.signalling, bindAddress: host, webrtc: true, webSocket: true });
+const crypto = await sodiumCrypto();
+
+/** A netcode server on UDP `udp` with its gateway on `port`, echoing lane 0 and answering block requests on lane 1. */
+async function gamewire(udp: number, port: number, options: Pick<BrowserGatewayOptions, 'webrtcFavor'>): Promise<{ server: Server; driver: UdpDriver<ServerEvent>; gateway: BrowserGateway }> {
+  const server = new Server({
+    protocolId: PROTOCOL, privateKey: KEY, addresses: [`${host}:${udp}`], unixTime: systemUnixTime, lanes: LANES, crypto,
+    ...(redundancy === undefined ? {} : { channels: { redundancy: Number(redundancy) } }),
+  });
+  const driver = await UdpDriver.openEndpoint(server, { host, port: udp });
+  // Lane 0: echo. Lane 1 (blocks): an upload is only counted by its delivery; a 4-byte block asks for a
+  // download of that many bytes.
+  driver.on('event', (e: ServerEvent) => {
+    if (e.type !== 'message') return;
+    if (e.lane === 0) e.client.send(0, e.bytes);
+    else if (e.bytes.length === 4) e.client.send(1, new Uint8Array(new DataView(e.bytes.buffer, e.bytes.byteOffset).getUint32(0, true)).fill(9));
+  });
+  const gateway = await BrowserGateway.open(driver, server, { host, port, bindAddress: host, webrtc: true, webSocket: true, ...options });
+  return { server, driver, gateway };
+}
+const main = await gamewire(PORTS.udp, PORTS.signalling, {});
+const latency = await gamewire(PORTS.latencyUdp, PORTS.latency, { webrtcFavor: 'latency' });
 
 const wss = new WebSocketServer({ host, port: PORTS.websocket });
 wss.on('connection', (ws) => {
@@ -85,6 +95,7 @@ const files = new Map(bundles.outputFiles.map((f) => [`/${f.path.split('/').pop(
 const html = '<!doctype html><script type="module">import * as gw from "/gamewire.js"; import * as gwx from "/extend.js"; '
   + 'import geckos from "/geckos.js"; window.gw = gw; window.gwx = gwx; window.geckos = geckos;</script>';
 const sendToken = tokenAnswer(PROTOCOL, KEY, `${host}:${PORTS.udp}`);
+const sendLatencyToken = tokenAnswer(PROTOCOL, KEY, `${host}:${PORTS.latencyUdp}`);
 const page = createServer((req, res) => {
   const js = files.get(req.url ?? '');
   if (js !== undefined) return void res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
@@ -104,15 +115,18 @@ const page = createServer((req, res) => {
     return;
   }
   if (req.url === '/token') return void sendToken(res);
+  if (req.url === '/token-latency') return void sendLatencyToken(res);
   res.writeHead(200, { 'content-type': 'text/html' }).end(html);
 });
 await new Promise<void>((r) => page.listen(PORTS.page, host, r));
-process.stdout.write(`ready ${signalling.url} ${process.pid}\n`);
+process.stdout.write(`ready ${main.gateway.url} ${process.pid}\n`);
 
 const stop = async (): Promise<void> => {
-  server.close();
-  await driver.close({ linger: { quietMs: 100, maxMs: 500 } });
-  await signalling.close();
+  for (const g of [main, latency]) {
+    g.server.close();
+    await g.driver.close({ linger: { quietMs: 100, maxMs: 500 } });
+    await g.gateway.close();
+  }
   wss.close();
   page.close();
   process.exit(0);

@@ -9,9 +9,10 @@
  * plain WebSocket, against the link's floor. Writes the "## browser" section of bench/README.md and
  * bench/results/browser.json.
  *   BROWSER_BENCH_COUNT (default 500) messages per run; BROWSER_BENCH_ROUNDS (default 10 for gamewire,
- *   gamewire-ws and websocket, 3 for geckos and raw) rounds; BROWSER_BENCH_BLOCK=0 skips the blocks;
- *   BROWSER_BENCH_SYSTEMS=gamewire,raw runs only those (of gamewire, gamewire-ws, websocket, geckos,
- *   raw; an upload and a download run for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
+ *   gamewire-latency, gamewire-ws and websocket, 3 for geckos and raw) rounds; BROWSER_BENCH_BLOCK=0 skips the blocks;
+ *   BROWSER_BENCH_SYSTEMS=gamewire,raw runs only those (of gamewire, gamewire-latency (a gateway with
+ *   webrtcFavor 'latency', the browser riding twice), gamewire-ws, websocket, geckos, raw; an upload and
+ *   a download run for each of gamewire, gamewire-ws, websocket chosen); BROWSER_BENCH_LOSS=0.1
  *   (a fraction, or several comma-separated) only that loss; BROWSER_BENCH_WS_RATE=adaptive:50 (AdaptiveRate
  *   aiming at a 50 ms queue) or fixed:12500000 (FixedRate, bytes/s) is the rate controller of gamewire's
  *   client over its WebSocket transport instead of the path's own; BROWSER_BENCH_SPLIT=webrtc or websocket sends
@@ -41,7 +42,7 @@ const BULK = ENV.BROWSER_BENCH_BULK !== '0' && SPLIT === undefined;
 const WRITE = ENV.BROWSER_BENCH_COUNT === undefined && ENV.BROWSER_BENCH_ROUNDS === undefined && ENV.BROWSER_BENCH_SYSTEMS === undefined
   && ENV.BROWSER_BENCH_LOSS === undefined && BLOCK && WS_RATE === undefined && SPLIT === undefined && ENV.BROWSER_BENCH_BULK === undefined
   && ENV.BROWSER_BENCH_SERVER_REDUNDANCY === undefined;
-const ALL_SYSTEMS = ['gamewire', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
+const ALL_SYSTEMS = ['gamewire', 'gamewire-latency', 'gamewire-ws', 'websocket', 'geckos', 'raw'] as const;
 type System = (typeof ALL_SYSTEMS)[number];
 const SYSTEMS = (ENV.BROWSER_BENCH_SYSTEMS?.split(',') ?? ALL_SYSTEMS) as readonly System[];
 for (const s of SYSTEMS) {
@@ -73,10 +74,11 @@ if (SPLIT !== undefined && SPLIT !== 'webrtc' && SPLIT !== 'websocket') {
   process.exit(2);
 }
 /** Rounds per system: the targets' systems run enough for "every run" to mean something; geckos.io takes ~30 s a run. */
-const DEFAULT_ROUNDS: Record<System, number> = { gamewire: 10, 'gamewire-ws': 10, websocket: 10, geckos: 3, raw: 3 };
+const DEFAULT_ROUNDS: Record<System, number> = { gamewire: 10, 'gamewire-latency': 10, 'gamewire-ws': 10, websocket: 10, geckos: 3, raw: 3 };
 const roundsOf = (s: System): number => (ENV.BROWSER_BENCH_ROUNDS === undefined ? DEFAULT_ROUNDS[s] : Number(ENV.BROWSER_BENCH_ROUNDS));
 const LABEL: Record<string, string> = {
   gamewire: 'gamewire over WebRTC, reliable-ordered',
+  'gamewire-latency': 'gamewire over WebRTC, webrtcFavor \'latency\' (2 rides each way), reliable-ordered',
   'gamewire-ws': 'gamewire over its WebSocket transport, reliable-ordered',
   websocket: 'WebSocket (kernel TCP)',
   geckos: 'geckos.io 3.1.0, reliable messages',
@@ -278,30 +280,35 @@ function section(loss: number, all: readonly Run[]): string[] {
   const wsRuns = ok('websocket');
   const gwwsRuns = ok('gamewire-ws');
   const list = (xs: readonly number[], f: (x: number) => string): string => xs.map(f).join(', ');
-  lines.push('', `Targets at ${pctText(loss)} loss${loss === 0.1 ? '' : ' (item 4\'s are set at 10 % loss: here for reference)'}, per run of gamewire over WebRTC `
-    + `(${gwRuns.length} runs${gwRuns.length < runs.filter((r) => r.system === 'gamewire').length ? `, ${runs.filter((r) => r.system === 'gamewire').length - gwRuns.length} failed: **missed** whatever the lines say` : ''}):`);
-  if (gwRuns.length > 0) {
-    const stalls = gwRuns.map((r) => r.stallMs);
+  /** Item 4's target lines for the runs of `system` over WebRTC. */
+  const item4 = (system: System, head: string): void => {
+    const okRuns = ok(system);
+    const all = runs.filter((r) => r.system === system).length;
+    if (all === 0) return;
+    lines.push('', `${head} (${okRuns.length} runs${okRuns.length < all ? `, ${all - okRuns.length} failed: **missed** whatever the lines say` : ''}):`);
+    if (okRuns.length === 0) return;
+    const stalls = okRuns.map((r) => r.stallMs);
     lines.push(`- no stall > 500 ms in any run (stall: the largest gap between consecutive echo arrivals in the page less the 20 ms send interval): `
-      + `${list(stalls, f0)} ms: ${verdict(stalls.every((s) => s <= 500))}. Largest RTT per run: ${list(gwRuns.map((r) => r.max), f0)} ms.`);
+      + `${list(stalls, f0)} ms: ${verdict(stalls.every((x) => x <= 500))}. Largest RTT per run: ${list(okRuns.map((r) => r.max), f0)} ms.`);
     if (wsRuns.length > 0) {
       const wsUp = median(wsRuns.map((r) => r.ipBytesPerMsg));
       const wsDown = median(wsRuns.map((r) => r.serverIpBytesPerMsg));
-      const upOk = gwRuns.every((r) => r.ipBytesPerMsg <= 2 * wsUp);
-      const downOk = gwRuns.every((r) => r.serverIpBytesPerMsg <= 2 * wsDown);
+      const upOk = okRuns.every((r) => r.ipBytesPerMsg <= 2 * wsUp);
+      const downOk = okRuns.every((r) => r.serverIpBytesPerMsg <= 2 * wsDown);
       lines.push(`- IP bytes per message ≤ 2 × the WebSocket's (its medians: ${f1(wsUp)} B up, ${f1(wsDown)} B down): browser → server `
-        + `${list(gwRuns.map((r) => r.ipBytesPerMsg), f0)} B: ${verdict(upOk)}; server → browser ${list(gwRuns.map((r) => r.serverIpBytesPerMsg), f0)} B: `
+        + `${list(okRuns.map((r) => r.ipBytesPerMsg), f0)} B: ${verdict(upOk)}; server → browser ${list(okRuns.map((r) => r.serverIpBytesPerMsg), f0)} B: `
         + `${verdict(downOk)}.`);
       const wsP99 = median(wsRuns.map((r) => r.p99));
-      const ratios = gwRuns.map((r) => r.p99 / wsP99);
-      const paired = gwRuns.map((r) => r.p99 / num(wsRuns.find((w) => w.round === r.round)?.p99));
+      const ratios = okRuns.map((r) => r.p99 / wsP99);
+      const paired = okRuns.map((r) => r.p99 / num(wsRuns.find((w) => w.round === r.round)?.p99));
       lines.push(`- p99 ≤ 0.5 × the WebSocket's in every run: against its median p99 (${f1(wsP99)} ms) ${list(ratios, f2)}: ${verdict(ratios.every((x) => x <= 0.5))}; `
         + `against the WebSocket's run of the same round ${list(paired, f2)}: ${verdict(paired.every((x) => x <= 0.5))}.`);
     }
-    const connects = gwRuns.map((r) => r.connectMs);
+    const connects = okRuns.map((r) => r.connectMs);
     lines.push(`- median connect time ≤ 1.5 s (from calling connect to the netcode \`connected\` event): ${f0(median(connects))} ms `
       + `(${list(connects, f0)}): ${verdict(median(connects) <= 1500)}.`);
-  }
+  };
+  item4('gamewire', `Targets at ${pctText(loss)} loss${loss === 0.1 ? '' : ' (item 4\'s are set at 10 % loss: here for reference)'}, per run of gamewire over WebRTC`);
   if (gwwsRuns.length > 0) {
     lines.push(`- for comparison, gamewire over its WebSocket transport: stalls ${list(gwwsRuns.map((r) => r.stallMs), f0)} ms, connect median `
       + `${f0(median(gwwsRuns.map((r) => r.connectMs)))} ms, p99 median ${f1(median(gwwsRuns.map((r) => r.p99)))} ms`
@@ -326,6 +333,7 @@ function section(loss: number, all: readonly Run[]): string[] {
       : isDownload(system) ? 'no target (item 5 sets the uploads\')' : bound === undefined ? 'no target at this loss' : `target ≤ ${bound}× the floor: ${verdict(ratio <= bound)}`;
     lines.push(`- 16 MiB ${isDownload(system) ? 'download' : 'upload'}, ${LABEL[system]}: ${time}; ${target}; echo p99 meanwhile ${f0(r.duringP99 ?? NaN)} ms.`);
   }
+  item4('gamewire-latency', 'The same, per run of gamewire over WebRTC with the gateway\'s `webrtcFavor: \'latency\'` and two rides from the browser (an option, not the default)');
   return lines;
 }
 
