@@ -365,6 +365,8 @@ async function main(): Promise<void> {
     'messages are "missing" and its RTTs are those of the messages that arrived, i.e. what the data channel itself adds to a delivered datagram.',
     'The data channel runs SCTP\'s congestion control under our own pacing, and SCTP halves its window on every loss; over the WebSocket',
     `gamewire's path is marked reliable (no loss by timeout, no redundancy, block slices resent no sooner than 1 s) and kernel TCP (${tcpCc}) does the rest.`,
+    'The `webrtcFavor: \'latency\'` row is an option, not the default: a second `BrowserGateway` and netcode `Server` in the same process, whose',
+    'data channels never resend a lost chunk and whose lanes ride each piece twice, with the page riding twice too (`channels: { redundancy: 2 }`).',
     '',
     ...LOSSES.flatMap((loss) => [...section(loss, runs), '']),
     `Machine: ${cpus()[0]?.model ?? 'unknown'} × ${cpus().length}, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version}; ` +
