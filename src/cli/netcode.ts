@@ -83,6 +83,7 @@ export interface ServeCommandOptions {
   webrtc: number | undefined;
   /** UDP port every browser peer shares (default: the signalling port's number). */
   webrtcUdpPort?: number | undefined;
+  webrtcFavor?: 'bytes' | 'latency' | undefined;
   /** A public IPv4/IPv6 address to put in the WebRTC answers (1:1 NAT). */
   publicAddress?: string | undefined;
   /** Take clients over WebSockets too: on the `webrtc` port, or on this TCP port when there is none. */
@@ -136,6 +137,7 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
       host: o.host, port: webPort, webrtc: o.webrtc !== undefined, webSocket: o.ws !== undefined,
       ...(o.webrtcUdpPort !== undefined ? { udpPort: o.webrtcUdpPort } : {}),
       ...(o.publicAddress !== undefined ? { publicAddress: o.publicAddress } : {}),
+      ...(o.webrtcFavor !== undefined ? { webrtcFavor: o.webrtcFavor } : {}),
       ...(tls !== undefined ? { tls } : {}),
     });
   } catch (err) {
@@ -164,7 +166,8 @@ async function serveUntil(o: ServeCommandOptions, signal: AbortSignal): Promise<
   process.stderr.write(`serve listening on ${driver.local.host}:${driver.local.port} (netcode 1.02${o.raw ? ', raw payloads' : ''}, max ${o.maxClients} clients)\n`);
   if (web !== undefined) {
     const kinds = [o.webrtc !== undefined ? 'WebRTC' : '', o.ws !== undefined ? 'WebSocket' : ''].filter((k) => k !== '').join(' and ');
-    const peers = web.udpPort === undefined ? '' : `, their WebRTC peers on UDP port ${web.udpPort}${o.publicAddress !== undefined ? ` (announced as ${o.publicAddress})` : ''}`;
+    const peers = web.udpPort === undefined ? '' : `, their WebRTC peers on UDP port ${web.udpPort}${o.publicAddress !== undefined ? ` (announced as ${o.publicAddress})` : ''}`
+      + `${web.webrtcFavor === 'latency' ? ', favoring latency' : ''}`;
     process.stderr.write(`serve: browser clients (${kinds}) at ${web.url}${peers}\n`);
   }
   await aborted(signal);
@@ -353,6 +356,7 @@ interface NetcodeFlags {
   size?: number;
   webrtc?: number;
   webrtcUdpPort?: number;
+  webrtcFavor?: string;
   publicAddress?: string;
   ws?: number | true;
   tlsCert?: string;
@@ -407,13 +411,17 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
     .option('--webrtc <port>', 'also take browser clients: WebRTC signalling on this TCP port (0 = any; the URL is printed)', arg((v) => parsePort(v, '--webrtc')))
     .option('--webrtc-udp-port <port>', 'with --webrtc: the UDP port every browser peer shares (default: the --webrtc number; it must differ from --port)', arg((v) => parsePort(v, '--webrtc-udp-port')))
     .option('--public-address <ip>', 'with --webrtc: the public IP address to announce to browsers (a server behind 1:1 NAT)')
+    .option('--webrtc-favor <what>', "with --webrtc: 'bytes' (default) or 'latency' (data channels that never resend, two rides per message: a shorter tail under loss for more bytes)")
     .option('--ws [port]', 'also take clients over WebSockets (the fallback where UDP is blocked): on the --webrtc port, or on this TCP port', arg((v) => parsePort(v, '--ws')))
     .option('--tls-cert <file>', 'with --webrtc or --ws: serve HTTPS and WSS with this certificate chain (PEM; needs --tls-key)')
     .option('--tls-key <file>', 'the private key (PEM) of --tls-cert')
     .action(async (o: NetcodeFlags) => {
       if (o.maxClients < 1 || o.maxClients > 65_536) throw new UsageError('--max-clients must be in 1..65536');
-      if (o.webrtc === undefined && (o.webrtcUdpPort !== undefined || o.publicAddress !== undefined)) {
-        throw new UsageError('--webrtc-udp-port and --public-address go with --webrtc');
+      if (o.webrtc === undefined && (o.webrtcUdpPort !== undefined || o.publicAddress !== undefined || o.webrtcFavor !== undefined)) {
+        throw new UsageError('--webrtc-udp-port, --public-address and --webrtc-favor go with --webrtc');
+      }
+      if (o.webrtcFavor !== undefined && o.webrtcFavor !== 'bytes' && o.webrtcFavor !== 'latency') {
+        throw new UsageError(`--webrtc-favor: expected bytes or latency, got "${o.webrtcFavor}"`);
       }
       if (o.ws === true && o.webrtc === undefined) throw new UsageError('--ws needs a port (--ws PORT) when there is no --webrtc PORT');
       if (typeof o.ws === 'number' && o.webrtc !== undefined && o.ws !== o.webrtc) {
@@ -427,7 +435,8 @@ export function registerNetcode(program: Command, setExit: (code: number) => voi
       if (o.publicAddress !== undefined && isIP(o.publicAddress) === 0) throw new UsageError(`--public-address: expected an IP address, got "${o.publicAddress}"`);
       setExit(await runServe({
         port: o.port!, host: o.host, key: o.key, protocolId: o.protocolId, maxClients: o.maxClients, raw: o.raw === true, quiet: o.quiet === true,
-        migration: o.migration !== false, webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress, ws: o.ws, tlsCert: o.tlsCert, tlsKey: o.tlsKey,
+        migration: o.migration !== false, webrtc: o.webrtc, webrtcUdpPort: o.webrtcUdpPort, publicAddress: o.publicAddress,
+        webrtcFavor: o.webrtcFavor as 'bytes' | 'latency' | undefined, ws: o.ws, tlsCert: o.tlsCert, tlsKey: o.tlsKey,
       }));
     });
 

@@ -265,6 +265,7 @@ describe('BrowserGateway UDP ports (node-datachannel, loopback)', () => {
           expect(registered).toHaveBeenCalledWith(WEBRTC_ADDRESS_PREFIX, expect.objectContaining({ defaultRedundancy: redundancy }));
           // node-datachannel's channels do not say how reliable they are: what the gateway gives them is read instead.
           expect((r.signalling as unknown as { channelInit: object }).channelInit).toEqual(init);
+          expect(r.signalling.webrtcFavor).toBe(favor ?? 'bytes');
           await connectAll(r, 1);
         } finally {
           await r.close();

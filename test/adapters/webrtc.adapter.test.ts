@@ -274,10 +274,10 @@ describe('gamewire serve --webrtc (spawned)', () => {
     const KEY_HEX = '000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f';
     const peersPort = await freeUdpPort('127.0.0.1');
     const s = gamewire('serve', '--port', '0', '--host', '127.0.0.1', '--key', KEY_HEX, '--protocol-id', 'abcd', '--webrtc', '0',
-      '--webrtc-udp-port', String(peersPort), '--public-address', '127.0.0.1');
+      '--webrtc-udp-port', String(peersPort), '--public-address', '127.0.0.1', '--webrtc-favor', 'latency');
     try {
       const udpPort = Number((await waitForStderr(s, /listening on 127\.0\.0\.1:(\d+)/))[1]);
-      const line = await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+), their WebRTC peers on UDP port (\d+) \(announced as 127\.0\.0\.1\)/);
+      const line = await waitForStderr(s, /browser clients \(WebRTC\) at (http:\S+), their WebRTC peers on UDP port (\d+) \(announced as 127\.0\.0\.1\), favoring latency/);
       const url = line[1]!;
       expect(Number(line[2])).toBe(peersPort);
       const token = generateConnectToken({
@@ -297,10 +297,13 @@ describe('gamewire serve --webrtc (spawned)', () => {
     }
   }, 30_000);
 
-  it('refuses --webrtc-udp-port or --public-address without --webrtc, and a public address that is not an IP', async () => {
+  it('refuses --webrtc-udp-port, --public-address or --webrtc-favor without --webrtc, a public address that is not an IP, and a favor that is neither bytes nor latency', async () => {
     const a = gamewire('serve', '--port', '0', '--public-address', '203.0.113.7');
     expect(await a.exit).toBe(2);
-    expect(a.stderr()).toMatch(/error: --webrtc-udp-port and --public-address go with --webrtc/);
+    expect(a.stderr()).toMatch(/error: --webrtc-udp-port, --public-address and --webrtc-favor go with --webrtc/);
+    const c = gamewire('serve', '--port', '0', '--webrtc', '0', '--webrtc-favor', 'speed');
+    expect(await c.exit).toBe(2);
+    expect(c.stderr()).toMatch(/error: --webrtc-favor: expected bytes or latency, got "speed"/);
     const b = gamewire('serve', '--port', '0', '--webrtc', '0', '--public-address', 'example.com');
     expect(await b.exit).toBe(2);
     expect(b.stderr()).toMatch(/error: --public-address: expected an IP address, got "example.com"/);

@@ -300,6 +300,8 @@ export class BrowserGateway {
   readonly url: string;
   /** The UDP port every peer connection shares, or undefined with `udpPortRange`. */
   readonly udpPort: number | undefined;
+  /** What its data channels favor under loss (`BrowserGatewayOptions.webrtcFavor`). */
+  readonly webrtcFavor: 'bytes' | 'latency';
 
   private readonly ndc: Ndc | undefined;
   private readonly wss: InstanceType<Ws['WebSocketServer']> | undefined;
@@ -346,6 +348,7 @@ export class BrowserGateway {
     const feedRtc = ndc === undefined ? undefined : driver.attachTransport(WEBRTC_ADDRESS_PREFIX, send);
     const feedWs = ws === undefined ? undefined : driver.attachTransport(WEBSOCKET_ADDRESS_PREFIX, send);
     this.feed = (from, bytes) => (from.startsWith(WEBRTC_ADDRESS_PREFIX) ? feedRtc : feedWs)!(from, bytes);
+    this.webrtcFavor = opts.webrtcFavor;
     const latency = opts.webrtcFavor === 'latency';
     this.channelInit = latency ? LATENCY_SERVER_CHANNEL : SERVER_CHANNEL;
     if (ndc !== undefined) server.registerTransport(WEBRTC_ADDRESS_PREFIX, latency ? WEBRTC_LATENCY_SERVER_TRANSPORT : WEBRTC_SERVER_TRANSPORT);
