@@ -83,6 +83,7 @@ export interface ServeCommandOptions {
   webrtc: number | undefined;
   /** UDP port every browser peer shares (default: the signalling port's number). */
   webrtcUdpPort?: number | undefined;
+  /** What the WebRTC data channels favor under loss (`BrowserGatewayOptions.webrtcFavor`; default `'bytes'`). */
   webrtcFavor?: 'bytes' | 'latency' | undefined;
   /** A public IPv4/IPv6 address to put in the WebRTC answers (1:1 NAT). */
   publicAddress?: string | undefined;

@@ -17,7 +17,7 @@ import { type BlockLaneStats } from '../../src/connection/blocks.js';
 import { type Path } from '../../src/congestion/path.js';
 import { type ClientEvent } from '../../src/netcode/client.js';
 import { NETCODE_PACKET_OVERHEAD_BYTES, WEBSOCKET_TRANSPORT } from '../../src/netcode/options.js';
-import { Server, type ServerEvent } from '../../src/netcode/server.js';
+import { Server, type ServerClient, type ServerEvent } from '../../src/netcode/server.js';
 import { bulkProtocols, resumeProtocols, webSocketProtocols } from '../../src/netcode/websocket-protocol.js';
 import { generateConnectToken } from '../../src/netcode/wire.js';
 import { gamewire, waitForStderr } from './helpers.js';
@@ -129,6 +129,14 @@ describe('WebSocket transport (ws, loopback)', () => {
   const open = (t: Uint8Array, events: ClientEvent[], more: Partial<Parameters<typeof connect>[0]> = {}): Promise<BrowserConnection> => connect({
     url: gateway.url, token: t, lanes: LANES, onEvent: (e) => events.push(e), transports: ['websocket'], WebSocket: Ws, ...more,
   });
+
+  /** The server's side of `conn` once its block lane's WebSocket has opened (`timeoutMs`) and proved itself there (its first packet). */
+  const bulkBound = async (conn: BrowserConnection, timeoutMs?: number): Promise<ServerClient> => {
+    await until(() => conn.bulk, timeoutMs);
+    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
+    await until(() => sc.bulkAddress !== undefined);
+    return sc;
+  };
 
   /** A raw WebSocket request with these subprotocols: the HTTP status of the refusal, or 101. */
   const rawStatus = async (protocols: string[], headers: Record<string, string> = {}, url = gateway.url): Promise<number> => {
@@ -528,9 +536,7 @@ describe('WebSocket transport (ws, loopback)', () => {
       transports: ['webrtc', 'websocket'], RTCPeerConnection: Loopback, WebSocket: CountingWs as unknown as typeof Ws,
     });
     expect(conn.transport).toBe('webrtc');
-    await until(() => conn.bulk);
-    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
-    await until(() => sc.bulkAddress !== undefined); // its first packet there proves it
+    const sc = await bulkBound(conn);
     expect(sc.address).toMatch(/^webrtc:/);
     expect(sc.bulkAddress).toMatch(/^ws:\d+$/);
     expect(serverEvents.filter((e) => e.type === 'bulk' && e.client === sc)).toEqual([{ type: 'bulk', client: sc, address: sc.bulkAddress, previous: undefined }]);
@@ -582,10 +588,8 @@ describe('WebSocket transport (ws, loopback)', () => {
     const events: ClientEvent[] = [];
     const before = gateway.counters().upgrades;
     const conn = await open(token(), events);
-    await until(() => conn.bulk);
+    const sc = await bulkBound(conn);
     expect(gateway.counters().upgrades - before).toBe(2);
-    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
-    await until(() => sc.bulkAddress !== undefined);
     expect([sc.address, sc.bulkAddress].every((a) => /^ws:\d+$/.test(a ?? ''))).toBe(true);
     const block = Uint8Array.from({ length: 300_000 }, (_, i) => (i * 3) & 255);
     conn.client.send(5, block);
@@ -620,9 +624,7 @@ describe('WebSocket transport (ws, loopback)', () => {
     }
     const events: ClientEvent[] = [];
     const conn = await open(token(), events, { WebSocket: Kept as unknown as typeof Ws, resumeAfterMs: 0 });
-    await until(() => conn.bulk);
-    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
-    await until(() => sc.bulkAddress !== undefined);
+    const sc = await bulkBound(conn);
     // The server's datagrams stop reaching the client; the client's still reach the server, so the
     // server keeps it and both its WebSockets until the client goes.
     const peers = (gateway as unknown as { peers: Map<string, { ws?: { send: unknown } }> }).peers;
@@ -650,19 +652,15 @@ describe('WebSocket transport (ws, loopback)', () => {
     const conn = await open(token(), events, { WebSocket: FailFirst as unknown as typeof Ws });
     await until(() => offered.filter((p) => p.includes('gamewire.bulk.')).length === 1);
     expect(conn.bulk).toBe(false);
-    await until(() => conn.bulk, 4000);
+    await bulkBound(conn, 4000);
     expect(offered.filter((p) => p.includes('gamewire.bulk.'))).toHaveLength(2);
-    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
-    await until(() => sc.bulkAddress !== undefined);
     await conn.close();
   }, 15_000);
 
   it('the server holds its block lane while that WebSocket holds more than 64 KiB, and lets it go once a frame it wrote finds it drained: the block arrives whole, nothing dropped', async () => {
     const events: ClientEvent[] = [];
     const conn = await open(token(), events);
-    await until(() => conn.bulk);
-    const sc = server.clients().find((c) => c.clientIndex === conn.client.slot.clientIndex)!;
-    await until(() => sc.bulkAddress !== undefined);
+    const sc = await bulkBound(conn);
     const holds: boolean[] = [];
     const hold = sc.holdBulk.bind(sc);
     sc.holdBulk = (h: boolean) => void (holds.push(h), hold(h));
